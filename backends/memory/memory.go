@@ -1,0 +1,265 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Config configures a Store. The zero value is a store on the system clock.
+type Config struct {
+	// Clock drives expiry; nil means the system clock.
+	Clock clock.Clock
+}
+
+// Store is the in-memory kv.Store. Expired keys are invisible to every
+// operation; their memory is reclaimed by a sweep every sweepEvery writes.
+type Store struct {
+	clock clock.Clock
+
+	mu     sync.RWMutex
+	data   map[string]item
+	keys   []string // sorted by bytes; holds exactly the keys of data
+	writes int      // since the last sweep of expired keys
+}
+
+// sweepEvery is how many writes pass between sweeps of expired keys, so that
+// a long-running emulator full of TTL keys does not grow without bound while
+// a write stays O(1) amortized.
+const sweepEvery = 4096
+
+type item struct {
+	value []byte
+	exp   time.Time // zero: no expiry
+}
+
+func (it item) live(now time.Time) bool { return it.exp.IsZero() || now.Before(it.exp) }
+
+var (
+	_ kv.Store        = (*Store)(nil)
+	_ kv.ExpiryGetter = (*Store)(nil)
+	_ kv.BulkGetter   = (*Store)(nil)
+	_ kv.BulkPutter   = (*Store)(nil)
+	_ kv.BulkDeleter  = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New(cfg Config) *Store {
+	return &Store{clock: clock.OrReal(cfg.Clock), data: make(map[string]item)}
+}
+
+// Get implements kv.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	e, err := s.GetEntry(ctx, key)
+	return e.Value, err
+}
+
+// GetEntry implements kv.ExpiryGetter.
+func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return kv.Entry{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return kv.Entry{}, err
+	}
+	now := s.clock.Now()
+	s.mu.RLock()
+	it, ok := s.data[key]
+	s.mu.RUnlock()
+	if !ok || !it.live(now) {
+		return kv.Entry{}, kv.ErrNotFound
+	}
+	return kv.Entry{Key: key, Value: bytes.Clone(it.value), Expiration: it.exp}, nil
+}
+
+// Put implements kv.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	now := s.clock.Now()
+	if err := kv.ValidatePut(key, value, opts, now); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v := bytes.Clone(value)
+	if v == nil {
+		v = []byte{}
+	}
+	s.mu.Lock()
+	s.set(key, item{value: v, exp: opts.ExpiresAt(now)})
+	s.mu.Unlock()
+	return nil
+}
+
+// set stores it under key; s.mu must be held.
+func (s *Store) set(key string, it item) {
+	if s.writes++; s.writes >= sweepEvery && len(s.data) >= sweepEvery {
+		s.sweep(s.clock.Now())
+	}
+	if _, ok := s.data[key]; !ok {
+		i, _ := slices.BinarySearch(s.keys, key)
+		s.keys = slices.Insert(s.keys, i, key)
+	}
+	s.data[key] = it
+}
+
+// remove deletes key; s.mu must be held.
+func (s *Store) remove(key string) {
+	if _, ok := s.data[key]; !ok {
+		return
+	}
+	delete(s.data, key)
+	if i, found := slices.BinarySearch(s.keys, key); found {
+		s.keys = slices.Delete(s.keys, i, i+1)
+	}
+}
+
+// sweep removes the expired keys; s.mu must be held.
+func (s *Store) sweep(now time.Time) {
+	s.writes = 0
+	live := s.keys[:0]
+	for _, k := range s.keys {
+		if s.data[k].live(now) {
+			live = append(live, k)
+		} else {
+			delete(s.data, k)
+		}
+	}
+	clear(s.keys[len(live):])
+	s.keys = live
+}
+
+// Delete implements kv.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := kv.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.remove(key)
+	s.mu.Unlock()
+	return nil
+}
+
+// List implements kv.Store. Its cursor is kv.EncodeCursor of the last key
+// returned.
+func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	limit, err := kv.ValidateListOptions(opts)
+	if err != nil {
+		return kv.ListResult{}, err
+	}
+	after, err := kv.DecodeCursor(opts.Cursor, opts.Prefix)
+	if err != nil {
+		return kv.ListResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return kv.ListResult{}, err
+	}
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	start := sort.SearchStrings(s.keys, opts.Prefix)
+	if after != "" {
+		i, found := slices.BinarySearch(s.keys, after)
+		if found {
+			i++
+		}
+		start = max(start, i)
+	}
+	res := kv.ListResult{Keys: []string{}}
+	for i := start; i < len(s.keys); i++ {
+		k := s.keys[i]
+		if len(k) < len(opts.Prefix) || k[:len(opts.Prefix)] != opts.Prefix {
+			break
+		}
+		if !s.data[k].live(now) {
+			continue
+		}
+		if len(res.Keys) == limit {
+			res.Cursor = kv.EncodeCursor(res.Keys[len(res.Keys)-1])
+			return res, nil
+		}
+		res.Keys = append(res.Keys, k)
+	}
+	res.Done = true
+	return res, nil
+}
+
+// GetMany implements kv.BulkGetter.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	out := make([]kv.Entry, 0, len(keys))
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, k := range keys {
+		if it, ok := s.data[k]; ok && it.live(now) {
+			out = append(out, kv.Entry{Key: k, Value: bytes.Clone(it.value), Expiration: it.exp})
+		}
+	}
+	return out, nil
+}
+
+// PutMany implements kv.BulkPutter.
+func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
+	now := s.clock.Now()
+	if err := kv.ValidateEntries(entries, now); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range entries {
+		v := bytes.Clone(e.Value)
+		if v == nil {
+			v = []byte{}
+		}
+		s.set(e.Key, item{value: v, exp: e.Expiration})
+	}
+	return nil
+}
+
+// DeleteMany implements kv.BulkDeleter.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		s.remove(k)
+	}
+	return nil
+}
+
+// Len returns the number of live keys; tests use it to check bounds.
+func (s *Store) Len() int {
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, it := range s.data {
+		if it.live(now) {
+			n++
+		}
+	}
+	return n
+}

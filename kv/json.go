@@ -1,0 +1,102 @@
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// GetJSON reads key and decodes its JSON value into v. It reports found=false
+// with a nil error when the key is missing or its value is not valid JSON for
+// v ("no record"): one corrupt record must not crash the bot. A malformed
+// value also logs one warning on slog's default logger naming the key's
+// namespace, never the value. Other errors (an unavailable backend) are
+// returned: they are not "no record".
+func GetJSON(ctx context.Context, s Store, key string, v any) (found bool, err error) {
+	return GetJSONLogger(ctx, slog.Default(), s, key, v)
+}
+
+// GetJSONLogger is GetJSON with its warnings sent to logger.
+func GetJSONLogger(ctx context.Context, logger *slog.Logger, s Store, key string, v any) (bool, error) {
+	raw, err := s.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		if logger != nil {
+			logger.WarnContext(ctx, "kv: malformed JSON record treated as missing",
+				slog.String("namespace", namespaceOf(s, key)),
+				slog.Int("bytes", len(raw)),
+				slog.String("reason", jsonReason(err)))
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// PutJSON encodes v as JSON and stores it under key. Values JSON cannot encode
+// (NaN, infinities, channels, functions, cycles) are refused with
+// ErrInvalidJSON before any I/O.
+func PutJSON(ctx context.Context, s Store, key string, v any, opts PutOptions) error {
+	raw, err := EncodeJSON(v)
+	if err != nil {
+		return err
+	}
+	return s.Put(ctx, key, raw, opts)
+}
+
+// EncodeJSON encodes v as PutJSON does.
+func EncodeJSON(v any) (raw []byte, err error) {
+	defer func() {
+		// encoding/json reports cycles as an error, but a value whose
+		// MarshalJSON panics must not take the caller down either.
+		if r := recover(); r != nil {
+			raw, err = nil, fmt.Errorf("%w: encoder panicked", ErrInvalidJSON)
+		}
+	}()
+	raw, err = json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidJSON, jsonReason(err))
+	}
+	return raw, nil
+}
+
+// jsonReason describes a JSON error by its type only: the messages of
+// encoding/json can quote the offending value.
+func jsonReason(err error) string {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+		unsup  *json.UnsupportedTypeError
+		unval  *json.UnsupportedValueError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return "JSON type " + typ.Value + " does not fit " + typ.Type.String()
+	case errors.As(err, &unsup):
+		return "unsupported type " + unsup.Type.String()
+	case errors.As(err, &unval):
+		return "unsupported value (NaN, infinity or a cycle)"
+	}
+	return "invalid JSON"
+}
+
+// namespaceOf names the namespace of key for logs: the module of a namespaced
+// store, or the text before the first ":" of a raw key.
+func namespaceOf(s Store, key string) string {
+	if n, ok := s.(interface{ Module() string }); ok {
+		return n.Module()
+	}
+	if mod, _, ok := strings.Cut(key, ":"); ok && ValidateModule(mod) == nil {
+		return mod
+	}
+	return ""
+}
