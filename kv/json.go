@@ -95,6 +95,12 @@ func namespaceOf(s Store, key string) string {
 	if n, ok := s.(interface{ Module() string }); ok {
 		return n.Module()
 	}
+	return ModuleOf(key)
+}
+
+// ModuleOf returns the module a raw key belongs to: the text before its first
+// ":" when that is a valid module name, else "".
+func ModuleOf(key string) string {
 	if mod, _, ok := strings.Cut(key, ":"); ok && ValidateModule(mod) == nil {
 		return mod
 	}

@@ -4,16 +4,18 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"strings"
 )
-
-var moduleName = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
 // ValidateModule checks a module (namespace) name against ^[a-z0-9_-]+$.
 // The rule keeps ":" out of names, so no module can reach into another's keys.
 func ValidateModule(module string) error {
-	if !moduleName.MatchString(module) {
+	ok := module != ""
+	for i := 0; i < len(module) && ok; i++ {
+		c := module[i]
+		ok = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+	}
+	if !ok {
 		return fmt.Errorf("%w: module name %q must match ^[a-z0-9_-]+$", ErrInvalidNamespace, module)
 	}
 	return nil
