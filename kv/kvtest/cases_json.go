@@ -2,8 +2,8 @@ package kvtest
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"reflect"
