@@ -121,7 +121,8 @@ func TestRedaction(t *testing.T) {
 	}
 	// The same key or value gives the same hash under one secret, not
 	// under another.
-	if r.Key(key) != r.Key(key) || r.Digest(p).Hash != r.Digest(found(value)).Hash {
+	again, _ := compare.NewRedactor(compare.KeyHMAC, []byte("test secret"))
+	if r.Key(key) != again.Key(key) || r.Digest(p).Hash != again.Digest(found(value)).Hash {
 		t.Fatal("hashes are not stable within a secret")
 	}
 	other, _ := compare.NewRedactor(compare.KeyHMAC, []byte("other"))
