@@ -1,0 +1,260 @@
+package cfkv
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	cf "github.com/cloudflare/cloudflare-go/v6/kv"
+	"github.com/cloudflare/cloudflare-go/v6/option"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The API's bulk limits.
+const (
+	maxBulkGet    = 100
+	maxBulkWrite  = 10_000
+	maxBulkBytes  = 95_000_000 // under the API's 100 MB per request, with room for the envelope
+	pairOverhead  = 96         // JSON punctuation and field names of one pair
+	writeInterval = time.Second
+)
+
+// GetMany implements kv.BulkGetter: one request per 100 distinct keys,
+// with their expirations. The SDK's typed result is nil as soon as one key
+// is missing, so the raw JSON is parsed here. bulk/get returns values as
+// JSON strings, which cannot carry bytes that are not UTF-8: a value that
+// comes back holding U+FFFD is read again with a plain get, one request
+// each, so that every value is returned byte for byte.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return nil, err
+	}
+	distinct := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			distinct = append(distinct, k)
+		}
+	}
+	out := make([]kv.Entry, 0, len(distinct))
+	for chunk := range slices.Chunk(distinct, maxBulkGet) {
+		got, err := s.getChunk(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range got {
+			if bytes.ContainsRune(e.Value, utf8.RuneError) {
+				var err error
+				if e, err = s.GetEntry(ctx, e.Key); err != nil {
+					if errors.Is(err, kv.ErrNotFound) {
+						continue // deleted since
+					}
+					return nil, err
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// bulkValue is one value of bulk/get withMetadata.
+type bulkValue struct {
+	Value      *string `json:"value"`
+	Expiration float64 `json:"expiration"`
+}
+
+func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	var params cf.NamespaceBulkGetParams
+	params.AccountID.Value = s.cfg.AccountID
+	params.Keys.Value, params.Keys.Present = keys, true
+	params.Type.Value, params.Type.Present = cf.NamespaceBulkGetParamsTypeText, true
+	params.WithMetadata.Value, params.WithMetadata.Present = true, true
+	var entries []kv.Entry
+	err := s.retry(ctx, func(ctx context.Context) outcome {
+		env, out := s.sendJSON(ctx, "bulk get", func(ctx context.Context, opts ...option.RequestOption) error {
+			_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, opts...)
+			return err
+		})
+		if out.err != nil {
+			return out
+		}
+		var result struct {
+			Values map[string]json.RawMessage `json:"values"`
+		}
+		if err := json.Unmarshal(env.Result, &result); err != nil {
+			return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "the result is not a map of values"}}
+		}
+		entries = entries[:0]
+		for _, k := range keys {
+			raw, ok := result.Values[k]
+			if !ok || string(raw) == "null" {
+				continue // missing
+			}
+			var v bulkValue
+			if err := json.Unmarshal(raw, &v); err != nil || v.Value == nil {
+				return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "a value is not a text value with metadata"}}
+			}
+			e := kv.Entry{Key: k, Value: []byte(*v.Value)}
+			if v.Expiration > 0 {
+				e.Expiration = time.Unix(int64(v.Expiration), 0)
+			}
+			entries = append(entries, e)
+		}
+		return outcome{}
+	})
+	return entries, err
+}
+
+// PutMany implements kv.BulkPutter: requests of at most 10,000 pairs and
+// about 95 MB each. A value that is valid UTF-8 goes as a JSON string, any
+// other as base64. Keys the API reports in unsuccessful_keys (the per-key
+// write rate) are sent again, a second or more later, within the retry
+// budget; if some are still refused the error says how many, so no write is
+// dropped silently.
+func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
+	if err := kv.ValidateEntries(entries, s.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	pairs := make([]bulkPair, len(entries))
+	sizes := make([]int, len(entries))
+	for i, e := range entries {
+		p := bulkPair{Key: e.Key}
+		if utf8.Valid(e.Value) {
+			p.Value = string(e.Value)
+		} else {
+			p.Value, p.Base64 = base64.StdEncoding.EncodeToString(e.Value), true
+		}
+		if !e.Expiration.IsZero() {
+			p.Expiration = unixCeil(e.Expiration)
+		}
+		pairs[i] = p
+		sizes[i] = 6*len(p.Key) + 6*len(p.Value) + pairOverhead // worst-case JSON escaping
+	}
+	var params cf.NamespaceBulkUpdateParams
+	params.AccountID.Value = s.cfg.AccountID
+	for _, chunk := range chunkBySize(pairs, sizes) {
+		err := writeBulk(ctx, s, "bulk put", chunk, func(pending []bulkPair) sdkCall {
+			body, err := json.Marshal(pending)
+			return func(ctx context.Context, opts ...option.RequestOption) error {
+				if err != nil {
+					return err
+				}
+				// The SDK's JSON encoder appends array items one by one,
+				// quadratic in a 10,000-pair batch: send our own body.
+				_, err := s.api.BulkUpdate(ctx, s.cfg.NamespaceID, params, append(opts, option.WithRequestBody("application/json", body))...)
+				return err
+			}
+		}, func(p bulkPair) string { return p.Key })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bulkPair is one pair of a bulk write.
+type bulkPair struct {
+	Key        string `json:"key"`
+	Value      string `json:"value"`
+	Base64     bool   `json:"base64,omitempty"`
+	Expiration int64  `json:"expiration,omitempty"`
+}
+
+// chunkBySize cuts pairs into requests of at most maxBulkWrite pairs and
+// maxBulkBytes of JSON.
+func chunkBySize(pairs []bulkPair, sizes []int) [][]bulkPair {
+	var chunks [][]bulkPair
+	start, bytes := 0, 0
+	for i := range pairs {
+		if i > start && (i-start == maxBulkWrite || bytes+sizes[i] > maxBulkBytes) {
+			chunks = append(chunks, pairs[start:i])
+			start, bytes = i, 0
+		}
+		bytes += sizes[i]
+	}
+	if start < len(pairs) {
+		chunks = append(chunks, pairs[start:])
+	}
+	return chunks
+}
+
+// DeleteMany implements kv.BulkDeleter: requests of at most 10,000 keys,
+// with unsuccessful keys sent again as PutMany does.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return err
+	}
+	var params cf.NamespaceBulkDeleteParams
+	params.AccountID.Value = s.cfg.AccountID
+	for chunk := range slices.Chunk(keys, maxBulkWrite) {
+		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) sdkCall {
+			body, err := json.Marshal(pending)
+			return func(ctx context.Context, opts ...option.RequestOption) error {
+				if err != nil {
+					return err
+				}
+				_, err := s.api.BulkDelete(ctx, s.cfg.NamespaceID, params, append(opts, option.WithRequestBody("application/json", body))...)
+				return err
+			}
+		}, func(k string) string { return k })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bulkWriteResult is the result of bulk write and delete.
+type bulkWriteResult struct {
+	SuccessfulKeyCount int      `json:"successful_key_count"`
+	UnsuccessfulKeys   []string `json:"unsuccessful_keys"`
+}
+
+// writeBulk sends one batch, then again only the items the API reported
+// unsuccessful, until none are left or the retries are spent.
+func writeBulk[T any](ctx context.Context, s *Store, op string, items []T, call func([]T) sdkCall, key func(T) string) error {
+	pending := items
+	return s.retry(ctx, func(ctx context.Context) outcome {
+		env, out := s.sendJSON(ctx, op, call(pending))
+		if out.err != nil {
+			return out
+		}
+		var res bulkWriteResult
+		if len(env.Result) > 0 && string(env.Result) != "null" {
+			if err := json.Unmarshal(env.Result, &res); err != nil {
+				return outcome{err: &APIError{Op: op, Status: 200, Message: "the result is not a bulk write result"}}
+			}
+		}
+		if len(res.UnsuccessfulKeys) == 0 {
+			return outcome{}
+		}
+		failed := make(map[string]bool, len(res.UnsuccessfulKeys))
+		for _, k := range res.UnsuccessfulKeys {
+			failed[k] = true
+		}
+		var again []T
+		for _, it := range pending {
+			if failed[key(it)] {
+				again = append(again, it)
+			}
+		}
+		if len(again) == 0 {
+			return outcome{err: &APIError{Op: op, Status: 200, Message: "the API reported unsuccessful keys that were not sent"}}
+		}
+		pending = again
+		return outcome{
+			err:        fmt.Errorf("cfkv: %s: %d of %d keys were not written (Workers KV takes one write per second per key)", op, len(again), len(items)),
+			retry:      true,
+			retryAfter: writeInterval,
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package cfkv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+)
+
+// The environment variables ConfigFromEnv reads. The first, second and last
+// are the names Cloudflare's own tools use.
+const (
+	EnvAccountID   = "CLOUDFLARE_ACCOUNT_ID"
+	EnvAPIToken    = "CLOUDFLARE_API_TOKEN"
+	EnvNamespaceID = "CLOUDFLARE_KV_NAMESPACE_ID"
+	EnvBaseURL     = "CLOUDFLARE_BASE_URL"
+)
+
+// The defaults of the zero Config.
+const (
+	DefaultBaseURL        = "https://api.cloudflare.com/client/v4/"
+	DefaultMaxRetries     = 3
+	DefaultRetryBackoff   = 250 * time.Millisecond
+	DefaultMaxRetryWait   = 2 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// Config configures a Store. Zero values mean the documented defaults.
+//
+// The API token never leaves the Store except in the Authorization header:
+// Config formats itself without it (String, GoString, Format, LogValue, and
+// json.Marshal skips it), and no error of this package carries it.
+type Config struct {
+	// AccountID and NamespaceID name the namespace; both are required.
+	AccountID   string
+	NamespaceID string
+	// APIToken is a Cloudflare API token with Workers KV Storage
+	// permissions; required.
+	APIToken string `json:"-"`
+	// BaseURL is the API root, DefaultBaseURL when empty; point it at the
+	// kvapi emulator, a proxy or a regional endpoint.
+	BaseURL string
+	// MaxRetries is how many times a request refused with 429 or 5xx, or
+	// that failed to connect, is tried again: 0 means DefaultMaxRetries, a
+	// negative number none.
+	MaxRetries int
+	// RetryBackoff is the wait before the first retry, doubling after each
+	// one, with jitter; 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
+	// MaxRetryWait caps every wait between tries; 0 means
+	// DefaultMaxRetryWait. A Retry-After longer than it is not waited out:
+	// the call fails at once with kv.ErrUnavailable carrying that delay.
+	// So a call lasts at most about (MaxRetries+1) x RequestTimeout plus
+	// MaxRetries x MaxRetryWait.
+	MaxRetryWait time.Duration
+	// RequestTimeout bounds each try; 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// HTTPClient sends the requests; nil means a client of this package's
+	// own, with keep-alive connections sized for concurrent callers.
+	HTTPClient *http.Client
+	// Clock validates absolute expirations and times the retries; nil is
+	// the system clock.
+	Clock clock.Clock
+}
+
+// ErrConfig reports a Config that New refuses.
+var ErrConfig = errors.New("cfkv: invalid config")
+
+// ConfigFromEnv returns a Config filled from EnvAccountID, EnvAPIToken,
+// EnvNamespaceID and EnvBaseURL, read with getenv (nil means os.Getenv).
+// The rest is left zero, for the defaults.
+func ConfigFromEnv(getenv func(string) string) Config {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return Config{
+		AccountID:   strings.TrimSpace(getenv(EnvAccountID)),
+		NamespaceID: strings.TrimSpace(getenv(EnvNamespaceID)),
+		APIToken:    strings.TrimSpace(getenv(EnvAPIToken)),
+		BaseURL:     strings.TrimSpace(getenv(EnvBaseURL)),
+	}
+}
+
+// identifier is what an account or namespace ID may be: Cloudflare's are 32
+// hex digits; the emulator takes readable names too. The rule keeps IDs from
+// changing the shape of a request path.
+var identifier = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// withDefaults checks c and fills in its defaults. Its errors name fields,
+// never the token's value.
+func (c Config) withDefaults() (Config, error) {
+	var problems []string
+	if c.AccountID == "" {
+		problems = append(problems, "AccountID is empty (set "+EnvAccountID+")")
+	} else if !identifier.MatchString(c.AccountID) {
+		problems = append(problems, fmt.Sprintf("AccountID %q must match %s", c.AccountID, identifier))
+	}
+	if c.NamespaceID == "" {
+		problems = append(problems, "NamespaceID is empty (set "+EnvNamespaceID+")")
+	} else if !identifier.MatchString(c.NamespaceID) {
+		problems = append(problems, fmt.Sprintf("NamespaceID %q must match %s", c.NamespaceID, identifier))
+	}
+	switch {
+	case c.APIToken == "":
+		problems = append(problems, "APIToken is empty (set "+EnvAPIToken+")")
+	case strings.ContainsFunc(c.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		problems = append(problems, "APIToken holds whitespace or control characters")
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		problems = append(problems, "BaseURL must be an absolute http(s) URL without credentials")
+	}
+	if !strings.HasSuffix(c.BaseURL, "/") {
+		c.BaseURL += "/"
+	}
+	for name, d := range map[string]time.Duration{"RetryBackoff": c.RetryBackoff, "MaxRetryWait": c.MaxRetryWait, "RequestTimeout": c.RequestTimeout} {
+		if d < 0 {
+			problems = append(problems, name+" is negative")
+		}
+	}
+	if len(problems) > 0 {
+		return Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	c.RetryBackoff = cmpOr(c.RetryBackoff, DefaultRetryBackoff)
+	c.MaxRetryWait = cmpOr(c.MaxRetryWait, DefaultMaxRetryWait)
+	c.RequestTimeout = cmpOr(c.RequestTimeout, DefaultRequestTimeout)
+	c.Clock = clock.OrReal(c.Clock)
+	if c.HTTPClient == nil {
+		c.HTTPClient = defaultHTTPClient()
+	}
+	return c, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// defaultHTTPClient keeps more idle connections per host than net/http's
+// default of two, so that concurrent callers reuse connections instead of
+// opening one per request.
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}
+
+// String describes c without the token.
+func (c Config) String() string {
+	token := "unset"
+	if c.APIToken != "" {
+		token = "set"
+	}
+	return fmt.Sprintf("cfkv.Config{AccountID: %q, NamespaceID: %q, APIToken: %s, BaseURL: %q, MaxRetries: %d, RetryBackoff: %s, MaxRetryWait: %s, RequestTimeout: %s}",
+		c.AccountID, c.NamespaceID, token, c.BaseURL, c.MaxRetries, c.RetryBackoff, c.MaxRetryWait, c.RequestTimeout)
+}
+
+// GoString makes %#v print String's redacted form.
+func (c Config) GoString() string { return c.String() }
+
+// Format makes every verb (%v, %+v, %#v, %s, %q, %x...) print String's
+// redacted form.
+func (c Config) Format(f fmt.State, verb rune) { _, _ = fmt.Fprint(f, c.String()) }
+
+// LogValue makes slog record c without the token.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }

@@ -1,0 +1,30 @@
+// Package cfkv is the kv.Store of a Cloudflare Workers KV namespace, over
+// the REST API with cloudflare-go v6. It imports only the SDK's kv and
+// option packages: the root package compiles every Cloudflare service.
+//
+// The SDK is used for what it does well (paths, authentication, request
+// bodies) and corrected where it does not fit the kv contract:
+//
+//   - keys are escaped as one path segment, so "a/../b", "?", "#", "%",
+//     spaces and any Unicode reach the API as themselves;
+//   - every response is read raw: HTTP 200 with success:false is an error,
+//     404 with code 10009 is kv.ErrNotFound, the API's validation codes are
+//     the contract's sentinels (see APIError), and bulk/get is parsed here
+//     because the SDK's typed result is nil when any key is missing;
+//   - pagination is by hand, one request per List call: an empty page with
+//     a cursor does not end a listing, and limits 1..9, below the API's
+//     minimum of 10, work as the contract says (see Store.List);
+//   - the SDK's own retries (ten, up to 30 s apart) are off; a few short
+//     ones honour Retry-After, and a call that is still refused (429, 5xx)
+//     or cannot connect returns an error matching kv.ErrUnavailable whose
+//     kv.UnavailableError says when to retry.
+//
+// Bulk reads take 100 keys a request and bulk writes 10,000 pairs; the
+// Store splits larger batches. The API token is sent in the Authorization
+// header and nowhere else: it is absent from errors and from the formatted
+// Config and Store.
+//
+// For a command, ConfigFromEnv reads CLOUDFLARE_ACCOUNT_ID,
+// CLOUDFLARE_API_TOKEN, CLOUDFLARE_KV_NAMESPACE_ID and, optionally,
+// CLOUDFLARE_BASE_URL. Tests point BaseURL at the kvapi package's server.
+package cfkv

@@ -1,0 +1,162 @@
+package kvapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+)
+
+// Failure is the answer of an injected failure.
+type Failure struct {
+	// Status is the HTTP status: 500..599, or 200 for an answer that says
+	// success:false with HTTP 200, as the API sometimes does; anything else
+	// means 503.
+	Status int
+	// RetryAfter, when positive, is sent as the Retry-After header.
+	RetryAfter time.Duration
+}
+
+// Faults are the server's fault switches. The zero value has every fault
+// off. Every method is safe to call while the server is serving, so a test
+// can turn a fault on between two requests.
+type Faults struct {
+	mu         sync.Mutex
+	latency    time.Duration
+	writeLimit bool
+	failNext   int
+	failRate   float64
+	failDebt   float64 // failRate accumulated since the last failure
+	failure    Failure
+	window     time.Duration
+	emptyPages bool
+}
+
+// SetLatency delays every request by d (0 turns it off). The delay runs on
+// the server's clock, so under a fake clock a test advances it.
+func (f *Faults) SetLatency(d time.Duration) {
+	f.mu.Lock()
+	f.latency = max(d, 0)
+	f.mu.Unlock()
+}
+
+// SetWriteRateLimit turns on Workers KV's limit of one write per second per
+// key: a second write to a key within a second of the last accepted one is
+// refused with 429 and a Retry-After header, or, in a bulk write, reported
+// in unsuccessful_keys.
+func (f *Faults) SetWriteRateLimit(on bool) {
+	f.mu.Lock()
+	f.writeLimit = on
+	f.mu.Unlock()
+}
+
+// FailNext makes the next n requests fail with fail (n <= 0 cancels).
+func (f *Faults) FailNext(n int, fail Failure) {
+	f.mu.Lock()
+	f.failNext = max(n, 0)
+	f.failure = fail
+	f.mu.Unlock()
+}
+
+// SetFailureRate makes a fraction rate (0..1) of requests fail with fail.
+// The failures are spread evenly and deterministically: at 0.25, every
+// fourth request fails.
+func (f *Faults) SetFailureRate(rate float64, fail Failure) {
+	f.mu.Lock()
+	f.failRate = min(max(rate, 0), 1)
+	f.failDebt = 0
+	f.failure = fail
+	f.mu.Unlock()
+}
+
+// SetConsistencyWindow sets how long an edge location keeps serving what it
+// cached (0 turns eventual consistency off). See the package documentation.
+func (f *Faults) SetConsistencyWindow(d time.Duration) {
+	f.mu.Lock()
+	f.window = max(d, 0)
+	f.mu.Unlock()
+}
+
+// SetEmptyListPages makes every page of keys that is not the last come back
+// empty, with a cursor that resumes where it stood, as Workers KV may do.
+// The page after an empty one is served normally.
+func (f *Faults) SetEmptyListPages(on bool) {
+	f.mu.Lock()
+	f.emptyPages = on
+	f.mu.Unlock()
+}
+
+// Reset turns every fault off.
+func (f *Faults) Reset() {
+	f.mu.Lock()
+	f.latency, f.writeLimit, f.window, f.emptyPages = 0, false, 0, false
+	f.failNext, f.failRate, f.failDebt, f.failure = 0, 0, 0, Failure{}
+	f.mu.Unlock()
+}
+
+func (f *Faults) consistencyWindow() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.window
+}
+
+func (f *Faults) rateLimited() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writeLimit
+}
+
+func (f *Faults) emptyListPages() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.emptyPages
+}
+
+// delay waits out the latency fault; it reports false when the request was
+// cancelled meanwhile.
+func (f *Faults) delay(ctx context.Context, clk clock.Clock) bool {
+	f.mu.Lock()
+	d := f.latency
+	f.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// injected reports the failure this request must answer with, if any.
+func (f *Faults) injected() (*apiError, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail := false
+	switch {
+	case f.failNext > 0:
+		f.failNext--
+		fail = true
+	case f.failRate > 0:
+		f.failDebt += f.failRate
+		if f.failDebt >= 1-1e-9 {
+			f.failDebt--
+			fail = true
+		}
+	}
+	if !fail {
+		return nil, false
+	}
+	status := f.failure.Status
+	if status != http.StatusOK && (status < 500 || status > 599) {
+		status = http.StatusServiceUnavailable
+	}
+	e := errorf(status, CodeUnavailable, "service temporarily unavailable")
+	e.retryAfter = f.failure.RetryAfter
+	return e, true
+}

@@ -1,0 +1,114 @@
+package kvapi
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// keyInfo is one entry of a keys listing.
+type keyInfo struct {
+	Name       string `json:"name"`
+	Expiration int64  `json:"expiration,omitempty"`
+}
+
+// A server cursor is base64url of a state byte and the store's cursor, so
+// that the server can hand out the empty pages of its fault mode and still
+// pass the store's own cursor through untouched.
+const (
+	cursorNext  = 'n' // resume at the store cursor
+	cursorAfter = 'e' // an empty page was served; serve the store cursor now
+)
+
+func encodeCursor(state byte, storeCursor string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{state}, storeCursor...))
+}
+
+func decodeCursor(c string) (state byte, storeCursor string, ok bool) {
+	if c == "" {
+		return cursorNext, "", true
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(raw) == 0 || (raw[0] != cursorNext && raw[0] != cursorAfter) {
+		return 0, "", false
+	}
+	return raw[0], string(raw[1:]), true
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
+	q := r.URL.Query()
+	limit := MaxListLimit
+	if raw := q.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < MinListLimit || n > MaxListLimit {
+			writeError(w, errorf(http.StatusBadRequest, CodeInvalidLimit, "invalid limit argument: want %d..%d", MinListLimit, MaxListLimit))
+			return
+		}
+		limit = n
+	}
+	state, storeCursor, ok := decodeCursor(q.Get("cursor"))
+	if !ok {
+		writeError(w, errorf(http.StatusBadRequest, CodeInvalidCursor, `invalid "list keys" cursor`))
+		return
+	}
+	prefix := q.Get("prefix")
+	res, err := req.store.List(r.Context(), kv.ListOptions{Prefix: prefix, Limit: limit, Cursor: storeCursor})
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	if s.faults.emptyListPages() && state != cursorAfter && !res.Done {
+		writeResult(w, []keyInfo{}, &resultInfo{Cursor: encodeCursor(cursorAfter, storeCursor)})
+		return
+	}
+	keys, err := s.withExpirations(r.Context(), req.store, res.Keys)
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	info := &resultInfo{Count: len(keys)}
+	if !res.Done {
+		info.Cursor = encodeCursor(cursorNext, res.Cursor)
+	}
+	writeResult(w, keys, info)
+}
+
+// withExpirations pairs listed keys with their expiries, as Workers KV lists
+// them, reading them in one call when the store can. A key deleted since it
+// was listed keeps its place, without an expiry.
+func (s *Server) withExpirations(ctx context.Context, store kv.Store, keys []string) ([]keyInfo, error) {
+	out := make([]keyInfo, len(keys))
+	for i, k := range keys {
+		out[i].Name = k
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	exp := make(map[string]int64, len(keys))
+	switch st := store.(type) {
+	case kv.BulkGetter:
+		entries, err := st.GetMany(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.Expiration.IsZero() {
+				exp[e.Key] = e.Expiration.Unix()
+			}
+		}
+	case kv.ExpiryGetter:
+		for _, k := range keys {
+			e, err := st.GetEntry(ctx, k)
+			if err == nil && !e.Expiration.IsZero() {
+				exp[k] = e.Expiration.Unix()
+			}
+		}
+	}
+	for i := range out {
+		out[i].Expiration = exp[out[i].Name]
+	}
+	return out, nil
+}

@@ -1,0 +1,139 @@
+package kvapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// writeInterval is Workers KV's per-key write rate: one write a second.
+const writeInterval = time.Second
+
+// sweepAt is the size past which the fault bookkeeping drops stale entries,
+// so that a long-running emulator does not grow without bound.
+const sweepAt = 4096
+
+type nsKey struct{ ns, key string }
+
+// writeLimiter remembers each key's last accepted write.
+type writeLimiter struct {
+	mu   sync.Mutex
+	last map[nsKey]time.Time
+}
+
+// allow records a write to key at now, or refuses it with the time left
+// until the key may be written again.
+func (l *writeLimiter) allow(ns, key string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = make(map[nsKey]time.Time)
+	}
+	k := nsKey{ns, key}
+	if at, ok := l.last[k]; ok {
+		if since := now.Sub(at); since >= 0 && since < writeInterval {
+			return false, writeInterval - since
+		}
+	}
+	if len(l.last) >= sweepAt {
+		for k, at := range l.last {
+			if now.Sub(at) >= writeInterval {
+				delete(l.last, k)
+			}
+		}
+	}
+	l.last[k] = now
+	return true, 0
+}
+
+// locationKey names one key as cached at one edge location.
+type locationKey struct{ ns, location, key string }
+
+type cachedRead struct {
+	entry kv.Entry
+	found bool
+	at    time.Time
+}
+
+// locations holds what each edge location has cached.
+type locations struct {
+	mu    sync.Mutex
+	reads map[locationKey]cachedRead
+}
+
+// lookup returns the location's cached read of key if it is younger than
+// window and has not expired itself.
+func (l *locations) lookup(k locationKey, window time.Duration, now time.Time) (cachedRead, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.reads[k]
+	if !ok || now.Sub(c.at) >= window {
+		return cachedRead{}, false
+	}
+	if c.found && !c.entry.Expiration.IsZero() && !now.Before(c.entry.Expiration) {
+		return cachedRead{at: c.at}, true // an expired value reads as a miss
+	}
+	return c, true
+}
+
+func (l *locations) remember(k locationKey, c cachedRead, window time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reads == nil {
+		l.reads = make(map[locationKey]cachedRead)
+	}
+	if len(l.reads) >= sweepAt {
+		for old, r := range l.reads {
+			if c.at.Sub(r.at) >= window {
+				delete(l.reads, old)
+			}
+		}
+	}
+	l.reads[k] = c
+}
+
+// readAt reads key as location sees it: from its cache while the entry is
+// inside the window, else from the store, caching the result (a miss too).
+func (s *Server) readAt(ctx context.Context, ns string, store kv.Store, location, key string) (kv.Entry, error) {
+	window := s.faults.consistencyWindow()
+	if location == "" || window <= 0 {
+		return readEntry(ctx, store, key)
+	}
+	k := locationKey{ns, location, key}
+	now := s.clock.Now()
+	if c, ok := s.locations.lookup(k, window, now); ok {
+		if !c.found {
+			return kv.Entry{}, kv.ErrNotFound
+		}
+		return c.entry, nil
+	}
+	e, err := readEntry(ctx, store, key)
+	switch {
+	case err == nil:
+		s.locations.remember(k, cachedRead{entry: e, found: true, at: now}, window)
+	case errors.Is(err, kv.ErrNotFound):
+		s.locations.remember(k, cachedRead{at: now}, window)
+	}
+	return e, err
+}
+
+// wroteAt makes a write made through location visible to its own reads.
+func (s *Server) wroteAt(ns, location string, e kv.Entry, found bool) {
+	window := s.faults.consistencyWindow()
+	if location == "" || window <= 0 {
+		return
+	}
+	s.locations.remember(locationKey{ns, location, e.Key}, cachedRead{entry: e, found: found, at: s.clock.Now()}, window)
+}
+
+// readEntry reads a key with its expiry when the store can tell it.
+func readEntry(ctx context.Context, store kv.Store, key string) (kv.Entry, error) {
+	if eg, ok := store.(kv.ExpiryGetter); ok {
+		return eg.GetEntry(ctx, key)
+	}
+	v, err := store.Get(ctx, key)
+	return kv.Entry{Key: key, Value: v}, err
+}

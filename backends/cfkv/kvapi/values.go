@@ -1,0 +1,199 @@
+package kvapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
+	e, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key)
+	if err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(e.Value)))
+	if !e.Expiration.IsZero() {
+		h.Set("Expiration", strconv.FormatInt(e.Expiration.Unix(), 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(e.Value)
+}
+
+func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request, req request) {
+	if _, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	writeResult(w, nil, nil) // the store keeps no metadata
+}
+
+func (s *Server) putValue(w http.ResponseWriter, r *http.Request, req request) {
+	value, form, e := readPutBody(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	q := r.URL.Query()
+	rawExp, rawTTL := q.Get("expiration"), q.Get("expiration_ttl")
+	if rawExp == "" && rawTTL == "" {
+		rawExp, rawTTL = form["expiration"], form["expiration_ttl"]
+	}
+	now := s.clock.Now()
+	opts, e := parseExpiry(rawExp, rawTTL, now)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.limitWrite(req.ns, req.key, now); e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := req.store.Put(r.Context(), req.key, value, opts); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	s.wroteAt(req.ns, req.location, kv.Entry{Key: req.key, Value: value, Expiration: opts.ExpiresAt(now)}, true)
+	writeResult(w, nil, nil)
+}
+
+func (s *Server) deleteValue(w http.ResponseWriter, r *http.Request, req request) {
+	if e := s.limitWrite(req.ns, req.key, s.clock.Now()); e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := req.store.Delete(r.Context(), req.key); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	s.wroteAt(req.ns, req.location, kv.Entry{Key: req.key}, false)
+	writeResult(w, nil, nil)
+}
+
+// limitWrite applies the per-key write rate when that fault is on.
+func (s *Server) limitWrite(ns, key string, now time.Time) *apiError {
+	if !s.faults.rateLimited() {
+		return nil
+	}
+	if ok, wait := s.limiter.allow(ns, key, now); !ok {
+		e := errorf(http.StatusTooManyRequests, CodeTooManyWrites, "too many requests: a key can be written once a second")
+		e.retryAfter = wait
+		return e
+	}
+	return nil
+}
+
+// readPutBody reads a value sent raw or as multipart/form-data; form holds
+// the multipart's other text fields.
+func readPutBody(r *http.Request) (value []byte, form map[string]string, e *apiError) {
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mediaType != "multipart/form-data" {
+		value, e := readLimited(r.Body, kv.MaxValueSize)
+		return value, nil, e
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	form = map[string]string{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: malformed multipart body")
+		}
+		switch name := part.FormName(); name {
+		case "value":
+			if value, e = readLimited(part, kv.MaxValueSize); e != nil {
+				return nil, nil, e
+			}
+		case "metadata":
+			raw, e := readLimited(part, MaxMetadata)
+			if e != nil {
+				return nil, nil, errorf(http.StatusRequestEntityTooLarge, CodeMetadata, "invalid metadata: more than %d bytes", MaxMetadata)
+			}
+			if !json.Valid(raw) {
+				return nil, nil, errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata: not JSON")
+			}
+		case "expiration", "expiration_ttl":
+			raw, e := readLimited(part, 64)
+			if e != nil {
+				return nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %s too long", name)
+			}
+			form[name] = string(raw)
+		}
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	return value, form, nil
+}
+
+// readLimited reads at most limit bytes, refusing a longer body.
+func readLimited(r io.Reader, limit int) ([]byte, *apiError) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: body could not be read")
+	}
+	if len(b) > limit {
+		return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the limit is %d bytes", limit)
+	}
+	return b, nil
+}
+
+// parseExpiry applies the API's expiration rules: expiration_ttl wins over
+// expiration when both are given, and either must be at least 60 s away.
+func parseExpiry(rawExp, rawTTL string, now time.Time) (kv.PutOptions, *apiError) {
+	if rawTTL != "" {
+		ttl, ok := wholeNumber(rawTTL)
+		if !ok || ttl <= 0 {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: want a whole number of seconds above zero")
+		}
+		if ttl < minExpirySecs {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: the minimum is %d seconds", minExpirySecs)
+		}
+		if ttl > int64(kv.MaxTTL/time.Second) {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: too far in the future")
+		}
+		return kv.PutOptions{TTL: time.Duration(ttl) * time.Second}, nil
+	}
+	if rawExp != "" {
+		exp, ok := wholeNumber(rawExp)
+		if !ok || exp <= now.Unix() {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: want a whole number of seconds since the UNIX epoch, in the future")
+		}
+		at := time.Unix(exp, 0)
+		if at.Sub(now) < minExpirySecs*time.Second {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: it must be at least %d seconds in the future", minExpirySecs)
+		}
+		if at.Sub(now) > kv.MaxTTL {
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: too far in the future")
+		}
+		return kv.PutOptions{Expiration: at}, nil
+	}
+	return kv.PutOptions{}, nil
+}
+
+// wholeNumber parses an integer, also written as a float ("1.7e9", "60.0"),
+// as JSON numbers and the SDK's float parameters are.
+func wholeNumber(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}

@@ -1,0 +1,229 @@
+package cfkv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	cf "github.com/cloudflare/cloudflare-go/v6/kv"
+	"github.com/cloudflare/cloudflare-go/v6/option"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Store is a kv.Store over one Workers KV namespace, through the REST API
+// and cloudflare-go. It is safe for concurrent use.
+type Store struct {
+	cfg   Config // without its APIToken, which only the SDK's options and scrub hold
+	api   *cf.NamespaceService
+	scrub func(string) string
+}
+
+var (
+	_ kv.Store        = (*Store)(nil)
+	_ kv.ExpiryGetter = (*Store)(nil)
+	_ kv.BulkGetter   = (*Store)(nil)
+	_ kv.BulkPutter   = (*Store)(nil)
+	_ kv.BulkDeleter  = (*Store)(nil)
+)
+
+// New checks cfg and returns a Store. It makes no request.
+func New(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	api := cf.NewNamespaceService(
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIToken(cfg.APIToken),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(0), // ours are in retry.go
+		option.WithRequestTimeout(cfg.RequestTimeout),
+	)
+	token := cfg.APIToken
+	cfg.APIToken = ""
+	scrub := func(text string) string { return strings.ReplaceAll(text, token, "[redacted]") }
+	return &Store{cfg: cfg, api: api, scrub: scrub}, nil
+}
+
+// String names the store's namespace, never its token.
+func (s *Store) String() string {
+	return fmt.Sprintf("cfkv.Store{account: %q, namespace: %q}", s.cfg.AccountID, s.cfg.NamespaceID)
+}
+
+// sdkCall is one SDK method call, given the options send adds.
+type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
+
+// send makes one try of call. It asks the SDK for the raw response, so that
+// every answer is read and classified here: on a 2xx the response is
+// returned with its body unread; anything else is an outcome.
+func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Response, outcome) {
+	var resp *http.Response
+	err := call(ctx, option.WithResponseBodyInto(&resp))
+	if resp == nil {
+		if err == nil {
+			err = errors.New("no response")
+		}
+		return nil, s.transportFailure(op, ctx.Err(), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := readBody(resp, maxErrorBody)
+		return nil, s.refusal(op, resp.StatusCode, resp.Header, body)
+	}
+	if err != nil {
+		_ = resp.Body.Close()
+		return nil, s.transportFailure(op, ctx.Err(), err)
+	}
+	return resp, outcome{}
+}
+
+// The most this package reads of an error body and of an envelope.
+const (
+	maxErrorBody = 1 << 20
+	maxEnvelope  = 1 << 30
+)
+
+// sendJSON makes one try of a call answered with an envelope.
+func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope, outcome) {
+	resp, out := s.send(ctx, op, call)
+	if resp == nil {
+		return envelope{}, out
+	}
+	body, err := readBody(resp, maxEnvelope)
+	if err != nil {
+		return envelope{}, s.transportFailure(op, ctx.Err(), err)
+	}
+	return s.decodeEnvelope(op, resp.StatusCode, resp.Header, body)
+}
+
+// pathKey escapes a key as one path segment. The SDK pastes keys into the
+// path as they are, so "a/../b", "?", "#" and "%" would change the request.
+func pathKey(key string) string { return url.PathEscape(key) }
+
+// Get implements kv.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	e, err := s.GetEntry(ctx, key)
+	return e.Value, err
+}
+
+// GetEntry implements kv.ExpiryGetter: the expiry comes in the same
+// response, as its "expiration" header.
+func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return kv.Entry{}, err
+	}
+	var params cf.NamespaceValueGetParams
+	params.AccountID.Value = s.cfg.AccountID
+	var entry kv.Entry
+	err := s.retry(ctx, func(ctx context.Context) outcome {
+		resp, out := s.send(ctx, "get", func(ctx context.Context, opts ...option.RequestOption) error {
+			_, err := s.api.Values.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+			return err
+		})
+		if resp == nil {
+			return out
+		}
+		body, err := readBody(resp, kv.MaxValueSize+1)
+		if err != nil {
+			return s.transportFailure("get", ctx.Err(), err)
+		}
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+			// Values come as application/octet-stream; a JSON body here is
+			// the API's envelope, and success:false is a refusal.
+			var env envelope
+			if json.Unmarshal(body, &env) == nil && env.Success != nil && !*env.Success {
+				return s.refusal("get", resp.StatusCode, resp.Header, body)
+			}
+		}
+		if len(body) > kv.MaxValueSize {
+			return outcome{err: &APIError{Op: "get", Status: resp.StatusCode, Message: "the value is larger than Workers KV allows"}}
+		}
+		exp, err := parseExpiration(resp.Header.Get("Expiration"))
+		if err != nil {
+			return outcome{err: &APIError{Op: "get", Status: resp.StatusCode, Message: err.Error()}}
+		}
+		if body == nil {
+			body = []byte{} // an empty value is a value
+		}
+		entry = kv.Entry{Key: key, Value: body, Expiration: exp}
+		return outcome{}
+	})
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	return entry, nil
+}
+
+// parseExpiration reads the API's expiration: whole seconds since the epoch.
+func parseExpiration(v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return time.Time{}, errors.New("the expiration header is not a time")
+	}
+	return time.Unix(int64(f), 0), nil
+}
+
+// Put implements kv.Store. The value goes as the raw request body; a TTL
+// goes as expiration_ttl in whole seconds, an absolute expiry as expiration
+// in Unix seconds, rounded up so that the API's own 60 s check agrees with
+// kv.ValidatePut.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	if err := kv.ValidatePut(key, value, opts, s.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	var params cf.NamespaceValueUpdateParams
+	params.AccountID.Value = s.cfg.AccountID
+	switch {
+	case opts.TTL != 0:
+		params.ExpirationTTL.Value, params.ExpirationTTL.Present = float64(opts.TTL/time.Second), true
+	case !opts.Expiration.IsZero():
+		params.Expiration.Value, params.Expiration.Present = float64(unixCeil(opts.Expiration)), true
+	}
+	body := option.WithRequestBody("application/octet-stream", value)
+	return s.retry(ctx, func(ctx context.Context) outcome {
+		_, out := s.sendJSON(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
+			_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
+			return err
+		})
+		return out
+	})
+}
+
+// unixCeil is t in whole Unix seconds, rounded up.
+func unixCeil(t time.Time) int64 {
+	if t.Nanosecond() > 0 {
+		return t.Unix() + 1
+	}
+	return t.Unix()
+}
+
+// Delete implements kv.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := kv.ValidateKey(key); err != nil {
+		return err
+	}
+	var params cf.NamespaceValueDeleteParams
+	params.AccountID.Value = s.cfg.AccountID
+	err := s.retry(ctx, func(ctx context.Context) outcome {
+		_, out := s.sendJSON(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
+			_, err := s.api.Values.Delete(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+			return err
+		})
+		return out
+	})
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil // deleting a missing key is not an error
+	}
+	return err
+}
