@@ -1,0 +1,255 @@
+package kvfault_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+	"github.com/kvshadow/kvshadow/kv/kvtest"
+)
+
+var start = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func newFault(t *testing.T, clk *clock.Fake, cfg kvfault.Config) *kvfault.Store {
+	t.Helper()
+	cfg.Clock = clk
+	s, err := kvfault.New(memory.New(memory.Config{Clock: clk}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// With every knob at zero the wrapper is transparent: it keeps the whole
+// contract.
+func TestConformance(t *testing.T) {
+	clk := clock.NewFake(start)
+	kvtest.Run(t, kvtest.Harness{
+		New:     func(t *testing.T) kv.Store { return newFault(t, clk, kvfault.Config{}) },
+		Advance: clk.Advance,
+		Now:     clk.Now,
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	inner := memory.New(memory.Config{})
+	for name, cfg := range map[string]kvfault.Config{
+		"negative latency": {Latency: -1},
+		"negative jitter":  {Jitter: -1},
+		"error rate > 1":   {ErrorRate: 1.5},
+		"stale rate < 0":   {StaleRate: -0.1},
+	} {
+		if _, err := kvfault.New(inner, cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := kvfault.New(nil, kvfault.Config{}); err == nil {
+		t.Error("nil store accepted")
+	}
+}
+
+// Latency on a fake clock holds a call until the test moves time, and a
+// cancelled context ends the wait.
+func TestLatencyOnFakeClock(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{Latency: time.Second})
+	done := make(chan error, 1)
+	go func() { done <- s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{}) }()
+	waitFor(t, "the call to wait on its timer", func() bool { return clk.Timers() == 1 })
+	select {
+	case err := <-done:
+		t.Fatalf("Put returned %v before the clock moved", err)
+	default:
+	}
+	clk.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, err := s.Get(ctx, "k"); done <- err }()
+	waitFor(t, "the call to wait on its timer", func() bool { return s.Stats().InFlight == 1 && clk.Timers() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// The same seed gives the same failures to a single caller.
+func TestErrorRateIsSeeded(t *testing.T) {
+	pattern := func(seed uint64) string {
+		clk := clock.NewFake(start)
+		s := newFault(t, clk, kvfault.Config{Seed: seed, ErrorRate: 0.5})
+		out := make([]byte, 64)
+		for i := range out {
+			err := s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{})
+			switch {
+			case err == nil:
+				out[i] = '.'
+			case errors.Is(err, kv.ErrUnavailable) && errors.Is(err, kvfault.ErrInjected):
+				out[i] = 'x'
+			default:
+				t.Fatalf("unexpected error %v", err)
+			}
+		}
+		return string(out)
+	}
+	a, b, c := pattern(7), pattern(7), pattern(8)
+	if a != b {
+		t.Fatalf("same seed, different failures:\n%s\n%s", a, b)
+	}
+	if a == c {
+		t.Fatalf("different seeds, same failures: %s", a)
+	}
+	fails := 0
+	for _, ch := range a {
+		if ch == 'x' {
+			fails++
+		}
+	}
+	if fails == 0 || fails == len(a) {
+		t.Fatalf("error rate 0.5 gave %d failures in %d calls", fails, len(a))
+	}
+}
+
+// An outage refuses every call at once with a retry hint, without reaching
+// the wrapped store, until it is turned off.
+func TestOutage(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{Latency: time.Hour})
+	s.SetOutage(true)
+	err := s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{})
+	if _, ok := kv.RetryAfter(err); !ok || !errors.Is(err, kvfault.ErrOutage) {
+		t.Fatalf("Put during outage = %v, want an unavailable error", err)
+	}
+	if _, err := s.Inner().Get(context.Background(), "k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the write reached the wrapped store: %v", err)
+	}
+	s.SetOutage(false)
+	s.SetLatency(0, 0)
+	if err := s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Outages != 1 || st.Writes != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Stale reads return the value before the key's last write (missing if it
+// had none), then fresh ones when the knob is off.
+func TestStaleReads(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{})
+	ctx := context.Background()
+	must(t, s.Put(ctx, "new", []byte("v1"), kv.PutOptions{}))
+	must(t, s.Put(ctx, "k", []byte("v1"), kv.PutOptions{TTL: time.Hour}))
+	must(t, s.Put(ctx, "k", []byte("v2"), kv.PutOptions{}))
+	must(t, s.Put(ctx, "gone", []byte("v1"), kv.PutOptions{}))
+	must(t, s.Delete(ctx, "gone"))
+	s.SetStaleRate(1)
+	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v1" {
+		t.Fatalf("stale Get(k) = %q, %v; want v1", v, err)
+	}
+	if e, err := s.GetEntry(ctx, "k"); err != nil || !e.Expiration.Equal(start.Add(time.Hour)) {
+		t.Fatalf("stale GetEntry(k) = %+v, %v; want the old expiry", e, err)
+	}
+	if _, err := s.Get(ctx, "new"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("stale Get(new) = %v, want not found (it had no value before)", err)
+	}
+	if v, err := s.Get(ctx, "gone"); err != nil || string(v) != "v1" {
+		t.Fatalf("stale Get(gone) = %q, %v; want the value before the delete", v, err)
+	}
+	got, err := s.GetMany(ctx, []string{"k", "new", "gone"})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stale GetMany = %v, %v; want k and gone", got, err)
+	}
+	clk.Advance(2 * time.Hour) // the old version of k has expired
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("stale Get(k) after the old expiry = %v, want not found", err)
+	}
+	s.SetStaleRate(0)
+	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v2" {
+		t.Fatalf("fresh Get(k) = %q, %v", v, err)
+	}
+}
+
+// Knobs turn while calls run on many goroutines (run with -race).
+func TestKnobsUnderConcurrency(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{Seed: 1})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("k%d", (w+i)%8)
+				_ = s.Put(ctx, k, []byte("v"), kv.PutOptions{})
+				_, _ = s.Get(ctx, k)
+				_ = s.Delete(ctx, k)
+			}
+		})
+	}
+	for i := 0; i < 200 || s.Stats().Reads < 500; i++ {
+		s.SetErrorRate(float64(i%3) / 2)
+		s.SetOutage(i%7 == 0)
+		s.SetStaleRate(float64(i%2) / 2)
+		s.SetLatency(0, time.Duration(i%2))
+	}
+	close(stop)
+	wg.Wait()
+	if st := s.Stats(); st.InFlight != 0 || st.Reads == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+type plainStore struct{ kv.Store }
+
+func TestMissingAbilities(t *testing.T) {
+	s, err := kvfault.New(plainStore{memory.New(memory.Config{})}, kvfault.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err1 := s.GetEntry(ctx, "k")
+	_, err2 := s.GetMany(ctx, []string{"k"})
+	err3 := s.PutMany(ctx, nil)
+	err4 := s.DeleteMany(ctx, nil)
+	for i, err := range []error{err1, err2, err3, err4} {
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("call %d = %v, want errors.ErrUnsupported", i, err)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds: goroutines reach states, time does not
+// pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1_000_000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}

@@ -1,0 +1,184 @@
+package kvfault
+
+import (
+	"context"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Get implements kv.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	e, err := s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) {
+		v, err := s.inner.Get(ctx, key)
+		return kv.Entry{Key: key, Value: v}, err
+	})
+	return e.Value, err
+}
+
+// GetEntry implements kv.ExpiryGetter when the wrapped store does; otherwise
+// it returns ErrUnsupported.
+func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
+	eg, ok := s.inner.(kv.ExpiryGetter)
+	if !ok {
+		return kv.Entry{}, ErrUnsupported
+	}
+	return s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) { return eg.GetEntry(ctx, key) })
+}
+
+func (s *Store) read(ctx context.Context, key string, get func(context.Context) (kv.Entry, error)) (kv.Entry, error) {
+	defer s.track()()
+	s.reads.Add(1)
+	if err := kv.ValidateKey(key); err != nil {
+		return kv.Entry{}, err
+	}
+	p, err := s.begin(ctx, true)
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	if p.stale {
+		if e, found, ok := s.staleEntry(key); ok {
+			s.stale.Add(1)
+			if !found {
+				return kv.Entry{}, kv.ErrNotFound
+			}
+			return e, nil
+		}
+	}
+	return get(ctx)
+}
+
+// Put implements kv.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	defer s.track()()
+	s.writes.Add(1)
+	now := s.clock.Now()
+	if err := kv.ValidatePut(key, value, opts, now); err != nil {
+		return err
+	}
+	if _, err := s.begin(ctx, false); err != nil {
+		return err
+	}
+	if err := s.inner.Put(ctx, key, value, opts); err != nil {
+		return err
+	}
+	s.remember(key, version{found: true, entry: kv.Entry{Key: key, Value: append([]byte{}, value...), Expiration: opts.ExpiresAt(now)}})
+	return nil
+}
+
+// Delete implements kv.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	defer s.track()()
+	s.writes.Add(1)
+	if err := kv.ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := s.begin(ctx, false); err != nil {
+		return err
+	}
+	if err := s.inner.Delete(ctx, key); err != nil {
+		return err
+	}
+	s.remember(key, version{})
+	return nil
+}
+
+// List implements kv.Store. Listings are never stale.
+func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	defer s.track()()
+	s.lists.Add(1)
+	if _, err := kv.ValidateListOptions(opts); err != nil {
+		return kv.ListResult{}, err
+	}
+	if _, err := s.begin(ctx, false); err != nil {
+		return kv.ListResult{}, err
+	}
+	return s.inner.List(ctx, opts)
+}
+
+// GetMany implements kv.BulkGetter when the wrapped store does. The whole
+// call shares one latency and one failure draw; with a stale draw, every key
+// the wrapper saw written is answered with its older value.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	bg, ok := s.inner.(kv.BulkGetter)
+	if !ok {
+		return nil, ErrUnsupported
+	}
+	defer s.track()()
+	s.reads.Add(1)
+	if err := kv.ValidateKeys(keys); err != nil {
+		return nil, err
+	}
+	p, err := s.begin(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	got, err := bg.GetMany(ctx, keys)
+	if err != nil || !p.stale {
+		return got, err
+	}
+	out := got[:0]
+	byKey := make(map[string]kv.Entry, len(got))
+	for _, e := range got {
+		byKey[e.Key] = e
+	}
+	for _, k := range keys {
+		e, found, seen := s.staleEntry(k)
+		if !seen {
+			e, found = byKey[k]
+		} else {
+			s.stale.Add(1)
+		}
+		if found {
+			e.Key = k
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// PutMany implements kv.BulkPutter when the wrapped store does.
+func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
+	bp, ok := s.inner.(kv.BulkPutter)
+	if !ok {
+		return ErrUnsupported
+	}
+	defer s.track()()
+	s.writes.Add(1)
+	if err := kv.ValidateEntries(entries, s.clock.Now()); err != nil {
+		return err
+	}
+	if _, err := s.begin(ctx, false); err != nil {
+		return err
+	}
+	if err := bp.PutMany(ctx, entries); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		e.Value = append([]byte{}, e.Value...)
+		s.remember(e.Key, version{found: true, entry: e})
+	}
+	return nil
+}
+
+// DeleteMany implements kv.BulkDeleter when the wrapped store does.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	bd, ok := s.inner.(kv.BulkDeleter)
+	if !ok {
+		return ErrUnsupported
+	}
+	defer s.track()()
+	s.writes.Add(1)
+	if err := kv.ValidateKeys(keys); err != nil {
+		return err
+	}
+	if _, err := s.begin(ctx, false); err != nil {
+		return err
+	}
+	if err := bd.DeleteMany(ctx, keys); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		s.remember(k, version{})
+	}
+	return nil
+}
