@@ -42,6 +42,10 @@ type Options struct {
 	// Raced is set by a caller that saw a newer write of the key during the
 	// comparison.
 	Raced bool
+	// Dirty is set by a caller that knows one store missed a write of the
+	// key that a repair has yet to copy: a difference is then Pending, the
+	// known lag of a copy under way, not news.
+	Dirty bool
 }
 
 func (o Options) tolerance() time.Duration {
@@ -65,7 +69,7 @@ func Classify(primary, shadow Observation, opts Options) Kind {
 		return ShadowError
 	}
 	kind := classifyData(primary, shadow, opts)
-	if kind != Match && inWindow(opts) {
+	if kind != Match && (inWindow(opts) || opts.Dirty) {
 		return Pending
 	}
 	return kind

@@ -53,6 +53,9 @@ func TestClassify(t *testing.T) {
 		{"window passed", found("a"), found("b"), compare.Options{Now: now, LastWrite: now.Add(-2 * time.Minute), ConsistencyWindow: time.Minute}, compare.ValueMismatch, true},
 		{"match inside window", found("a"), found("a"), compare.Options{Now: now, LastWrite: now, ConsistencyWindow: time.Minute}, compare.Match, false},
 		{"raced", found("a"), found("b"), compare.Options{Raced: true}, compare.Inconclusive, false},
+		{"dirty", found("a"), missing, compare.Options{Dirty: true}, compare.Pending, false},
+		{"dirty but equal", found("a"), found("a"), compare.Options{Dirty: true}, compare.Match, false},
+		{"dirty shadow error", found("a"), down, compare.Options{Dirty: true}, compare.ShadowError, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := compare.Classify(c.p, c.s, c.opts)

@@ -26,7 +26,8 @@ const (
 	// ShadowError: the shadow could not be read.
 	ShadowError Kind = "shadow_error"
 	// Pending: the sides differ but the key was written inside the
-	// primary's consistency window; look again later.
+	// primary's consistency window, or a repair of it is under way; look
+	// again later.
 	Pending Kind = "pending"
 	// Inconclusive: a newer write of the key raced the comparison.
 	Inconclusive Kind = "inconclusive"
