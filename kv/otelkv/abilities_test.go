@@ -1,0 +1,223 @@
+package otelkv_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/internal/telemetry/telemetrytest"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvtest"
+	"github.com/kvshadow/kvshadow/kv/otelkv"
+)
+
+// The instrumented store keeps the contract: the conformance suite passes
+// through it, with the SDK recording everything.
+func TestConformance(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	kvtest.Run(t, kvtest.Harness{
+		New: func(t *testing.T) kv.Store {
+			return instrument(t, telemetrytest.New(t), memory.New(memory.Config{Clock: clk}), otelkv.Config{System: otelkv.SystemMemory})
+		},
+		Advance: clk.Advance,
+		Now:     clk.Now,
+	})
+}
+
+const (
+	bitEntry = 1 << iota
+	bitBulkGet
+	bitBulkPut
+	bitBulkDelete
+)
+
+// subset hides all of m's optional abilities but those in mask.
+func subset(m *memory.Store, mask int) kv.Store {
+	type (
+		S  = kv.Store
+		EG = kv.ExpiryGetter
+		BG = kv.BulkGetter
+		BP = kv.BulkPutter
+		BD = kv.BulkDeleter
+	)
+	switch mask {
+	case 0:
+		return struct{ S }{m}
+	case bitEntry:
+		return struct {
+			S
+			EG
+		}{m, m}
+	case bitBulkGet:
+		return struct {
+			S
+			BG
+		}{m, m}
+	case bitEntry | bitBulkGet:
+		return struct {
+			S
+			EG
+			BG
+		}{m, m, m}
+	case bitBulkPut:
+		return struct {
+			S
+			BP
+		}{m, m}
+	case bitEntry | bitBulkPut:
+		return struct {
+			S
+			EG
+			BP
+		}{m, m, m}
+	case bitBulkGet | bitBulkPut:
+		return struct {
+			S
+			BG
+			BP
+		}{m, m, m}
+	case bitEntry | bitBulkGet | bitBulkPut:
+		return struct {
+			S
+			EG
+			BG
+			BP
+		}{m, m, m, m}
+	case bitBulkDelete:
+		return struct {
+			S
+			BD
+		}{m, m}
+	case bitEntry | bitBulkDelete:
+		return struct {
+			S
+			EG
+			BD
+		}{m, m, m}
+	case bitBulkGet | bitBulkDelete:
+		return struct {
+			S
+			BG
+			BD
+		}{m, m, m}
+	case bitEntry | bitBulkGet | bitBulkDelete:
+		return struct {
+			S
+			EG
+			BG
+			BD
+		}{m, m, m, m}
+	case bitBulkPut | bitBulkDelete:
+		return struct {
+			S
+			BP
+			BD
+		}{m, m, m}
+	case bitEntry | bitBulkPut | bitBulkDelete:
+		return struct {
+			S
+			EG
+			BP
+			BD
+		}{m, m, m, m}
+	case bitBulkGet | bitBulkPut | bitBulkDelete:
+		return struct {
+			S
+			BG
+			BP
+			BD
+		}{m, m, m, m}
+	}
+	return m
+}
+
+func abilities(s kv.Store) int {
+	var mask int
+	if _, ok := s.(kv.ExpiryGetter); ok {
+		mask |= bitEntry
+	}
+	if _, ok := s.(kv.BulkGetter); ok {
+		mask |= bitBulkGet
+	}
+	if _, ok := s.(kv.BulkPutter); ok {
+		mask |= bitBulkPut
+	}
+	if _, ok := s.(kv.BulkDeleter); ok {
+		mask |= bitBulkDelete
+	}
+	return mask
+}
+
+// Every one of the sixteen combinations of optional abilities comes out of
+// New exactly as it went in, and each forwarded ability works and is traced.
+func TestAbilitiesAreForwardedExactly(t *testing.T) {
+	ctx := context.Background()
+	for mask := range 16 {
+		rec := telemetrytest.New(t)
+		m := memory.New(memory.Config{})
+		inner := subset(m, mask)
+		if got := abilities(inner); got != mask {
+			t.Fatalf("test helper: subset(%04b) has %04b", mask, got)
+		}
+		s := instrument(t, rec, inner, otelkv.Config{})
+		if got := abilities(s); got != mask {
+			t.Errorf("abilities of the instrumented store: %04b, want %04b", got, mask)
+		}
+		if u, ok := s.(interface{ Unwrap() kv.Store }); !ok || u.Unwrap() != inner {
+			t.Errorf("%04b: Unwrap does not return the wrapped store", mask)
+		}
+		if err := m.Put(ctx, "wordle:a", []byte("A"), kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := s.(kv.ExpiryGetter); ok {
+			if e, err := g.GetEntry(ctx, "wordle:a"); err != nil || string(e.Value) != "A" {
+				t.Errorf("GetEntry = %q, %v", e.Value, err)
+			}
+			expectSpan(t, rec, "get_entry wordle", 0)
+		}
+		if g, ok := s.(kv.BulkGetter); ok {
+			if es, err := g.GetMany(ctx, []string{"wordle:a", "wordle:b"}); err != nil || len(es) != 1 {
+				t.Errorf("GetMany = %v, %v", es, err)
+			}
+			expectSpan(t, rec, "get_many wordle", 2)
+		}
+		if p, ok := s.(kv.BulkPutter); ok {
+			if err := p.PutMany(ctx, []kv.Entry{{Key: "wordle:c", Value: []byte("C")}, {Key: "trading:d", Value: []byte("D")}}); err != nil {
+				t.Errorf("PutMany: %v", err)
+			}
+			if v, err := m.Get(ctx, "trading:d"); err != nil || string(v) != "D" {
+				t.Errorf("after PutMany: %q, %v", v, err)
+			}
+			// Keys of two modules: no single db.namespace, a bare name.
+			expectSpan(t, rec, "put_many", 2)
+		}
+		if d, ok := s.(kv.BulkDeleter); ok {
+			if err := d.DeleteMany(ctx, []string{"wordle:a"}); err != nil {
+				t.Errorf("DeleteMany: %v", err)
+			}
+			if _, err := m.Get(ctx, "wordle:a"); err == nil {
+				t.Error("DeleteMany did not delete")
+			}
+			expectSpan(t, rec, "delete_many wordle", 1)
+		}
+	}
+}
+
+func expectSpan(t *testing.T, rec *telemetrytest.Recorder, name string, batch int) {
+	t.Helper()
+	spans := rec.Named(name)
+	if len(spans) != 1 {
+		t.Errorf("spans named %q: %d, want 1 (all: %v)", name, len(spans), names(rec))
+		return
+	}
+	if batch == 0 {
+		return
+	}
+	if v, _ := telemetrytest.Attr(spans[0], semconv.DBOperationBatchSizeKey); v.AsInt64() != int64(batch) {
+		t.Errorf("%s: batch size %d, want %d", name, v.AsInt64(), batch)
+	}
+}

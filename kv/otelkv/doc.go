@@ -1,0 +1,24 @@
+// Package otelkv instruments any kv.Store with OpenTelemetry: one client span
+// per operation carrying the database semantic-convention attributes
+// (db.system.name, db.operation.name, db.namespace) and kvshadow's own
+// (kvshadow.role, kvshadow.stage, kvshadow.outcome, the key as the redaction
+// policy allows), and two metrics per backend, role, operation and outcome:
+// kvshadow.store.operations and kvshadow.store.operation.duration.
+//
+// It wraps rather than threads through: a backend knows nothing of
+// telemetry, and the same wrapper serves Workers KV, MongoDB, the memory
+// store and the dual-write composite. It uses only the OpenTelemetry API;
+// providers are injected with WithTracerProvider and WithMeterProvider and
+// default to the global ones, so a program that installs no SDK pays for
+// no-op calls only.
+//
+// Values never reach a span or a metric. Keys appear as compare.Redactor
+// renders them (a keyed HMAC by default). Errors appear as their class
+// (compare.ErrorClass) in the span status and error.type, never as their
+// text, because backend messages can quote keys.
+//
+// The store New returns implements exactly the optional abilities
+// (kv.ExpiryGetter, kv.BulkGetter, kv.BulkPutter, kv.BulkDeleter) that the
+// wrapped store implements, so callers that find them by type assertion
+// behave the same with or without instrumentation.
+package otelkv

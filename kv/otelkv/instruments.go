@@ -1,0 +1,124 @@
+package otelkv
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// op is one kind of store call; its name is db.operation.name.
+type op int
+
+const (
+	opGet op = iota
+	opPut
+	opDelete
+	opList
+	opGetEntry
+	opGetMany
+	opPutMany
+	opDeleteMany
+	numOps
+)
+
+var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "get_many", "put_many", "delete_many"}
+
+// outcome is kvshadow.outcome: "ok", or the class of the error. A missing
+// key is an outcome, not a failure: its span keeps an unset status.
+type outcome int
+
+const (
+	outOK outcome = iota
+	outNotFound
+	outTimeout
+	outCanceled
+	outUnavailable
+	outClosed
+	outInvalidInput
+	outOther
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "not_found", "timeout", "canceled", "unavailable", "closed", "invalid_input", "other"}
+
+func outcomeOf(err error) outcome {
+	if err == nil {
+		return outOK
+	}
+	if errors.Is(err, kv.ErrNotFound) {
+		return outNotFound
+	}
+	switch compare.ErrorClass(err) {
+	case "timeout":
+		return outTimeout
+	case "canceled":
+		return outCanceled
+	case "unavailable":
+		return outUnavailable
+	case "closed":
+		return outClosed
+	case "invalid_input":
+		return outInvalidInput
+	}
+	return outOther
+}
+
+// failed reports whether the outcome marks the span as an error.
+func (o outcome) failed() bool { return o != outOK && o != outNotFound }
+
+// durationBuckets suit a key-value call: a memory read is well under a
+// millisecond, a Workers KV write across the world can take seconds.
+var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// instruments holds the metrics and, because a store's backend and role
+// never change, every attribute set and start option it can need, built
+// once so that recording allocates nothing.
+type instruments struct {
+	count metric.Int64Counter
+	dur   metric.Float64Histogram
+	add   [numOps][numOutcomes][]metric.AddOption
+	rec   [numOps][numOutcomes][]metric.RecordOption
+	start [numOps][]trace.SpanStartOption
+}
+
+func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
+	count, err := m.Int64Counter(MetricOperations,
+		metric.WithUnit("{operation}"),
+		metric.WithDescription("Store operations, by backend, role, operation and outcome."))
+	if err != nil {
+		return nil, fmt.Errorf("otelkv: %w", err)
+	}
+	dur, err := m.Float64Histogram(MetricDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of store operations, by backend, role, operation and outcome."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("otelkv: %w", err)
+	}
+	in := &instruments{count: count, dur: dur}
+	base := []attribute.KeyValue{semconv.DBSystemNameKey.String(system)}
+	if role != "" {
+		base = append(base, RoleKey.String(role))
+	}
+	for o := range numOps {
+		opAttrs := append(base[:len(base):len(base)], semconv.DBOperationName(opNames[o]))
+		in.start[o] = []trace.SpanStartOption{
+			trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(opAttrs...),
+		}
+		for oc := range numOutcomes {
+			set := attribute.NewSet(append(opAttrs[:len(opAttrs):len(opAttrs)], OutcomeKey.String(outcomeNames[oc]))...)
+			opt := metric.WithAttributeSet(set)
+			in.add[o][oc] = []metric.AddOption{opt}
+			in.rec[o][oc] = []metric.RecordOption{opt}
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,74 @@
+package otelkv
+
+import (
+	"context"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Get implements kv.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	c := s.begin(ctx, opGet, kv.ModuleOf(key), key)
+	v, err := s.inner.Get(c.ctx, key)
+	s.end(c, err)
+	return v, err
+}
+
+// Put implements kv.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	c := s.begin(ctx, opPut, kv.ModuleOf(key), key)
+	err := s.inner.Put(c.ctx, key, value, opts)
+	s.end(c, err)
+	return err
+}
+
+// Delete implements kv.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	c := s.begin(ctx, opDelete, kv.ModuleOf(key), key)
+	err := s.inner.Delete(c.ctx, key)
+	s.end(c, err)
+	return err
+}
+
+// List implements kv.Store. Neither the prefix nor the cursor is recorded:
+// both can hold the text of a key. The prefix's module is.
+func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	c := s.begin(ctx, opList, kv.ModuleOf(opts.Prefix), "")
+	res, err := s.inner.List(c.ctx, opts)
+	if err != nil {
+		s.end(c, err)
+		return res, err
+	}
+	s.end(c, nil, semconv.DBResponseReturnedRows(len(res.Keys)))
+	return res, nil
+}
+
+func (s *Store) getEntry(ctx context.Context, key string) (kv.Entry, error) {
+	c := s.begin(ctx, opGetEntry, kv.ModuleOf(key), key)
+	e, err := s.inner.(kv.ExpiryGetter).GetEntry(c.ctx, key)
+	s.end(c, err)
+	return e, err
+}
+
+func (s *Store) getMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	c := s.begin(ctx, opGetMany, moduleOfKeys(keys), "")
+	es, err := s.inner.(kv.BulkGetter).GetMany(c.ctx, keys)
+	s.end(c, err, semconv.DBOperationBatchSize(len(keys)), semconv.DBResponseReturnedRows(len(es)))
+	return es, err
+}
+
+func (s *Store) putMany(ctx context.Context, entries []kv.Entry) error {
+	c := s.begin(ctx, opPutMany, moduleOfEntries(entries), "")
+	err := s.inner.(kv.BulkPutter).PutMany(c.ctx, entries)
+	s.end(c, err, semconv.DBOperationBatchSize(len(entries)))
+	return err
+}
+
+func (s *Store) deleteMany(ctx context.Context, keys []string) error {
+	c := s.begin(ctx, opDeleteMany, moduleOfKeys(keys), "")
+	err := s.inner.(kv.BulkDeleter).DeleteMany(c.ctx, keys)
+	s.end(c, err, semconv.DBOperationBatchSize(len(keys)))
+	return err
+}

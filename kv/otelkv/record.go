@@ -1,0 +1,100 @@
+package otelkv
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// call is one operation in flight.
+type call struct {
+	ctx   context.Context
+	span  trace.Span
+	op    op
+	began time.Time
+}
+
+// begin starts the operation's span. The span starts under the bare
+// operation name with the attributes that never change; the module, the
+// redacted key and the stage are added only when the span records, so an
+// unsampled or no-op span costs no HMAC and no string building.
+func (s *Store) begin(ctx context.Context, o op, module, key string) call {
+	ctx, span := s.tracer.Start(ctx, opNames[o], s.inst.start[o]...)
+	if span.IsRecording() {
+		if s.module != "" {
+			module = s.module
+		}
+		if module != "" {
+			span.SetName(opNames[o] + " " + module)
+			span.SetAttributes(semconv.DBNamespace(module))
+		}
+		if key != "" {
+			span.SetAttributes(KeyKey.String(s.redactor.Key(s.fullKey(key))))
+		}
+		if s.cfg.Stage != nil {
+			if st := s.cfg.Stage(); st != "" {
+				span.SetAttributes(StageKey.String(st))
+			}
+		}
+	}
+	return call{ctx: ctx, span: span, op: o, began: time.Now()}
+}
+
+// fullKey gives the redactor the key as stored, so that a namespaced
+// store's keys hash as they do on the unnamespaced spans of the same trace.
+func (s *Store) fullKey(key string) string {
+	if s.module != "" {
+		return s.module + ":" + key
+	}
+	return key
+}
+
+// end records the metrics and closes the span. Only the error's class is
+// recorded: its text can quote a key or a URI.
+func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
+	oc := outcomeOf(err)
+	s.inst.count.Add(c.ctx, 1, s.inst.add[c.op][oc]...)
+	s.inst.dur.Record(c.ctx, time.Since(c.began).Seconds(), s.inst.rec[c.op][oc]...)
+	if c.span.IsRecording() {
+		c.span.SetAttributes(OutcomeKey.String(outcomeNames[oc]))
+		c.span.SetAttributes(extra...)
+		if oc.failed() {
+			c.span.SetAttributes(semconv.ErrorTypeKey.String(outcomeNames[oc]))
+			c.span.SetStatus(codes.Error, outcomeNames[oc])
+		}
+	}
+	c.span.End()
+}
+
+// moduleOfKeys is the module all keys share, or "" when they span several.
+func moduleOfKeys(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	mod := kv.ModuleOf(keys[0])
+	for _, k := range keys[1:] {
+		if kv.ModuleOf(k) != mod {
+			return ""
+		}
+	}
+	return mod
+}
+
+func moduleOfEntries(entries []kv.Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	mod := kv.ModuleOf(entries[0].Key)
+	for _, e := range entries[1:] {
+		if kv.ModuleOf(e.Key) != mod {
+			return ""
+		}
+	}
+	return mod
+}
