@@ -20,12 +20,13 @@ const minAPILimit = 10
 // List implements kv.Store with one request per call. The contract allows
 // limits from 1, the API from 10, so List asks for at least 10 keys and
 // returns the first limit of them; its cursor then holds the API's cursor
-// for that same page and the last key returned, and the next call fetches
-// the page again and skips what was already returned. Skipping by key
-// rather than by count keeps the cursor right while keys are added or
-// deleted before it. An empty page with a cursor is not the end: List
-// returns it as a short page with Done false (the SDK's auto-pager stops
-// there and loses the rest).
+// for that same page, the last key returned and how many keys of the page
+// were returned (the offset). The next call fetches the page again, asking
+// for offset+limit keys so that the page still holds limit new ones, and
+// skips the keys up to the last one returned. Skipping by key rather than
+// by count keeps the cursor right while keys are added or deleted before it.
+// An empty page with a cursor is not the end: List returns it as a short
+// page with Done false (the SDK's auto-pager stops there and loses the rest).
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
 	limit, err := kv.ValidateListOptions(opts)
 	if err != nil {
@@ -37,7 +38,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	}
 	var params cf.NamespaceKeyListParams
 	params.AccountID.Value = s.cfg.AccountID
-	params.Limit.Value, params.Limit.Present = float64(max(limit, minAPILimit)), true
+	params.Limit.Value, params.Limit.Present = float64(min(max(limit+pos.offset, minAPILimit), kv.MaxListLimit)), true
 	if opts.Prefix != "" {
 		params.Prefix.Value, params.Prefix.Present = opts.Prefix, true
 	}
@@ -73,10 +74,12 @@ type listedKey struct {
 }
 
 // listPosition is where a listing stands: the API cursor of the page being
-// read and the last key returned from it (empty at the start).
+// read, the last key returned (empty at the start) and how many keys of
+// that page were returned.
 type listPosition struct {
 	server string
 	last   string
+	offset int
 }
 
 // take returns up to limit keys of page that follow pos.last, with the
@@ -87,6 +90,7 @@ func (pos listPosition) take(page []listedKey, next string, limit int, prefix st
 	for i < len(page) && pos.last != "" && page[i].Name <= pos.last {
 		i++ // returned by an earlier call
 	}
+	skipped := i
 	for ; i < len(page) && len(res.Keys) < limit; i++ {
 		k := page[i].Name
 		if !strings.HasPrefix(k, prefix) || (len(res.Keys) > 0 && k <= res.Keys[len(res.Keys)-1]) {
@@ -100,7 +104,7 @@ func (pos listPosition) take(page []listedKey, next string, limit int, prefix st
 	}
 	switch {
 	case i < len(page): // this page has more: read it again next time
-		res.Cursor = encodeCursor(prefix, listPosition{server: pos.server, last: last})
+		res.Cursor = encodeCursor(prefix, listPosition{server: pos.server, last: last, offset: skipped + len(res.Keys)})
 	case next != "":
 		res.Cursor = encodeCursor(prefix, listPosition{server: next, last: last})
 	default:
@@ -110,8 +114,9 @@ func (pos listPosition) take(page []listedKey, next string, limit int, prefix st
 }
 
 // A cursor is "c1." + base64url of: uvarint length and bytes of the prefix,
-// uvarint length and bytes of the last key, then the API's cursor. Lengths
-// rather than separators, because keys may hold any byte, NUL included.
+// uvarint length and bytes of the last key, uvarint offset, then the API's
+// cursor. Lengths rather than separators, because keys may hold any byte,
+// NUL included.
 const cursorTag = "c1."
 
 func encodeCursor(prefix string, pos listPosition) string {
@@ -120,6 +125,7 @@ func encodeCursor(prefix string, pos listPosition) string {
 	b = append(b, prefix...)
 	b = binary.AppendUvarint(b, uint64(len(pos.last)))
 	b = append(b, pos.last...)
+	b = binary.AppendUvarint(b, uint64(pos.offset))
 	b = append(b, pos.server...)
 	return cursorTag + base64.RawURLEncoding.EncodeToString(b)
 }
@@ -144,17 +150,18 @@ func decodeCursor(cursor, prefix string) (listPosition, error) {
 		return listPosition{}, fmt.Errorf("%w: malformed", kv.ErrInvalidCursor)
 	}
 	last, b, ok := readString(b)
+	offset, w := binary.Uvarint(b)
 	switch {
-	case !ok:
+	case !ok || w <= 0 || offset >= kv.MaxListLimit:
 		return listPosition{}, fmt.Errorf("%w: malformed", kv.ErrInvalidCursor)
 	case gotPrefix != prefix:
 		return listPosition{}, fmt.Errorf("%w: issued for another prefix", kv.ErrInvalidCursor)
 	case last != "" && (kv.ValidateKey(last) != nil || !strings.HasPrefix(last, prefix)):
 		return listPosition{}, fmt.Errorf("%w: malformed", kv.ErrInvalidCursor)
-	case len(b) == 0 && last == "":
+	case len(b) == w && last == "":
 		return listPosition{}, fmt.Errorf("%w: malformed", kv.ErrInvalidCursor)
 	}
-	return listPosition{server: string(b), last: last}, nil
+	return listPosition{server: string(b[w:]), last: last, offset: int(offset)}, nil
 }
 
 func readString(b []byte) (string, []byte, bool) {
