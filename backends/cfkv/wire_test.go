@@ -63,11 +63,13 @@ func TestValidationBeforeIO(t *testing.T) {
 	r := newRig(t, clk, nil)
 	ctx := t.Context()
 	calls := map[string]func() error{
-		"Get(empty)":            func() error { _, err := r.store.Get(ctx, ""); return err },
-		"GetEntry(..)":          func() error { _, err := r.store.GetEntry(ctx, ".."); return err },
-		"Put(too big)":          func() error { return r.store.Put(ctx, "k", make([]byte, kv.MaxValueSize+1), kv.PutOptions{}) },
-		"Put(TTL 59s)":          func() error { return r.store.Put(ctx, "k", nil, kv.PutOptions{TTL: 59 * time.Second}) },
-		"Put(expiration past)":  func() error { return r.store.Put(ctx, "k", nil, kv.PutOptions{Expiration: clk.Now().Add(-time.Minute)}) },
+		"Get(empty)":   func() error { _, err := r.store.Get(ctx, ""); return err },
+		"GetEntry(..)": func() error { _, err := r.store.GetEntry(ctx, ".."); return err },
+		"Put(too big)": func() error { return r.store.Put(ctx, "k", make([]byte, kv.MaxValueSize+1), kv.PutOptions{}) },
+		"Put(TTL 59s)": func() error { return r.store.Put(ctx, "k", nil, kv.PutOptions{TTL: 59 * time.Second}) },
+		"Put(expiration past)": func() error {
+			return r.store.Put(ctx, "k", nil, kv.PutOptions{Expiration: clk.Now().Add(-time.Minute)})
+		},
 		"Delete(bad utf8)":      func() error { return r.store.Delete(ctx, "a\xff") },
 		"List(limit 1001)":      func() error { _, err := r.store.List(ctx, kv.ListOptions{Limit: 1001}); return err },
 		"List(foreign cursor)":  func() error { _, err := r.store.List(ctx, kv.ListOptions{Cursor: kv.EncodeCursor("a")}); return err },
