@@ -1,0 +1,71 @@
+package report
+
+import (
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// report assembles the Report from the committed state.
+func (e *engine) report() *Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	reqs := e.requests()
+	r := &Report{
+		Schema:        SchemaName,
+		SchemaVersion: SchemaVersion,
+		StartedAt:     e.startedAt,
+		FinishedAt:    e.cfg.Clock.Now(),
+		Resumed:       e.resumed,
+		Primary:       SideInfo{Name: e.primary.name, Budget: e.primary.budget.String(), Requests: reqs[0], Expiries: e.primary.expiries()},
+		Shadow:        SideInfo{Name: e.shadow.name, Budget: e.shadow.budget.String(), Requests: reqs[1], Expiries: e.shadow.expiries()},
+		Scope:         e.cfg.Scope,
+		Options: Options{
+			TTLToleranceSeconds: tolerance(e.cfg.TTLTolerance).Seconds(),
+			KeyPolicy:           e.cfg.KeyPolicy,
+			ExpiriesCompared:    e.expiries,
+			MinParity:           e.cfg.MinParity,
+		},
+		Modules:            sortedModules(e.modules),
+		Divergences:        append(e.records[:0:0], e.records...),
+		DivergencesOmitted: e.omitted,
+	}
+	r.Totals.Kinds = newKindCounts()
+	for _, m := range r.Modules {
+		r.Totals.add(&m.Counts)
+	}
+	r.Totals.finish()
+	agree := r.Totals.agreeing()
+	r.Parity = r.Totals.Parity
+	if e.cfg.Repair.Enabled {
+		t := e.repair
+		rep := &RepairReport{
+			Applied: e.cfg.Repair.Apply, Authoritative: e.cfg.Repair.Authoritative,
+			Puts: t.Puts, Deletes: t.Deletes, Expiring: t.Expiring, Failed: t.Failed,
+			Rechecked: t.Rechecked, Verified: t.Verified, Pending: t.Pending, Remaining: t.Remaining,
+			After: newKindCounts(), ParityAfter: r.Parity,
+		}
+		for k, n := range t.After {
+			rep.After[k] = n
+		}
+		if rep.Applied {
+			agree += t.Verified
+			rep.ParityAfter = parity(agree, r.Totals.Compared)
+			r.Parity = rep.ParityAfter
+		}
+		r.Repair = rep
+	}
+	r.Passed = passes(agree, r.Totals.Compared, e.cfg.MinParity)
+	return r
+}
+
+// tolerance mirrors compare.Options: zero is the default, negative exact.
+func tolerance(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return compare.DefaultTTLTolerance
+	case d < 0:
+		return 0
+	}
+	return d
+}

@@ -1,0 +1,205 @@
+package report
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// checkpointVersion changes whenever the file's meaning does; an older file
+// is refused rather than misread.
+const checkpointVersion = 1
+
+// checkpoint is what a run saves to resume: its position and everything it
+// has committed. It holds raw keys (the position), so it is written 0600.
+type checkpoint struct {
+	Version     int                `json:"version"`
+	Fingerprint string             `json:"fingerprint"`
+	Secret      []byte             `json:"secret,omitempty"`
+	StartedAt   time.Time          `json:"started_at"`
+	SavedAt     time.Time          `json:"saved_at"`
+	Position    position           `json:"position"`
+	Scanned     int64              `json:"scanned"`
+	Module      string             `json:"module"`
+	Modules     map[string]*Counts `json:"modules"`
+	Records     []compare.Record   `json:"records"`
+	Omitted     int64              `json:"omitted"`
+	Repair      repairTally        `json:"repair"`
+	Requests    [2]Requests        `json:"requests"`
+}
+
+// fingerprint identifies what a run computes, so that a checkpoint is only
+// resumed by a run that would compute the same: the stores, the scope and
+// the comparison, not the tuning (batch size, concurrency, budgets).
+func fingerprint(c Config, ranges []string) string {
+	var secret string
+	if len(c.Secret) > 0 {
+		sum := sha256.Sum256(append([]byte("kvshadow report secret\x00"), c.Secret...))
+		secret = hex.EncodeToString(sum[:])
+	}
+	doc, _ := json.Marshal(struct {
+		Version                int
+		Identity               string
+		Primary, Shadow        string
+		Ranges                 []string
+		Scope                  Scope
+		TTL                    time.Duration
+		Policy                 compare.KeyPolicy
+		Secret                 string
+		Repair, Apply          bool
+		Authoritative          Role
+		MaxRecords, MaxModules int
+	}{
+		checkpointVersion, c.Identity, c.Primary.Name, c.Shadow.Name, ranges, c.Scope,
+		c.TTLTolerance, c.KeyPolicy, secret, c.Repair.Enabled, c.Repair.Apply,
+		c.Repair.Authoritative, c.MaxRecords, c.MaxModules,
+	})
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:])
+}
+
+func randomSecret() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
+}
+
+// resume loads the checkpoint, when one exists, into e.
+func (e *engine) resume() error {
+	path := e.cfg.Checkpoint
+	if path == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading %s: %w", ErrCheckpoint, path, err)
+	}
+	var cp checkpoint
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return fmt.Errorf("%w: %s is not a checkpoint: %w", ErrCheckpoint, path, err)
+	}
+	switch {
+	case cp.Version != checkpointVersion:
+		return fmt.Errorf("%w: %s has version %d, this program writes %d; remove it to start over", ErrCheckpoint, path, cp.Version, checkpointVersion)
+	case cp.Fingerprint != e.fingerprint:
+		return fmt.Errorf("%w: %s was made with other stores, scope or options; rerun with those, or remove it to start over", ErrCheckpoint, path)
+	case cp.Position.Range < 0 || cp.Position.Range > len(e.ranges):
+		return fmt.Errorf("%w: %s holds a position outside the scan", ErrCheckpoint, path)
+	}
+	e.resumed = true
+	e.secret = cp.Secret
+	e.startedAt = cp.StartedAt
+	e.position = cp.Position
+	e.scanned, e.baseline, e.module = cp.Scanned, cp.Scanned, cp.Module
+	if cp.Modules != nil {
+		e.modules = cp.Modules
+	}
+	for _, m := range e.modules {
+		if m.Kinds == nil {
+			m.Kinds = newKindCounts()
+		}
+	}
+	e.records, e.omitted = cp.Records, cp.Omitted
+	e.repair = cp.Repair
+	if e.repair.After == nil {
+		e.repair.After = newKindCounts()
+	}
+	e.priorRequests = cp.Requests
+	e.notice("resuming from checkpoint %s: %d keys done, saved %s", path, cp.Scanned, cp.SavedAt.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// maybeSave writes the checkpoint when one is configured and CheckpointEvery
+// has passed since the last write, or always when force is set.
+func (e *engine) maybeSave(force bool) error {
+	if e.cfg.Checkpoint == "" {
+		return nil
+	}
+	now := e.cfg.Clock.Now()
+	if !force && now.Sub(e.lastCheckpoint) < e.cfg.CheckpointEvery {
+		return nil
+	}
+	e.mu.Lock()
+	cp := checkpoint{
+		Version: checkpointVersion, Fingerprint: e.fingerprint, Secret: e.secret,
+		StartedAt: e.startedAt, SavedAt: now, Position: e.position,
+		Scanned: e.scanned, Module: e.module, Modules: e.modules,
+		Records: e.records, Omitted: e.omitted, Repair: e.repair,
+		Requests: e.requests(),
+	}
+	raw, err := json.Marshal(cp)
+	e.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: encoding: %w", ErrCheckpoint, err)
+	}
+	if err := writeAtomic(e.cfg.Checkpoint, raw); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	e.lastCheckpoint = now
+	return nil
+}
+
+// requests is the requests of every run so far, this one included.
+func (e *engine) requests() [2]Requests {
+	out := e.priorRequests
+	out[0].add(e.primary.requests())
+	out[1].add(e.shadow.requests())
+	return out
+}
+
+// writeAtomic replaces path with data so that a crash leaves the old file
+// or the new one, never a torn one: a synced temporary file renamed over it.
+func writeAtomic(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the rename durable where the platform allows
+		_ = d.Close()
+	}
+	return nil
+}
+
+// removeCheckpoint deletes the checkpoint of a completed run: a new run
+// starts over rather than resuming a finished scan.
+func removeCheckpoint(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: removing %s: %w", ErrCheckpoint, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The errors of a run, checked with errors.Is.
+var (
+	// ErrConfig: the Config is unusable (a nil store, a bad scope, a
+	// sample rate outside (0, 1], ...). Run reports it before any I/O.
+	ErrConfig = errors.New("report: invalid configuration")
+	// ErrInterrupted: the run stopped before the end (its context ended).
+	// Everything committed before is in the checkpoint, when there is one.
+	ErrInterrupted = errors.New("report: scan interrupted")
+	// ErrCheckpoint: the checkpoint file cannot be read or written, or was
+	// made by a run with other options or stores.
+	ErrCheckpoint = errors.New("report: checkpoint")
+	// ErrUnordered: a store listed keys out of UTF-8 byte order, which a
+	// merge-join cannot survive.
+	ErrUnordered = errors.New("report: store listed keys out of byte order")
+)
+
+// Defaults of the zero Config.
+const (
+	DefaultBatchSize       = 100 // Workers KV's bulk-get limit
+	DefaultConcurrency     = 4
+	DefaultMaxRecords      = 1000
+	DefaultMaxModules      = 1000
+	DefaultRetries         = 6
+	DefaultRecheckWindow   = 60 * time.Second // Workers KV's read consistency
+	DefaultCheckpointEvery = time.Second
+)
+
+// DefaultBudget is Workers KV's account API limit: the primary's budget when
+// its Config leaves it zero.
+var DefaultBudget = Budget{Requests: 1200, Per: 5 * time.Minute}
+
+// Role names a side of the comparison. The roles are the stores' identities
+// (the primary is Workers KV, the shadow MongoDB), whichever is
+// authoritative.
+type Role string
+
+// The two roles.
+const (
+	Primary Role = "primary"
+	Shadow  Role = "shadow"
+)
+
+// ParseRole reads "primary" or "shadow".
+func ParseRole(s string) (Role, error) {
+	switch r := Role(strings.ToLower(s)); r {
+	case Primary, Shadow:
+		return r, nil
+	}
+	return "", fmt.Errorf("%w: role %q (want primary or shadow)", ErrConfig, s)
+}
+
+// Budget caps a side's requests: at most Requests in any window of Per.
+// The zero value means the side's default; Requests < 0 means no cap.
+type Budget struct {
+	Requests int
+	Per      time.Duration
+}
+
+func (b Budget) String() string {
+	if b.Requests < 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%d/%s", b.Requests, b.Per)
+}
+
+// Side is one store of the comparison.
+type Side struct {
+	Store kv.Store
+	// Name labels the side in reports ("cloudflare_kv", "mongodb"); empty
+	// means the role's name. It must not carry secrets.
+	Name string
+	// Budget caps the requests the run makes to this store, scan and repair
+	// together. Zero means DefaultBudget for the primary and no cap for the
+	// shadow.
+	Budget Budget
+	// BulkLimit is the most keys one bulk read or write carries; zero means
+	// BatchSize (100 keys: one Workers KV bulk-get request).
+	BulkLimit int
+}
+
+// Scope selects the keys a run looks at. The zero value is every key.
+type Scope struct {
+	// Modules and Prefixes, when either is set, restrict the scan to the
+	// keys of those modules ("wordle" means the raw prefix "wordle:") and
+	// key prefixes; only those ranges are listed.
+	Modules  []string `json:"modules"`
+	Prefixes []string `json:"prefixes"`
+	// ExcludeModules and ExcludePrefixes drop keys inside the scanned
+	// ranges. Excluded keys are still listed (lists are cheap) but neither
+	// counted nor read.
+	ExcludeModules  []string `json:"exclude_modules"`
+	ExcludePrefixes []string `json:"exclude_prefixes"`
+	// SampleRate in (0, 1] compares that fraction of the keys, chosen by a
+	// hash of the key so both stores and every rerun pick the same ones;
+	// zero means 1. Keys are still listed and counted on each side.
+	SampleRate float64 `json:"sample_rate"`
+}
+
+// Repair configures the repair of divergent keys. The zero value does not
+// repair.
+type Repair struct {
+	// Enabled plans a repair of every divergent key: the authoritative
+	// side's value and expiry copied over the other side, or the other
+	// side's copy deleted when the authoritative side has none.
+	Enabled bool
+	// Apply performs the plan; without it the run is a dry run that only
+	// counts what it would write.
+	Apply bool
+	// Authoritative is the side copied from; empty means Primary.
+	Authoritative Role
+	// RecheckWindow is how long a write into the primary may take to be
+	// read back (Workers KV reads are eventually consistent): a re-check
+	// that still differs inside it is "pending", not a failure. Zero means
+	// DefaultRecheckWindow.
+	RecheckWindow time.Duration
+}
+
+// Config configures Run. The zero value of every field but the two stores
+// means its documented default.
+type Config struct {
+	Primary, Shadow Side
+	Scope           Scope
+	// TTLTolerance is passed to compare.Options: zero means
+	// compare.DefaultTTLTolerance, negative means exact.
+	TTLTolerance time.Duration
+	// KeyPolicy says how keys appear in the report; empty means
+	// compare.KeyHMAC.
+	KeyPolicy compare.KeyPolicy
+	// Secret keys the HMAC of keys and value digests. Empty draws a random
+	// one, kept in the checkpoint so that a resumed run hashes alike.
+	Secret []byte
+	// BatchSize is how many keys are read from each store at once; zero
+	// means DefaultBatchSize.
+	BatchSize int
+	// ListLimit is the page size of listings; zero means kv.MaxListLimit.
+	ListLimit int
+	// Concurrency is how many batches are read at once; zero means
+	// DefaultConcurrency.
+	Concurrency int
+	// Retries is how often an unavailable store is retried, after the
+	// delay it asks for, before its keys count as errors (or a listing
+	// fails the run); zero means DefaultRetries, negative means none.
+	Retries int
+	// MaxRecords caps the divergent keys the report lists (the counts stay
+	// exact); zero means DefaultMaxRecords, negative means none listed.
+	MaxRecords int
+	// MaxModules caps the modules counted apart; keys of further modules
+	// count under OtherModules. Zero means DefaultMaxModules.
+	MaxModules int
+	Repair     Repair
+	// MinParity is the gate, in percent; zero means 100.
+	MinParity float64
+	// Checkpoint is the path of the checkpoint file; empty means none. A
+	// run resumes from an existing one and removes it when it completes.
+	Checkpoint string
+	// CheckpointEvery is the least time between checkpoint writes; zero
+	// means DefaultCheckpointEvery. The last committed batch is always
+	// written when a run stops early.
+	CheckpointEvery time.Duration
+	// Identity describes the two stores (never secrets) so that a
+	// checkpoint is not resumed against other stores.
+	Identity string
+	// Progress receives a progress line about once a second; nil means
+	// none. Give it a terminal only.
+	Progress io.Writer
+	// ExpectedKeys, when known, lets the progress line estimate the time
+	// left.
+	ExpectedKeys int64
+	// Notices receives one-line notices (resuming from a checkpoint, a
+	// stale cursor); nil means none.
+	Notices io.Writer
+	// Clock drives budgets, retries and timestamps; nil means the system
+	// clock.
+	Clock clock.Clock
+}
+
+// normalized returns cfg with its defaults filled in, or an ErrConfig error.
+func (cfg Config) normalized() (Config, error) {
+	c := cfg
+	if c.Primary.Store == nil || c.Shadow.Store == nil {
+		return c, fmt.Errorf("%w: both stores are required", ErrConfig)
+	}
+	c.Primary.Name = orString(c.Primary.Name, string(Primary))
+	c.Shadow.Name = orString(c.Shadow.Name, string(Shadow))
+	if c.Primary.Budget == (Budget{}) {
+		c.Primary.Budget = DefaultBudget
+	}
+	if c.Shadow.Budget == (Budget{}) {
+		c.Shadow.Budget = Budget{Requests: -1}
+	}
+	for _, s := range []*Side{&c.Primary, &c.Shadow} {
+		if s.Budget.Requests > 0 && s.Budget.Per <= 0 {
+			return c, fmt.Errorf("%w: %s budget of %d requests needs a positive period", ErrConfig, s.Name, s.Budget.Requests)
+		}
+		if s.BulkLimit < 0 {
+			return c, fmt.Errorf("%w: %s bulk limit %d is negative", ErrConfig, s.Name, s.BulkLimit)
+		}
+	}
+	pol, err := compare.ParseKeyPolicy(string(c.KeyPolicy))
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c.KeyPolicy = pol
+	c.BatchSize = orInt(c.BatchSize, DefaultBatchSize)
+	c.ListLimit = orInt(c.ListLimit, kv.MaxListLimit)
+	c.Concurrency = orInt(c.Concurrency, DefaultConcurrency)
+	c.MaxModules = orInt(c.MaxModules, DefaultMaxModules)
+	c.CheckpointEvery = orDuration(c.CheckpointEvery, DefaultCheckpointEvery)
+	c.Repair.RecheckWindow = orDuration(c.Repair.RecheckWindow, DefaultRecheckWindow)
+	switch {
+	case c.Retries == 0:
+		c.Retries = DefaultRetries
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	switch {
+	case c.MaxRecords == 0:
+		c.MaxRecords = DefaultMaxRecords
+	case c.MaxRecords < 0:
+		c.MaxRecords = 0
+	}
+	if c.MinParity == 0 {
+		c.MinParity = 100
+	}
+	if c.Repair.Authoritative == "" {
+		c.Repair.Authoritative = Primary
+	}
+	if _, err := ParseRole(string(c.Repair.Authoritative)); err != nil {
+		return c, err
+	}
+	if c.Repair.Apply && !c.Repair.Enabled {
+		return c, fmt.Errorf("%w: applying a repair needs the repair enabled", ErrConfig)
+	}
+	switch {
+	case c.BatchSize < 0 || c.Concurrency < 0 || c.MaxModules < 0:
+		return c, fmt.Errorf("%w: batch size, concurrency and module cap must be positive", ErrConfig)
+	case c.ListLimit < 0 || c.ListLimit > kv.MaxListLimit:
+		return c, fmt.Errorf("%w: list limit %d outside 1..%d", ErrConfig, c.ListLimit, kv.MaxListLimit)
+	case c.MinParity < 0 || c.MinParity > 100:
+		return c, fmt.Errorf("%w: minimum parity %g%% outside 0..100", ErrConfig, c.MinParity)
+	}
+	c.Primary.BulkLimit = orInt(c.Primary.BulkLimit, c.BatchSize)
+	c.Shadow.BulkLimit = orInt(c.Shadow.BulkLimit, c.BatchSize)
+	if c.Scope, err = c.Scope.normalized(); err != nil {
+		return c, err
+	}
+	c.Clock = clock.OrReal(c.Clock)
+	return c, nil
+}
+
+// normalized validates the scope and sorts its lists, so that two equal
+// scopes fingerprint alike.
+func (s Scope) normalized() (Scope, error) {
+	out := Scope{SampleRate: s.SampleRate}
+	if out.SampleRate == 0 {
+		out.SampleRate = 1
+	}
+	if !(out.SampleRate > 0 && out.SampleRate <= 1) {
+		return out, fmt.Errorf("%w: sample rate %g outside (0, 1]", ErrConfig, s.SampleRate)
+	}
+	var err error
+	if out.Modules, err = modules(s.Modules); err != nil {
+		return out, err
+	}
+	if out.ExcludeModules, err = modules(s.ExcludeModules); err != nil {
+		return out, err
+	}
+	if out.Prefixes, err = prefixes(s.Prefixes); err != nil {
+		return out, err
+	}
+	if out.ExcludePrefixes, err = prefixes(s.ExcludePrefixes); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func modules(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, m := range in {
+		if err := kv.ValidateModule(m); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func prefixes(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, p := range in {
+		if p == "" {
+			return nil, fmt.Errorf("%w: empty prefix (leave the prefixes out to scan every key)", ErrConfig)
+		}
+		if _, err := kv.ValidateListOptions(kv.ListOptions{Prefix: p}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// ranges returns the disjoint key prefixes to list, in byte order: every
+// included module and prefix, less those inside another, or "" for all.
+func (s Scope) ranges() []string {
+	if len(s.Modules) == 0 && len(s.Prefixes) == 0 {
+		return []string{""}
+	}
+	all := slices.Clone(s.Prefixes)
+	for _, m := range s.Modules {
+		all = append(all, m+":")
+	}
+	slices.Sort(all)
+	out := all[:0]
+	for _, p := range all {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue // inside the previous range (or equal to it)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// excluded reports whether key is out of scope within its range.
+func (s Scope) excluded(key, module string) bool {
+	if len(s.ExcludeModules) > 0 && module != "" {
+		if _, found := slices.BinarySearch(s.ExcludeModules, module); found {
+			return true
+		}
+	}
+	for _, p := range s.ExcludePrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orString(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

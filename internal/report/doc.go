@@ -1,0 +1,76 @@
+// Package report is the engine of shadow-report: a full scan of the primary
+// (Workers KV) and shadow (MongoDB) stores that classifies every key with
+// package compare, per module and in total, renders the result, and can
+// repair what differs.
+//
+// # The scan
+//
+// Both stores list their keys in UTF-8 byte order, so the scan is a
+// merge-join of the two listings: memory holds one page of keys per side,
+// Concurrency batches in flight and at most twice as many waiting to be
+// committed, whatever the number of keys. Each batch's values are read with
+// the store's bulk read (kv.BulkGetter; one Workers KV bulk-get request per
+// 100 keys), else key by key (kv.ExpiryGetter, else Get: then expiries are
+// not compared). A side is asked only for the keys it listed.
+//
+// Every request waits for its side's budget, a sliding window (by default
+// 1,200 requests per 5 minutes on the primary, Workers KV's account limit),
+// and an unavailable store (kv.ErrUnavailable) pauses its whole side for the
+// delay it asked for before the request is retried. A listing that still
+// fails ends the run; a read that still fails makes its keys primary_error
+// or shadow_error.
+//
+// Parity is the percentage of compared keys that agree: match, or
+// expired_on_one_side (a clock race, not data). Errors count against it.
+//
+// # Checkpoints
+//
+// With Config.Checkpoint, batches commit in key order and the run saves
+// its position (the last committed key and the cursor of the page that held
+// it, per side) and its counts, atomically, at most every CheckpointEvery
+// and whenever it stops early. A run with the same options resumes there,
+// says so on Notices, and returns the report an uninterrupted run would
+// have. A completed run removes the file. A run with other stores or
+// options refuses the file (ErrCheckpoint).
+//
+// # Repair
+//
+// With Repair.Enabled every divergent key is copied from the authoritative
+// side over the other (its value and absolute expiry, in bulk), or deleted
+// there when the authoritative side lacks it; without Repair.Apply nothing
+// is written and the report counts what would be. Applied writes are read
+// back from both sides and classified again. Over an empty shadow this is
+// the initial backfill. A repair interrupted mid-batch may leave that batch
+// written but not committed; the resumed run then finds those keys
+// matching, so its "found" counts can be lower than an uninterrupted run's
+// while the stores end the same.
+//
+// # The JSON schema (version 1)
+//
+// The JSON renderer writes a Report: "schema" is "kvshadow.shadow-report"
+// and "schema_version" 1. Fields are only added within a version.
+//
+//	started_at, finished_at   RFC 3339 times of the run (the first, when resumed)
+//	resumed                   the run continued from a checkpoint
+//	primary, shadow           {name, budget ("1200/5m0s" or "unlimited"),
+//	                           requests {list, get, put, delete, retries, total},
+//	                           expiries (reads carry expiries)}
+//	scope                     {modules, prefixes, exclude_modules, exclude_prefixes, sample_rate}
+//	options                   {ttl_tolerance_seconds, key_policy (hmac|plain|hidden),
+//	                           expiries_compared, min_parity}
+//	totals                    counts over all modules (below)
+//	modules[]                 {module ("" outside any module, "*" past the cap), counts}
+//	divergences[]             compare.Record: {namespace, key (per key_policy), kind,
+//	                           primary, shadow: {present, length, hash, expiration},
+//	                           error (its class only), at}; never values
+//	divergences_omitted       divergent keys beyond MaxRecords
+//	repair                    present with --repair: {applied, authoritative, puts,
+//	                           deletes, expiring, failed, rechecked, verified, pending,
+//	                           remaining, after (kinds), parity_after}
+//	parity                    the gated parity: the scan's, or parity_after when applied
+//	passed                    parity >= min_parity
+//
+// counts are {primary_keys, shadow_keys (listed in scope), compared (the
+// sampled union), kinds (every compare.Kind, zero included), divergent,
+// parity}.
+package report

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// observed is one key as both sides saw it.
+type observed struct {
+	candidate
+	primary, shadow compare.Observation
+}
+
+// process reads a batch from both sides, classifies its keys, and repairs
+// the divergent ones when asked. It fails only when ctx ends; a store that
+// cannot be read yields error kinds.
+func (e *engine) process(ctx context.Context, b *batch) error {
+	obs, err := e.observe(ctx, b.keys)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.Clock.Now()
+	opts := compare.Options{Now: now, TTLTolerance: e.cfg.TTLTolerance}
+	var divergent []observed
+	for _, o := range obs {
+		kind := compare.Classify(o.primary, o.shadow, opts)
+		m := b.module(o.module)
+		m.Compared++
+		m.Kinds[kind]++
+		if kind != compare.Match {
+			b.records = append(b.records, e.redact.Record(o.key, kind, o.primary, o.shadow, now))
+		}
+		if kind.Divergent() && e.cfg.Repair.Enabled {
+			divergent = append(divergent, o)
+		}
+	}
+	if len(divergent) > 0 {
+		if err := e.repairKeys(ctx, divergent, &b.repair); err != nil {
+			return err
+		}
+	}
+	b.keys = nil // the values go with the observations
+	return nil
+}
+
+// observe reads the keys from both sides at once. A side is asked only for
+// the keys it listed; the others are missing there by the listing.
+func (e *engine) observe(ctx context.Context, keys []candidate) ([]observed, error) {
+	var pk, sk []string
+	for _, c := range keys {
+		if c.inPrimary {
+			pk = append(pk, c.key)
+		}
+		if c.inShadow {
+			sk = append(sk, c.key)
+		}
+	}
+	po, so, err := e.fetchBoth(ctx, pk, sk)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]observed, len(keys))
+	for i, c := range keys {
+		out[i].candidate = c
+		if c.inPrimary {
+			out[i].primary, po = po[0], po[1:]
+		}
+		if c.inShadow {
+			out[i].shadow, so = so[0], so[1:]
+		}
+		if !e.expiries {
+			out[i].primary.Expiration, out[i].shadow.Expiration = time.Time{}, time.Time{}
+		}
+	}
+	return out, nil
+}
+
+// fetchBoth reads pk from the primary and sk from the shadow concurrently.
+func (e *engine) fetchBoth(ctx context.Context, pk, sk []string) (po, so []compare.Observation, err error) {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		so, err = e.shadow.fetch(ctx, sk)
+		done <- err
+	}()
+	po, perr := e.primary.fetch(ctx, pk)
+	serr := <-done
+	if perr != nil {
+		return nil, nil, perr
+	}
+	if serr != nil {
+		return nil, nil, serr
+	}
+	return po, so, nil
+}

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// Format names an output format.
+type Format string
+
+// The formats.
+const (
+	FormatTable    Format = "table"
+	FormatJSON     Format = "json"
+	FormatMarkdown Format = "markdown"
+	FormatHTML     Format = "html"
+)
+
+// ParseFormat reads a format name; "" means FormatTable, "md" FormatMarkdown.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case "":
+		return FormatTable, nil
+	case "md":
+		return FormatMarkdown, nil
+	case FormatTable, FormatJSON, FormatMarkdown, FormatHTML:
+		return f, nil
+	}
+	return "", fmt.Errorf("%w: format %q (want table, json, markdown or html)", ErrConfig, s)
+}
+
+// Render writes r to w in format f.
+func Render(w io.Writer, r *Report, f Format) error {
+	switch f {
+	case FormatTable, "":
+		return renderTable(w, r)
+	case FormatJSON:
+		return renderJSON(w, r)
+	case FormatMarkdown:
+		return renderMarkdown(w, r)
+	case FormatHTML:
+		return renderHTML(w, r)
+	}
+	return fmt.Errorf("%w: format %q", ErrConfig, f)
+}
+
+func renderJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// scanKinds are the kinds a scan can find, in column order; pending and
+// inconclusive only arise in a repair's re-check.
+var scanKinds = []compare.Kind{
+	compare.Match, compare.MissingInShadow, compare.ExtraInShadow, compare.ValueMismatch,
+	compare.JSONEquivalent, compare.TTLMismatch, compare.ExpiredOnOneSide,
+}
+
+// errorsOf sums the error kinds, shown as one column.
+func errorsOf(k KindCounts) int64 { return k[compare.PrimaryError] + k[compare.ShadowError] }
+
+// percent prints a parity with two decimals, truncated: 99.9999 is
+// "99.99%", never "100.00%".
+func percent(p float64) string {
+	s := strconv.FormatFloat(p, 'f', 4, 64)
+	return s[:len(s)-2] + "%"
+}
+
+// moduleLabel names a module for people.
+func moduleLabel(m string) string {
+	switch m {
+	case "":
+		return "(no module)"
+	case OtherModules:
+		return "(other modules)"
+	}
+	return m
+}
+
+// printable escapes what a terminal or a page must not receive raw: a
+// plain key may hold control characters, including escape sequences.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsGraphic(r) && r != '\\' {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+// digest prints what a record keeps of one side's value.
+func digest(d compare.Digest) string {
+	if !d.Present {
+		return "-"
+	}
+	s := fmt.Sprintf("%dB #%s", d.Length, shortHash(d.Hash))
+	if !d.Expiration.IsZero() {
+		s += " exp " + d.Expiration.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+func shortHash(h string) string {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}
+
+// scopeLine summarises the scope in one line.
+func scopeLine(r *Report) string {
+	var parts []string
+	s := r.Scope
+	if len(s.Modules) == 0 && len(s.Prefixes) == 0 {
+		parts = append(parts, "all keys")
+	}
+	if len(s.Modules) > 0 {
+		parts = append(parts, "modules "+strings.Join(s.Modules, ","))
+	}
+	if len(s.Prefixes) > 0 {
+		parts = append(parts, "prefixes "+printable(strings.Join(s.Prefixes, ",")))
+	}
+	if len(s.ExcludeModules) > 0 {
+		parts = append(parts, "excluding modules "+strings.Join(s.ExcludeModules, ","))
+	}
+	if len(s.ExcludePrefixes) > 0 {
+		parts = append(parts, "excluding prefixes "+printable(strings.Join(s.ExcludePrefixes, ",")))
+	}
+	if s.SampleRate < 1 {
+		parts = append(parts, fmt.Sprintf("sample %g%%", s.SampleRate*100))
+	}
+	parts = append(parts, fmt.Sprintf("TTL tolerance %gs", r.Options.TTLToleranceSeconds))
+	if !r.Options.ExpiriesCompared {
+		parts = append(parts, "expiries not compared")
+	}
+	parts = append(parts, "keys "+string(r.Options.KeyPolicy))
+	return strings.Join(parts, " · ")
+}
+
+// timeLine says when the run ran.
+func timeLine(r *Report) string {
+	s := fmt.Sprintf("%s, took %s", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+	if r.Resumed {
+		s += " (resumed from a checkpoint)"
+	}
+	return s
+}
+
+func requestsLine(s SideInfo) string {
+	q := s.Requests
+	return fmt.Sprintf("%s: %s requests (%s list, %s get, %s put, %s delete; %s retries), budget %s",
+		s.Name, group(q.Total), group(q.List), group(q.Get), group(q.Put), group(q.Delete), group(q.Retries), s.Budget)
+}
+
+func repairLines(r *Report) []string {
+	rep := r.Repair
+	if rep == nil {
+		return nil
+	}
+	other := Shadow
+	if rep.Authoritative == Shadow {
+		other = Primary
+	}
+	if !rep.Applied {
+		return []string{
+			fmt.Sprintf("dry run, copying %s over %s: would put %s keys and delete %s (%s expiring within a minute); rerun with --apply to write",
+				rep.Authoritative, other, group(rep.Puts), group(rep.Deletes), group(rep.Expiring)),
+		}
+	}
+	return []string{
+		fmt.Sprintf("applied, copying %s over %s: put %s keys, deleted %s (%s expiring within a minute), %s failed",
+			rep.Authoritative, other, group(rep.Puts), group(rep.Deletes), group(rep.Expiring), group(rep.Failed)),
+		fmt.Sprintf("re-checked %s: %s agree, %s pending (read back inside the primary's consistency window), %s still differ; parity after repair %s",
+			group(rep.Rechecked), group(rep.Verified), group(rep.Pending), group(rep.Remaining), percent(rep.ParityAfter)),
+	}
+}
+
+// verdict is the gate's one line.
+func verdict(r *Report) string {
+	word, op := "PASS", ">="
+	if !r.Passed {
+		word, op = "FAIL", "<"
+	}
+	which := "parity"
+	if r.Repair != nil && r.Repair.Applied {
+		which = "parity after repair"
+	}
+	return fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percent(r.Parity), op, percent(r.Options.MinParity))
+}

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// tableHeader is the terminal table's columns; the kinds follow scanKinds.
+var tableHeader = []string{
+	"MODULE", "PRIMARY", "SHADOW", "COMPARED", "MATCH", "MISSING", "EXTRA",
+	"VALUE", "JSON", "TTL", "EXPIRED", "ERRORS", "PARITY",
+}
+
+func countsRow(label string, c Counts) []string {
+	row := []string{label, group(c.PrimaryKeys), group(c.ShadowKeys), group(c.Compared)}
+	for _, k := range scanKinds {
+		row = append(row, group(c.Kinds[k]))
+	}
+	return append(row, group(errorsOf(c.Kinds)), percent(c.Parity))
+}
+
+// renderTable writes the report for a terminal: fixed columns, no colour,
+// so that it survives pipes and logs.
+func renderTable(w io.Writer, r *Report) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "shadow-report: %s (primary) vs %s (shadow)\n", r.Primary.Name, r.Shadow.Name)
+	fmt.Fprintf(bw, "%s\n%s\n\n", timeLine(r), scopeLine(r))
+
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells []string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	line(tableHeader)
+	for _, m := range r.Modules {
+		line(countsRow(printable(moduleLabel(m.Module)), m.Counts))
+	}
+	line(countsRow("TOTAL", r.Totals))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if n := int64(len(r.Divergences)); n > 0 {
+		fmt.Fprintf(bw, "\nKeys that differ (%s of %s; values are shown as length and hash only):\n", group(n), group(n+r.DivergencesOmitted))
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "KIND\tKEY\tPRIMARY\tSHADOW\tERROR")
+		for _, d := range r.Divergences {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Kind, printable(d.Key), digest(d.Primary), digest(d.Shadow), orString(d.Error, "-"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintf(bw, "\nRequests\n  %s\n  %s\n", requestsLine(r.Primary), requestsLine(r.Shadow))
+	if lines := repairLines(r); lines != nil {
+		fmt.Fprintf(bw, "\nRepair\n  %s\n", strings.Join(lines, "\n  "))
+	}
+	fmt.Fprintf(bw, "\n%s\n", verdict(r))
+	return bw.Flush()
+}

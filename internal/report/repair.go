@@ -1,0 +1,142 @@
+package report
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// expiryMargin is added to kv.MinTTL when deciding whether an expiry can
+// still be copied: the write reaches the store a little later than now, and
+// the store's clock may run ahead of ours.
+const expiryMargin = 10 * time.Second
+
+// repairTally counts a repair, per batch and in total; the checkpoint
+// keeps it.
+type repairTally struct {
+	Puts      int64      `json:"puts"`
+	Deletes   int64      `json:"deletes"`
+	Expiring  int64      `json:"expiring"`
+	Failed    int64      `json:"failed"`
+	Rechecked int64      `json:"rechecked"`
+	Verified  int64      `json:"verified"`
+	Pending   int64      `json:"pending"`
+	Remaining int64      `json:"remaining"`
+	After     KindCounts `json:"after"`
+}
+
+func (t *repairTally) add(o *repairTally) {
+	t.Puts += o.Puts
+	t.Deletes += o.Deletes
+	t.Expiring += o.Expiring
+	t.Failed += o.Failed
+	t.Rechecked += o.Rechecked
+	t.Verified += o.Verified
+	t.Pending += o.Pending
+	t.Remaining += o.Remaining
+	if t.After == nil {
+		t.After = newKindCounts()
+	}
+	for k, n := range o.After {
+		t.After[k] += n
+	}
+}
+
+// roles returns the authoritative side and the side it is copied over.
+func (e *engine) roles() (auth, target *side) {
+	if e.cfg.Repair.Authoritative == Shadow {
+		return e.shadow, e.primary
+	}
+	return e.primary, e.shadow
+}
+
+func (o observed) of(r Role) compare.Observation {
+	if r == Primary {
+		return o.primary
+	}
+	return o.shadow
+}
+
+// repairKeys copies the authoritative side over the other for each
+// divergent key, in bulk (dry run: only counts), then reads the written keys
+// back from both sides and classifies them again.
+func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally) error {
+	auth, target := e.roles()
+	now := e.cfg.Clock.Now()
+	var puts []kv.Entry
+	var dels []string
+	for _, o := range keys {
+		a, other := o.of(auth.role), o.of(target.role)
+		switch {
+		case !a.Found:
+			dels = append(dels, o.key)
+		case !a.Expiration.IsZero() && a.Expiration.Sub(now) < kv.MinTTL+expiryMargin:
+			// Too close to its end to be written with its expiry: make sure
+			// no stale copy outlives it, and let it lapse.
+			t.Expiring++
+			if other.Found {
+				dels = append(dels, o.key)
+			}
+		default:
+			puts = append(puts, kv.Entry{Key: o.key, Value: a.Value, Expiration: a.Expiration})
+		}
+	}
+	t.Puts += int64(len(puts))
+	t.Deletes += int64(len(dels))
+	if !e.cfg.Repair.Apply || len(puts)+len(dels) == 0 {
+		return nil
+	}
+	failedPuts, err := target.writeAll(ctx, puts)
+	if err != nil {
+		return err
+	}
+	failedDels, err := target.deleteAll(ctx, dels)
+	if err != nil {
+		return err
+	}
+	t.Failed += int64(len(failedPuts) + len(failedDels))
+	written := make([]string, 0, len(puts)+len(dels))
+	for _, p := range puts {
+		written = append(written, p.Key)
+	}
+	written = append(written, dels...)
+	return e.recheck(ctx, written, target.role, t)
+}
+
+// recheck reads keys from both sides and counts their kinds now. Keys
+// written into the primary get its consistency window: a stale read there
+// is "pending", not a failure.
+func (e *engine) recheck(ctx context.Context, keys []string, written Role, t *repairTally) error {
+	po, so, err := e.fetchBoth(ctx, keys, keys)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.Clock.Now()
+	opts := compare.Options{Now: now, TTLTolerance: e.cfg.TTLTolerance}
+	if written == Primary {
+		opts.LastWrite, opts.ConsistencyWindow = now, e.cfg.Repair.RecheckWindow
+	}
+	if t.After == nil {
+		t.After = newKindCounts()
+	}
+	for i := range keys {
+		p, s := po[i], so[i]
+		if !e.expiries {
+			p.Expiration, s.Expiration = time.Time{}, time.Time{}
+		}
+		kind := compare.Classify(p, s, opts)
+		t.Rechecked++
+		t.After[kind]++
+		switch {
+		case agrees(kind):
+			t.Verified++
+		case kind == compare.Pending:
+			t.Pending++
+		default:
+			t.Remaining++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// The JSON schema of a Report. SchemaVersion changes only when a field
+// changes meaning or disappears; new fields may be added within a version.
+const (
+	SchemaName    = "kvshadow.shadow-report"
+	SchemaVersion = 1
+)
+
+// OtherModules is the module under which keys are counted once MaxModules
+// modules have been seen. It is not a valid module name, so it cannot clash.
+const OtherModules = "*"
+
+// Report is the outcome of a run, as the renderers print it and JSON
+// carries it (see the package documentation for the schema).
+type Report struct {
+	Schema        string    `json:"schema"`
+	SchemaVersion int       `json:"schema_version"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	// Resumed reports that the run continued from a checkpoint.
+	Resumed bool     `json:"resumed"`
+	Primary SideInfo `json:"primary"`
+	Shadow  SideInfo `json:"shadow"`
+	Scope   Scope    `json:"scope"`
+	Options Options  `json:"options"`
+	// Totals and Modules count what the scan found, before any repair.
+	Totals  Counts         `json:"totals"`
+	Modules []ModuleCounts `json:"modules"`
+	// Divergences lists the keys that did not match, in key order, up to
+	// MaxRecords; DivergencesOmitted counts the rest.
+	Divergences        []compare.Record `json:"divergences"`
+	DivergencesOmitted int64            `json:"divergences_omitted"`
+	Repair             *RepairReport    `json:"repair,omitempty"`
+	// Parity is what the gate compares with MinParity: the scan's parity,
+	// or the parity after an applied repair.
+	Parity float64 `json:"parity"`
+	Passed bool    `json:"passed"`
+}
+
+// SideInfo describes one store's part in the run.
+type SideInfo struct {
+	Name string `json:"name"`
+	// Budget is "1200/5m0s" or "unlimited".
+	Budget   string   `json:"budget"`
+	Requests Requests `json:"requests"`
+	// Expiries reports whether the store's reads carried expiries.
+	Expiries bool `json:"expiries"`
+}
+
+// Options records how the run compared.
+type Options struct {
+	TTLToleranceSeconds float64           `json:"ttl_tolerance_seconds"`
+	KeyPolicy           compare.KeyPolicy `json:"key_policy"`
+	// ExpiriesCompared is false when a store cannot report expiries; then
+	// only values are compared.
+	ExpiriesCompared bool    `json:"expiries_compared"`
+	MinParity        float64 `json:"min_parity"`
+}
+
+// KindCounts counts keys per divergence kind; every kind is present.
+type KindCounts map[compare.Kind]int64
+
+func newKindCounts() KindCounts {
+	k := make(KindCounts, len(compare.Kinds))
+	for _, kind := range compare.Kinds {
+		k[kind] = 0
+	}
+	return k
+}
+
+// Counts are the numbers of one module, or of all.
+type Counts struct {
+	// PrimaryKeys and ShadowKeys are the keys listed in scope on each side
+	// (sampling does not reduce them).
+	PrimaryKeys int64 `json:"primary_keys"`
+	ShadowKeys  int64 `json:"shadow_keys"`
+	// Compared is the keys classified: the union of both sides, sampled.
+	Compared int64      `json:"compared"`
+	Kinds    KindCounts `json:"kinds"`
+	// Divergent is the keys whose kind is a real difference in data.
+	Divergent int64 `json:"divergent"`
+	// Parity is the percentage of compared keys that agree (match, or
+	// expired on one side a moment early), 100 when none was compared.
+	// Errors count against it: an unread key is not known to agree.
+	Parity float64 `json:"parity"`
+}
+
+// ModuleCounts are the Counts of one module. Module is "" for keys outside
+// any module and OtherModules past the module cap.
+type ModuleCounts struct {
+	Module string `json:"module"`
+	Counts
+}
+
+// RepairReport says what a repair did, or would do in a dry run.
+type RepairReport struct {
+	Applied       bool `json:"applied"`
+	Authoritative Role `json:"authoritative"`
+	// Puts and Deletes count the writes to the other side, made or
+	// planned; Expiring counts keys whose authoritative copy expires
+	// within kv.MinTTL, which cannot be copied with their expiry: their
+	// other copy is deleted instead (and counted in Deletes).
+	Puts     int64 `json:"puts"`
+	Deletes  int64 `json:"deletes"`
+	Expiring int64 `json:"expiring"`
+	Failed   int64 `json:"failed"`
+	// Rechecked keys were read again from both sides after an applied
+	// repair; After counts their kinds: Verified agree, Pending were
+	// written into the primary and may still be read stale, Remaining
+	// differ still.
+	Rechecked   int64      `json:"rechecked"`
+	Verified    int64      `json:"verified"`
+	Pending     int64      `json:"pending"`
+	Remaining   int64      `json:"remaining"`
+	After       KindCounts `json:"after"`
+	ParityAfter float64    `json:"parity_after"`
+}
+
+// agrees reports whether a kind counts for parity.
+func agrees(k compare.Kind) bool { return k == compare.Match || k == compare.ExpiredOnOneSide }
+
+func (c *Counts) add(o *Counts) {
+	c.PrimaryKeys += o.PrimaryKeys
+	c.ShadowKeys += o.ShadowKeys
+	c.Compared += o.Compared
+	if c.Kinds == nil {
+		c.Kinds = newKindCounts()
+	}
+	for k, n := range o.Kinds {
+		c.Kinds[k] += n
+	}
+}
+
+func (c *Counts) agreeing() int64 {
+	var n int64
+	for k, v := range c.Kinds {
+		if agrees(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// finish fills the derived fields.
+func (c *Counts) finish() {
+	if c.Kinds == nil {
+		c.Kinds = newKindCounts()
+	}
+	c.Divergent = 0
+	for k, v := range c.Kinds {
+		if k.Divergent() {
+			c.Divergent += v
+		}
+	}
+	c.Parity = parity(c.agreeing(), c.Compared)
+}
+
+// parity is agree/compared in percent, rounded down to 4 decimals so that
+// 99.99999% never prints as 100%.
+func parity(agree, compared int64) float64 {
+	if compared == 0 {
+		return 100
+	}
+	if agree >= compared {
+		return 100
+	}
+	return math.Floor(float64(agree)*100*10000/float64(compared)) / 10000
+}
+
+// passes compares exactly, not through the rounded percentage.
+func passes(agree, compared int64, min float64) bool {
+	return compared == 0 || float64(agree)*100 >= min*float64(compared)
+}
+
+// sortedModules returns the module counts in module order.
+func sortedModules(m map[string]*Counts) []ModuleCounts {
+	out := make([]ModuleCounts, 0, len(m))
+	for name, c := range m {
+		cc := *c
+		cc.Kinds = newKindCounts()
+		for k, n := range c.Kinds {
+			cc.Kinds[k] = n
+		}
+		cc.finish()
+		out = append(out, ModuleCounts{Module: name, Counts: cc})
+	}
+	slices.SortFunc(out, func(a, b ModuleCounts) int {
+		switch {
+		case a.Module < b.Module:
+			return -1
+		case a.Module > b.Module:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

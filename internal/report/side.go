@@ -1,0 +1,242 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Requests counts the requests a run made to one store, retries included.
+type Requests struct {
+	List    int64 `json:"list"`
+	Get     int64 `json:"get"`
+	Put     int64 `json:"put"`
+	Delete  int64 `json:"delete"`
+	Retries int64 `json:"retries"`
+	Total   int64 `json:"total"`
+}
+
+func (r *Requests) add(o Requests) {
+	r.List += o.List
+	r.Get += o.Get
+	r.Put += o.Put
+	r.Delete += o.Delete
+	r.Retries += o.Retries
+	r.Total = r.List + r.Get + r.Put + r.Delete
+}
+
+// side is a store as the engine uses it: every request waits for the
+// side's budget, is counted, and is retried after the delay an unavailable
+// store asks for. The optional abilities are found once, by assertion.
+type side struct {
+	role      Role
+	name      string
+	store     kv.Store
+	bulk      kv.BulkGetter
+	entries   kv.ExpiryGetter
+	puts      kv.BulkPutter
+	deletes   kv.BulkDeleter
+	bulkLimit int
+	retries   int
+	clock     clock.Clock
+	limit     *limiter
+	budget    Budget
+
+	list, get, put, del, retried atomic.Int64
+}
+
+func newSide(role Role, s Side, retries int, clk clock.Clock) *side {
+	sd := &side{
+		role: role, name: s.Name, store: s.Store, bulkLimit: s.BulkLimit,
+		retries: retries, clock: clk, limit: newLimiter(s.Budget, clk), budget: s.Budget,
+	}
+	sd.bulk, _ = s.Store.(kv.BulkGetter)
+	sd.entries, _ = s.Store.(kv.ExpiryGetter)
+	sd.puts, _ = s.Store.(kv.BulkPutter)
+	sd.deletes, _ = s.Store.(kv.BulkDeleter)
+	return sd
+}
+
+// expiries reports whether the store's reads carry expiries.
+func (s *side) expiries() bool { return s.bulk != nil || s.entries != nil }
+
+func (s *side) requests() Requests {
+	r := Requests{List: s.list.Load(), Get: s.get.Load(), Put: s.put.Load(), Delete: s.del.Load(), Retries: s.retried.Load()}
+	r.Total = r.List + r.Get + r.Put + r.Delete
+	return r
+}
+
+// do runs one request within the budget, retrying while the store is
+// unavailable and the retries last.
+func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := s.limit.wait(ctx); err != nil {
+			return err
+		}
+		counter.Add(1)
+		err := req(ctx)
+		if err == nil {
+			return nil
+		}
+		after, unavailable := kv.RetryAfter(err)
+		if !unavailable || attempt >= s.retries || ctx.Err() != nil {
+			return err
+		}
+		s.retried.Add(1)
+		s.limit.pause(after)
+	}
+}
+
+func (s *side) listPage(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
+	var res kv.ListResult
+	err := s.do(ctx, &s.list, func(ctx context.Context) error {
+		var err error
+		res, err = s.store.List(ctx, opts)
+		return err
+	})
+	return res, err
+}
+
+// fetch reads keys and returns one observation per key, in order. A read
+// that fails after its retries becomes an observation with Err; only the
+// end of ctx fails the whole fetch.
+func (s *side) fetch(ctx context.Context, keys []string) ([]compare.Observation, error) {
+	obs := make([]compare.Observation, len(keys))
+	if s.bulk != nil {
+		for lo := 0; lo < len(keys); lo += s.bulkLimit {
+			chunk := keys[lo:min(lo+s.bulkLimit, len(keys))]
+			if err := s.fetchBulk(ctx, chunk, obs[lo:]); err != nil {
+				return nil, err
+			}
+		}
+		return obs, nil
+	}
+	for i, k := range keys {
+		var e kv.Entry
+		err := s.do(ctx, &s.get, func(ctx context.Context) error {
+			var err error
+			if s.entries != nil {
+				e, err = s.entries.GetEntry(ctx, k)
+			} else {
+				e.Value, err = s.store.Get(ctx, k)
+			}
+			if errors.Is(err, kv.ErrNotFound) {
+				return nil
+			}
+			if err == nil {
+				e.Key = k
+			}
+			return err
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			obs[i] = compare.Observation{Err: err}
+		case e.Key == k:
+			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration)}
+		}
+	}
+	return obs, nil
+}
+
+func (s *side) fetchBulk(ctx context.Context, keys []string, obs []compare.Observation) error {
+	var got []kv.Entry
+	err := s.do(ctx, &s.get, func(ctx context.Context) error {
+		var err error
+		got, err = s.bulk.GetMany(ctx, keys)
+		return err
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		for i := range keys {
+			obs[i] = compare.Observation{Err: err}
+		}
+		return nil
+	}
+	byKey := make(map[string]kv.Entry, len(got))
+	for _, e := range got {
+		byKey[e.Key] = e
+	}
+	for i, k := range keys {
+		if e, ok := byKey[k]; ok {
+			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration)}
+		}
+	}
+	return nil
+}
+
+// writeAll puts entries (each with its absolute expiry, zero for none),
+// in bulk when the store can, and returns the keys that failed.
+func (s *side) writeAll(ctx context.Context, entries []kv.Entry) (failed []string, err error) {
+	if s.puts != nil {
+		for lo := 0; lo < len(entries); lo += s.bulkLimit {
+			chunk := entries[lo:min(lo+s.bulkLimit, len(entries))]
+			werr := s.do(ctx, &s.put, func(ctx context.Context) error { return s.puts.PutMany(ctx, chunk) })
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if werr != nil {
+				for _, e := range chunk {
+					failed = append(failed, e.Key)
+				}
+			}
+		}
+		return failed, nil
+	}
+	for _, e := range entries {
+		werr := s.do(ctx, &s.put, func(ctx context.Context) error {
+			return s.store.Put(ctx, e.Key, e.Value, kv.PutOptions{Expiration: e.Expiration})
+		})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if werr != nil {
+			failed = append(failed, e.Key)
+		}
+	}
+	return failed, nil
+}
+
+// deleteAll deletes keys, in bulk when the store can, and returns the keys
+// that failed.
+func (s *side) deleteAll(ctx context.Context, keys []string) (failed []string, err error) {
+	if s.deletes != nil {
+		for lo := 0; lo < len(keys); lo += s.bulkLimit {
+			chunk := keys[lo:min(lo+s.bulkLimit, len(keys))]
+			derr := s.do(ctx, &s.del, func(ctx context.Context) error { return s.deletes.DeleteMany(ctx, chunk) })
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if derr != nil {
+				failed = append(failed, chunk...)
+			}
+		}
+		return failed, nil
+	}
+	for _, k := range keys {
+		derr := s.do(ctx, &s.del, func(ctx context.Context) error { return s.store.Delete(ctx, k) })
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if derr != nil {
+			failed = append(failed, k)
+		}
+	}
+	return failed, nil
+}
+
+// utc keeps report times in one zone whatever zone a backend parsed them in.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
