@@ -1,0 +1,188 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Config holds what a command knows about itself. The zero value names the
+// service "kvshadow" and writes console output to standard error.
+type Config struct {
+	// ServiceName is service.name unless OTEL_SERVICE_NAME or
+	// OTEL_RESOURCE_ATTRIBUTES set one; "" means "kvshadow".
+	ServiceName string
+	// ServiceVersion is service.version, when not "".
+	ServiceVersion string
+	// Console receives the console exporters' JSON; nil means os.Stderr,
+	// because the commands print their reports on standard output.
+	Console io.Writer
+}
+
+// Telemetry is the SDK set up for one process.
+type Telemetry struct {
+	// TracerProvider and MeterProvider are the SDK's providers, or no-op
+	// ones when the SDK is disabled.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+
+	shutdowns []func(context.Context) error
+	once      sync.Once
+	err       error
+}
+
+// Setup builds the providers from cfg and the environment. The exporters
+// connect lazily: an unreachable collector fails exports, never Setup.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	t := &Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+	if disabled() {
+		return t, nil
+	}
+	res, err := newResource(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	console := cfg.Console
+	if console == nil {
+		console = os.Stderr
+	}
+	tp, err := newTracerProvider(ctx, res, console)
+	if err != nil {
+		return nil, err
+	}
+	t.TracerProvider = tp
+	t.shutdowns = append(t.shutdowns, tp.Shutdown)
+	mp, err := newMeterProvider(ctx, res, console)
+	if err != nil {
+		_ = tp.Shutdown(ctx)
+		return nil, err
+	}
+	t.MeterProvider = mp
+	t.shutdowns = append(t.shutdowns, mp.Shutdown)
+	return t, nil
+}
+
+// SetGlobal installs the providers and the W3C trace-context and baggage
+// propagators as the process's globals, which every kvshadow library
+// package uses unless given providers of its own.
+func (t *Telemetry) SetGlobal() {
+	otel.SetTracerProvider(t.TracerProvider)
+	otel.SetMeterProvider(t.MeterProvider)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+}
+
+// Shutdown flushes buffered spans and a last collection of metrics to the
+// exporters, then stops them. It waits at most until ctx ends; calling it
+// again returns the first call's result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.once.Do(func() {
+		var errs []error
+		for _, fn := range t.shutdowns {
+			if err := fn(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) > 0 {
+			t.err = fmt.Errorf("telemetry: shutdown: %w", errors.Join(errs...))
+		}
+	})
+	return t.err
+}
+
+func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
+	name := cfg.ServiceName
+	if name == "" {
+		name = "kvshadow"
+	}
+	defaults := []resource.Option{resource.WithAttributes(semconv.ServiceName(name))}
+	if cfg.ServiceVersion != "" {
+		defaults = append(defaults, resource.WithAttributes(semconv.ServiceVersion(cfg.ServiceVersion)))
+	}
+	// Later detectors win: the environment overrides the command's defaults.
+	opts := append(defaults, resource.WithTelemetrySDK(), resource.WithFromEnv())
+	res, err := resource.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	return res, nil
+}
+
+func newTracerProvider(ctx context.Context, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, error) {
+	chosen, err := exporters(traces)
+	if err != nil {
+		return nil, err
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	for _, e := range chosen {
+		var exp sdktrace.SpanExporter
+		switch e {
+		case exportConsole:
+			exp, err = stdouttrace.New(stdouttrace.WithWriter(console))
+		case exportOTLP:
+			var p protocol
+			if p, err = otlpProtocol(traces); err != nil {
+				return nil, err
+			}
+			if p == protoGRPC {
+				exp, err = otlptracegrpc.New(ctx)
+			} else {
+				exp, err = otlptracehttp.New(ctx)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %s trace exporter: %w", e, err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	return sdktrace.NewTracerProvider(opts...), nil
+}
+
+func newMeterProvider(ctx context.Context, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {
+	chosen, err := exporters(metrics)
+	if err != nil {
+		return nil, err
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	for _, e := range chosen {
+		var exp sdkmetric.Exporter
+		switch e {
+		case exportConsole:
+			exp, err = stdoutmetric.New(stdoutmetric.WithWriter(console))
+		case exportOTLP:
+			var p protocol
+			if p, err = otlpProtocol(metrics); err != nil {
+				return nil, err
+			}
+			if p == protoGRPC {
+				exp, err = otlpmetricgrpc.New(ctx)
+			} else {
+				exp, err = otlpmetrichttp.New(ctx)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %s metric exporter: %w", e, err)
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	return sdkmetric.NewMeterProvider(opts...), nil
+}
