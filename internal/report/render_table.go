@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // tableHeader is the terminal table's columns; the kinds follow scanKinds.
@@ -29,11 +31,25 @@ func renderTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(bw, "shadow-report: %s (primary) vs %s (shadow)\n", r.Primary.Name, r.Shadow.Name)
 	fmt.Fprintf(bw, "%s\n%s\n\n", timeLine(r), scopeLine(r))
 
-	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	line := func(cells []string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
-	line(tableHeader)
+	// Numbers align right; the module column is padded here so that it
+	// reads left-aligned in a right-aligned table.
+	labels := []string{tableHeader[0], "TOTAL"}
 	for _, m := range r.Modules {
-		line(countsRow(printable(moduleLabel(m.Module)), m.Counts))
+		labels = append(labels, printable(moduleLabel(m.Module)))
+	}
+	width := 0
+	for _, l := range labels {
+		width = max(width, utf8.RuneCountInString(l))
+	}
+	pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells []string) {
+		cells[0] = pad(cells[0])
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	line(slices.Clone(tableHeader))
+	for i, m := range r.Modules {
+		line(countsRow(labels[i+2], m.Counts))
 	}
 	line(countsRow("TOTAL", r.Totals))
 	if err := tw.Flush(); err != nil {

@@ -1,0 +1,185 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// renderFixture is the fixture plus a key a terminal or a page must not
+// receive raw, scanned as each golden case says.
+func renderFixture(t *testing.T, edit func(*report.Config)) *report.Report {
+	t.Helper()
+	f := newFixture(t)
+	put(t, f.primary, "wordle:<b>|`x`\x1b[31m", "v", 0)
+	cfg := f.config()
+	cfg.MinParity = 90
+	if edit != nil {
+		edit(&cfg)
+	}
+	return run(t, cfg)
+}
+
+var goldenCases = []struct {
+	name string
+	edit func(*report.Config)
+}{
+	{"scan", nil},
+	{"repair", func(c *report.Config) {
+		c.KeyPolicy = compare.KeyHMAC
+		c.Repair = report.Repair{Enabled: true, Apply: true}
+		c.Scope = report.Scope{ExcludeModules: []string{"trading"}}
+	}},
+	{"dryrun", func(c *report.Config) {
+		c.KeyPolicy = compare.KeyHidden
+		c.Repair = report.Repair{Enabled: true, Authoritative: report.Shadow}
+		c.MaxRecords = 3
+	}},
+}
+
+func TestGoldenLayouts(t *testing.T) {
+	for _, c := range goldenCases {
+		r := renderFixture(t, c.edit)
+		for _, format := range []report.Format{report.FormatTable, report.FormatMarkdown} {
+			var b bytes.Buffer
+			if err := report.Render(&b, r, format); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", c.name+"."+string(format)+".golden")
+			if *update {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got := b.String(); got != string(want) {
+				t.Errorf("%s differs from %s (go test -update rewrites it):\n%s", format, path, got)
+			}
+		}
+	}
+}
+
+func TestRenderedKeysCannotEscape(t *testing.T) {
+	r := renderFixture(t, nil)
+	for _, format := range []report.Format{report.FormatTable, report.FormatMarkdown, report.FormatHTML} {
+		var b bytes.Buffer
+		if err := report.Render(&b, r, format); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if strings.Contains(out, "\x1b") || format != report.FormatTable && strings.Contains(out, "<b>") {
+			t.Errorf("%s output carries the key raw", format)
+		}
+	}
+}
+
+func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
+	for _, c := range goldenCases {
+		r := renderFixture(t, c.edit)
+		var b bytes.Buffer
+		if err := report.Render(&b, r, report.FormatHTML); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		if n := strings.Count(page, "<svg"); n != 2 {
+			t.Errorf("%s: %d charts, want 2", c.name, n)
+		}
+		parity := section(t, page, `id="parity-chart"`)
+		for _, m := range r.Modules {
+			g := `<g class="bar module" data-module="` + m.Module + `">`
+			if !strings.Contains(parity, g) {
+				t.Errorf("%s: the parity chart has no bar for module %q", c.name, m.Module)
+			}
+		}
+		if n := strings.Count(parity, "<rect"); n != 2*len(r.Modules) {
+			t.Errorf("%s: parity chart has %d rects for %d modules", c.name, n, len(r.Modules))
+		}
+		kinds := section(t, page, `id="kinds-chart"`)
+		for _, k := range compare.Kinds {
+			has := strings.Contains(kinds, `data-kind="`+string(k)+`"`)
+			if want := k.Divergent() || k == compare.ExpiredOnOneSide || k == compare.PrimaryError || k == compare.ShadowError; has != want {
+				t.Errorf("%s: kinds chart has %s: %v, want %v", c.name, k, has, want)
+			}
+		}
+		for _, bad := range []*regexp.Regexp{
+			regexp.MustCompile(`(?i)https?:`), regexp.MustCompile(`(?i)\s(src|href|xlink:href|action)\s*=`),
+			regexp.MustCompile(`(?i)@import|url\(`), regexp.MustCompile(`(?i)<(script|link|img|iframe|object)`),
+			regexp.MustCompile(`//[a-z0-9.-]+\.[a-z]`),
+		} {
+			if loc := bad.FindStringIndex(page); loc != nil {
+				t.Errorf("%s: external reference %q", c.name, page[max(loc[0]-40, 0):min(loc[1]+40, len(page))])
+			}
+		}
+	}
+}
+
+// section returns the svg element that carries attr.
+func section(t *testing.T, page, attr string) string {
+	t.Helper()
+	i := strings.Index(page, attr)
+	if i < 0 {
+		t.Fatalf("no element with %s", attr)
+	}
+	j := strings.Index(page[i:], "</svg>")
+	return page[i : i+j]
+}
+
+func TestJSONSchema(t *testing.T) {
+	r := renderFixture(t, goldenCases[1].edit)
+	var b bytes.Buffer
+	if err := report.Render(&b, r, report.FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["schema"] != report.SchemaName || doc["schema_version"] != float64(report.SchemaVersion) {
+		t.Fatalf("schema = %v v%v", doc["schema"], doc["schema_version"])
+	}
+	for _, field := range []string{"started_at", "finished_at", "resumed", "primary", "shadow", "scope", "options",
+		"totals", "modules", "divergences", "divergences_omitted", "repair", "parity", "passed"} {
+		if _, ok := doc[field]; !ok {
+			t.Errorf("no %q in the JSON", field)
+		}
+	}
+	kinds := doc["totals"].(map[string]any)["kinds"].(map[string]any)
+	if len(kinds) != len(compare.Kinds) {
+		t.Errorf("totals.kinds has %d kinds, want every one of %d", len(kinds), len(compare.Kinds))
+	}
+	var back report.Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	sameResult(t, &back, r)
+	for _, leak := range []string{"SECRET-VALUE", "only primary", `"wordle:c"`} {
+		if strings.Contains(b.String(), leak) {
+			t.Errorf("JSON holds %q", leak)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]report.Format{"": report.FormatTable, "JSON": report.FormatJSON, "md": report.FormatMarkdown, "html": report.FormatHTML} {
+		if got, err := report.ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := report.ParseFormat("pdf"); err == nil {
+		t.Error("pdf accepted")
+	}
+}
