@@ -1,0 +1,107 @@
+package kvapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+func TestAuthentication(t *testing.T) {
+	a := newAPI(t, nil)
+	for name, auth := range map[string]string{
+		"no header":    "",
+		"wrong token":  "Bearer nope",
+		"token prefix": "Bearer " + token[:5],
+		"not bearer":   token,
+		"basic":        "Basic " + token,
+	} {
+		r := a.do("GET", nsPath("keys"), nil, "Authorization", auth)
+		wantError(t, name, r, http.StatusForbidden, kvapi.CodeAuthentication)
+		if strings.Contains(string(r.body), token) {
+			t.Fatalf("%s: the refusal quotes the token", name)
+		}
+	}
+	wantOK(t, "right token", a.do("GET", nsPath("keys"), nil))
+
+	// Without a configured token anyone is served.
+	open, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{"ns": memory.New(memory.Config{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := open.String(); strings.Contains(s, "auth: true") {
+		t.Fatalf("String() = %s", s)
+	}
+}
+
+func TestRouting(t *testing.T) {
+	a := newAPI(t, nil)
+	other := "/client/v4/accounts/" + strings.Repeat("9", 32) + "/storage/kv/namespaces/" + namespace + "/keys"
+	wantError(t, "another account", a.do("GET", other, nil), http.StatusNotFound, kvapi.CodeBadAccount)
+	missingNS := "/client/v4/accounts/" + account + "/storage/kv/namespaces/" + strings.Repeat("0", 32) + "/values/k"
+	wantError(t, "missing namespace", a.do("GET", missingNS, nil), http.StatusNotFound, kvapi.CodeNoNamespace)
+	badNS := "/client/v4/accounts/" + account + "/storage/kv/namespaces/a.b/keys"
+	wantError(t, "malformed namespace", a.do("GET", badNS, nil), http.StatusBadRequest, kvapi.CodeNamespaceID)
+	for _, path := range []string{"/", "/client/v4/", "/client/v4/accounts/" + account, nsPath("nothing"), nsPath("bulk/nothing"), "/client/v4/accounts/" + account + "/workers/scripts"} {
+		wantError(t, path, a.do("GET", path, nil), http.StatusNotFound, kvapi.CodeNoRoute)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", nsPath("values/k")}, {"PATCH", nsPath("values/k")}, {"PUT", nsPath("keys")},
+		{"GET", nsPath("bulk")}, {"GET", nsPath("bulk/get")}, {"PUT", nsPath("metadata/k")},
+	} {
+		wantError(t, c.method+" "+c.path, a.do(c.method, c.path, nil), http.StatusMethodNotAllowed, kvapi.CodeMethod)
+	}
+	if n := a.server.Requests(); n != 15 {
+		t.Fatalf("Requests() = %d, want the 15 sent", n)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	mem := memory.New(memory.Config{})
+	for name, cfg := range map[string]kvapi.Config{
+		"no namespaces":     {},
+		"nil store":         {Namespaces: map[string]kv.Store{"ns": nil}},
+		"bad namespace ID":  {Namespaces: map[string]kv.Store{"a/b": mem}},
+		"bad account ID":    {Namespaces: map[string]kv.Store{"ns": mem}, AccountID: "a b"},
+		"empty namespaceID": {Namespaces: map[string]kv.Store{"": mem}},
+	} {
+		if _, err := kvapi.New(cfg); !errors.Is(err, kvapi.ErrConfig) {
+			t.Errorf("New(%s) = %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// failingStore fails every call with err.
+type failingStore struct{ err error }
+
+func (f failingStore) Get(_ context.Context, _ string) ([]byte, error)                  { return nil, f.err }
+func (f failingStore) Put(_ context.Context, _ string, _ []byte, _ kv.PutOptions) error { return f.err }
+func (f failingStore) Delete(_ context.Context, _ string) error                         { return f.err }
+func (f failingStore) List(_ context.Context, _ kv.ListOptions) (kv.ListResult, error) {
+	return kv.ListResult{}, f.err
+}
+
+// TestStoreErrors: what a store reports is mapped to the API's answers; an
+// unavailable store (the dual-write proxy's primary down) is a 503 with its
+// Retry-After, and nothing the store says is forwarded.
+func TestStoreErrors(t *testing.T) {
+	down := newAPI(t, failingStore{kv.Unavailable("mongodb", 7_000_000_000, errors.New("secret://user:pw@host"))})
+	r := down.do("GET", nsPath("values/k"), nil)
+	wantError(t, "unavailable store", r, http.StatusServiceUnavailable, kvapi.CodeUnavailable)
+	if r.header.Get("Retry-After") != "7" {
+		t.Fatalf("Retry-After %q, want 7", r.header.Get("Retry-After"))
+	}
+	broken := newAPI(t, failingStore{errors.New("secret://user:pw@host")})
+	for _, c := range []struct{ method, path string }{{"GET", nsPath("values/k")}, {"PUT", nsPath("values/k")}, {"DELETE", nsPath("values/k")}, {"GET", nsPath("keys")}} {
+		r := broken.do(c.method, c.path, nil)
+		wantError(t, c.method+" "+c.path, r, http.StatusInternalServerError, kvapi.CodeUnavailable)
+		if strings.Contains(string(r.body), "secret") {
+			t.Fatalf("the store's error reached the client: %s", r.body)
+		}
+	}
+}
