@@ -183,3 +183,17 @@ func TestParseFormat(t *testing.T) {
 		t.Error("pdf accepted")
 	}
 }
+
+func TestRenderEmptyStores(t *testing.T) {
+	f := newFixture(t)
+	r := run(t, report.Config{Primary: report.Side{Store: newCounted(f.clk)}, Shadow: report.Side{Store: newCounted(f.clk)}, Clock: f.clk})
+	for _, format := range []report.Format{report.FormatTable, report.FormatJSON, report.FormatMarkdown, report.FormatHTML} {
+		var b bytes.Buffer
+		if err := report.Render(&b, r, format); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if format != report.FormatJSON && !strings.Contains(b.String(), "100.00%") {
+			t.Errorf("%s of empty stores does not show full parity:\n%s", format, b.String())
+		}
+	}
+}
