@@ -36,16 +36,9 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err
 	}
-	distinct := make([]string, 0, len(keys))
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			distinct = append(distinct, k)
-		}
-	}
-	out := make([]kv.Entry, 0, len(distinct))
-	for chunk := range slices.Chunk(distinct, maxBulkGet) {
+	keys = distinct(keys)
+	out := make([]kv.Entry, 0, len(keys))
+	for chunk := range slices.Chunk(keys, maxBulkGet) {
 		got, err := s.getChunk(ctx, chunk)
 		if err != nil {
 			return nil, err
@@ -66,6 +59,13 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return out, nil
 }
 
+// bulkGetBody is the request of bulk/get.
+type bulkGetBody struct {
+	Keys         []string `json:"keys"`
+	Type         string   `json:"type"`
+	WithMetadata bool     `json:"withMetadata"`
+}
+
 // bulkValue is one value of bulk/get withMetadata.
 type bulkValue struct {
 	Value      *string `json:"value"`
@@ -75,13 +75,17 @@ type bulkValue struct {
 func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	var params cf.NamespaceBulkGetParams
 	params.AccountID.Value = s.cfg.AccountID
-	params.Keys.Value, params.Keys.Present = keys, true
-	params.Type.Value, params.Type.Present = cf.NamespaceBulkGetParamsTypeText, true
-	params.WithMetadata.Value, params.WithMetadata.Present = true, true
+	// The body is encoded here: the SDK's encoder rebuilds the JSON for
+	// each array item, a third of a bulk read's CPU.
+	body, err := json.Marshal(bulkGetBody{Keys: keys, Type: string(cf.NamespaceBulkGetParamsTypeText), WithMetadata: true})
+	if err != nil {
+		return nil, err
+	}
+	withBody := option.WithRequestBody("application/json", body)
 	var entries []kv.Entry
-	err := s.retry(ctx, func(ctx context.Context) outcome {
+	err = s.retry(ctx, func(ctx context.Context) outcome {
 		env, out := s.sendJSON(ctx, "bulk get", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, opts...)
+			_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, append(opts, withBody)...)
 			return err
 		})
 		if out.err != nil {
@@ -124,9 +128,18 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	if err := kv.ValidateEntries(entries, s.cfg.Clock.Now()); err != nil {
 		return err
 	}
-	pairs := make([]bulkPair, len(entries))
-	sizes := make([]int, len(entries))
+	// A key written twice in one batch keeps its last value, as written in
+	// order; sending it once also spares it the per-key write rate.
+	last := make(map[string]int, len(entries))
 	for i, e := range entries {
+		last[e.Key] = i
+	}
+	pairs := make([]bulkPair, 0, len(last))
+	sizes := make([]int, 0, len(last))
+	for i, e := range entries {
+		if last[e.Key] != i {
+			continue
+		}
 		p := bulkPair{Key: e.Key}
 		if utf8.Valid(e.Value) {
 			p.Value = string(e.Value)
@@ -136,8 +149,8 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		if !e.Expiration.IsZero() {
 			p.Expiration = unixCeil(e.Expiration)
 		}
-		pairs[i] = p
-		sizes[i] = 6*len(p.Key) + 6*len(p.Value) + pairOverhead // worst-case JSON escaping
+		pairs = append(pairs, p)
+		sizes = append(sizes, 6*len(p.Key)+6*len(p.Value)+pairOverhead) // worst-case JSON escaping
 	}
 	var params cf.NamespaceBulkUpdateParams
 	params.AccountID.Value = s.cfg.AccountID
@@ -195,7 +208,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	}
 	var params cf.NamespaceBulkDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
-	for chunk := range slices.Chunk(keys, maxBulkWrite) {
+	for chunk := range slices.Chunk(distinct(keys), maxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) sdkCall {
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) error {
@@ -257,4 +270,17 @@ func writeBulk[T any](ctx context.Context, s *Store, op string, items []T, call 
 			retryAfter: writeInterval,
 		}
 	})
+}
+
+// distinct returns keys without repeats, in first-seen order.
+func distinct(keys []string) []string {
+	out := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -135,6 +135,18 @@ func TestBulkUnsuccessfulKeys(t *testing.T) {
 		t.Fatalf("waits %v, want one second before sending the refused key again", w)
 	}
 
+	// A key named twice in a batch is written once, with its last value,
+	// and so is not refused by its own earlier write.
+	clk.Advance(time.Second)
+	twice := []kv.Entry{{Key: "dup", Value: []byte("first")}, {Key: "other", Value: []byte("o")}, {Key: "dup", Value: []byte("last")}}
+	before := r.server.Requests()
+	if err := r.store.PutMany(ctx, twice); err != nil {
+		t.Fatalf("PutMany with a key twice: %v", err)
+	}
+	if v, _ := r.mem.Get(ctx, "dup"); string(v) != "last" || r.server.Requests()-before != 1 {
+		t.Fatalf("dup = %q after %d requests; want the last value in one request", v, r.server.Requests()-before)
+	}
+
 	// With no retries left the refusal is reported, with a count.
 	r2 := newRig(t, clock.NewFake(start), func(c *cfkv.Config) { c.MaxRetries = -1 })
 	r2.server.Faults().SetWriteRateLimit(true)

@@ -63,6 +63,7 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 		}
 		entries = append(entries, e)
 	}
+	entries = lastOfEach(entries)
 	accepted, refused := s.limitWrites(req.ns, entries, func(e kv.Entry) string { return e.Key }, now)
 	if err := putEntries(r, req.store, accepted); err != nil {
 		writeError(w, storeError(err))
@@ -97,6 +98,25 @@ func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 		return kv.Entry{}, e
 	}
 	return kv.Entry{Key: *p.Key, Value: value, Expiration: opts.ExpiresAt(now)}, nil
+}
+
+// lastOfEach keeps the last item of each key, in order: a batch that names
+// a key twice writes it once, with its last value.
+func lastOfEach(items []kv.Entry) []kv.Entry {
+	last := make(map[string]int, len(items))
+	for i, it := range items {
+		last[it.Key] = i
+	}
+	if len(last) == len(items) {
+		return items
+	}
+	out := make([]kv.Entry, 0, len(last))
+	for i, it := range items {
+		if last[it.Key] == i {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // putEntries writes in one call when the store can.
@@ -152,6 +172,7 @@ func (s *Server) bulkDelete(w http.ResponseWriter, r *http.Request, req request)
 		}
 		items[i].Key = k
 	}
+	items = lastOfEach(items)
 	accepted, refused := s.limitWrites(req.ns, items, func(e kv.Entry) string { return e.Key }, s.clock.Now())
 	if err := deleteKeys(r, req.store, accepted); err != nil {
 		writeError(w, storeError(err))

@@ -52,6 +52,15 @@ func TestBulkWrite(t *testing.T) {
 		}
 	}
 
+	// A key named twice is written once, with its last value.
+	r = a.do("PUT", nsPath("bulk"), jsonBody(t, []map[string]any{{"key": "dup", "value": "1"}, {"key": "dup", "value": "2"}}))
+	if res := decodeResult[bulkResult](t, r); res.SuccessfulKeyCount != 1 {
+		t.Fatalf("bulk put of a key twice: %s", r.env.Result)
+	}
+	if v, _ := a.mem.Get(t.Context(), "dup"); string(v) != "2" {
+		t.Fatalf("dup = %q, want the last value", v)
+	}
+
 	// One bad pair refuses the whole batch.
 	for name, c := range map[string]struct {
 		pair   map[string]any
@@ -102,8 +111,8 @@ func TestBulkWrite(t *testing.T) {
 		t.Fatalf("bulk delete result %s", r.env.Result)
 	}
 	wantOK(t, "older DELETE bulk", a.do("DELETE", nsPath("bulk"), jsonBody(t, keys[5000:])))
-	if n := a.mem.Len(); n != 5 {
-		t.Fatalf("%d keys left, want the first 5", n)
+	if n := a.mem.Len(); n != 6 {
+		t.Fatalf("%d keys left, want dup and the first 5", n)
 	}
 }
 
