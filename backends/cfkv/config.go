@@ -64,10 +64,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// HTTPClient sends the requests; nil means a client of this package's
 	// own, with keep-alive connections sized for concurrent callers.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Clock validates absolute expirations and times the retries; nil is
 	// the system clock.
-	Clock clock.Clock
+	Clock clock.Clock `json:"-"`
 }
 
 // ErrConfig reports a Config that New refuses.

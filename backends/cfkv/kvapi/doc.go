@@ -21,7 +21,8 @@
 // namespace, 10028 for a list limit outside 10..1000, 10033/10034 for bad
 // expirations, 10041 for a bad cursor, 10042 and 10030 for bad keys, 10024
 // for a payload too large, 10022 for the per-key write rate, 10001 for a
-// service failure, 10000 for a refused token. Keys arrive URL-encoded in
+// service failure, 10000 for a refused token, and the API's 7000-series
+// codes for a route it does not serve. Keys arrive URL-encoded in
 // the path and are decoded exactly once, so "a/../b", "?", "#", "%", spaces
 // and any Unicode are ordinary keys.
 //

@@ -27,9 +27,10 @@ type Faults struct {
 	latency    time.Duration
 	writeLimit bool
 	failNext   int
+	nextWith   Failure
 	failRate   float64
 	failDebt   float64 // failRate accumulated since the last failure
-	failure    Failure
+	rateWith   Failure
 	window     time.Duration
 	emptyPages bool
 }
@@ -56,7 +57,7 @@ func (f *Faults) SetWriteRateLimit(on bool) {
 func (f *Faults) FailNext(n int, fail Failure) {
 	f.mu.Lock()
 	f.failNext = max(n, 0)
-	f.failure = fail
+	f.nextWith = fail
 	f.mu.Unlock()
 }
 
@@ -67,7 +68,7 @@ func (f *Faults) SetFailureRate(rate float64, fail Failure) {
 	f.mu.Lock()
 	f.failRate = min(max(rate, 0), 1)
 	f.failDebt = 0
-	f.failure = fail
+	f.rateWith = fail
 	f.mu.Unlock()
 }
 
@@ -92,7 +93,7 @@ func (f *Faults) SetEmptyListPages(on bool) {
 func (f *Faults) Reset() {
 	f.mu.Lock()
 	f.latency, f.writeLimit, f.window, f.emptyPages = 0, false, 0, false
-	f.failNext, f.failRate, f.failDebt, f.failure = 0, 0, 0, Failure{}
+	f.failNext, f.nextWith, f.failRate, f.failDebt, f.rateWith = 0, Failure{}, 0, 0, Failure{}
 	f.mu.Unlock()
 }
 
@@ -137,26 +138,26 @@ func (f *Faults) delay(ctx context.Context, clk clock.Clock) bool {
 func (f *Faults) injected() (*apiError, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fail := false
+	var fail Failure
 	switch {
 	case f.failNext > 0:
 		f.failNext--
-		fail = true
+		fail = f.nextWith
 	case f.failRate > 0:
 		f.failDebt += f.failRate
-		if f.failDebt >= 1-1e-9 {
-			f.failDebt--
-			fail = true
+		if f.failDebt < 1-1e-9 {
+			return nil, false
 		}
-	}
-	if !fail {
+		f.failDebt--
+		fail = f.rateWith
+	default:
 		return nil, false
 	}
-	status := f.failure.Status
+	status := fail.Status
 	if status != http.StatusOK && (status < 500 || status > 599) {
 		status = http.StatusServiceUnavailable
 	}
 	e := errorf(status, CodeUnavailable, "service temporarily unavailable")
-	e.retryAfter = f.failure.RetryAfter
+	e.retryAfter = fail.RetryAfter
 	return e, true
 }
