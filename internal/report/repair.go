@@ -66,7 +66,7 @@ func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally
 	auth, target := e.roles()
 	now := e.cfg.Clock.Now()
 	var puts []kv.Entry
-	var dels []string
+	var dels, lapsing []string
 	for _, o := range keys {
 		a, other := o.of(auth.role), o.of(target.role)
 		switch {
@@ -74,25 +74,26 @@ func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally
 			dels = append(dels, o.key)
 		case !a.Expiration.IsZero() && a.Expiration.Sub(now) < kv.MinTTL+expiryMargin:
 			// Too close to its end to be written with its expiry: make sure
-			// no stale copy outlives it, and let it lapse.
+			// no stale copy outlives it, and let it lapse. It is not
+			// re-checked: it differs until it expires.
 			t.Expiring++
 			if other.Found {
-				dels = append(dels, o.key)
+				lapsing = append(lapsing, o.key)
 			}
 		default:
 			puts = append(puts, kv.Entry{Key: o.key, Value: a.Value, Expiration: a.Expiration})
 		}
 	}
 	t.Puts += int64(len(puts))
-	t.Deletes += int64(len(dels))
-	if !e.cfg.Repair.Apply || len(puts)+len(dels) == 0 {
+	t.Deletes += int64(len(dels) + len(lapsing))
+	if !e.cfg.Repair.Apply || len(puts)+len(dels)+len(lapsing) == 0 {
 		return nil
 	}
 	failedPuts, err := target.writeAll(ctx, puts)
 	if err != nil {
 		return err
 	}
-	failedDels, err := target.deleteAll(ctx, dels)
+	failedDels, err := target.deleteAll(ctx, append(dels, lapsing...))
 	if err != nil {
 		return err
 	}
@@ -102,6 +103,9 @@ func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally
 		written = append(written, p.Key)
 	}
 	written = append(written, dels...)
+	if len(written) == 0 {
+		return nil
+	}
 	return e.recheck(ctx, written, target.role, t)
 }
 

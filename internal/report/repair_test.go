@@ -135,3 +135,19 @@ func TestBackfillIntoAnEmptyShadow(t *testing.T) {
 		t.Fatalf("after backfill: %+v", again.Totals)
 	}
 }
+
+func TestRepairLetsAnExpiringKeyLapse(t *testing.T) {
+	f := newFixture(t)
+	put(t, f.primary, "wordle:soon", "new", 65*time.Second)
+	put(t, f.shadow, "wordle:soon", "old", 0)
+	cfg := f.config()
+	cfg.Scope.Prefixes = []string{"wordle:soon"}
+	cfg.Repair = report.Repair{Enabled: true, Apply: true}
+	r := run(t, cfg)
+	if rep := r.Repair; rep.Expiring != 1 || rep.Deletes != 1 || rep.Puts != 0 || rep.Rechecked != 0 || r.Passed {
+		t.Fatalf("repair = %+v, passed %v", rep, r.Passed)
+	}
+	if _, err := f.shadow.Get(context.Background(), "wordle:soon"); err == nil {
+		t.Fatal("the stale copy outlives the authoritative one")
+	}
+}
