@@ -43,6 +43,10 @@ type Config struct {
 	// Latency is added before every call; Jitter adds a uniform random
 	// extra in [0, Jitter).
 	Latency, Jitter time.Duration
+	// ReplyLatency and ReplyJitter delay the answer after the wrapped
+	// store has acted, as a slow response path does: the effect is visible
+	// to others before the caller learns of it.
+	ReplyLatency, ReplyJitter time.Duration
 	// ErrorRate is the probability, 0..1, that a call fails.
 	ErrorRate float64
 	// Outage makes every call fail at once.
@@ -84,6 +88,7 @@ type Store struct {
 
 type knobs struct {
 	latency, jitter time.Duration
+	reply, replyJit time.Duration
 	errorRate       float64
 	outage          bool
 	staleRate       float64
@@ -112,7 +117,7 @@ func New(inner kv.Store, cfg Config) (*Store, error) {
 	if inner == nil {
 		return nil, errors.New("kvfault: nil store")
 	}
-	k := knobs{latency: cfg.Latency, jitter: cfg.Jitter, errorRate: cfg.ErrorRate, outage: cfg.Outage, staleRate: cfg.StaleRate}
+	k := knobs{latency: cfg.Latency, jitter: cfg.Jitter, reply: cfg.ReplyLatency, replyJit: cfg.ReplyJitter, errorRate: cfg.ErrorRate, outage: cfg.Outage, staleRate: cfg.StaleRate}
 	if err := k.validate(); err != nil {
 		return nil, err
 	}
@@ -133,8 +138,8 @@ func New(inner kv.Store, cfg Config) (*Store, error) {
 
 func (k knobs) validate() error {
 	switch {
-	case k.latency < 0 || k.jitter < 0:
-		return fmt.Errorf("kvfault: negative latency %s or jitter %s", k.latency, k.jitter)
+	case k.latency < 0 || k.jitter < 0 || k.reply < 0 || k.replyJit < 0:
+		return fmt.Errorf("kvfault: negative latency or jitter")
 	case !isRate(k.errorRate):
 		return fmt.Errorf("kvfault: error rate %v is outside 0..1", k.errorRate)
 	case !isRate(k.staleRate):
@@ -159,6 +164,14 @@ func clampRate(p float64) float64 {
 func (s *Store) SetLatency(latency, jitter time.Duration) {
 	s.mu.Lock()
 	s.knobs.latency, s.knobs.jitter = max(latency, 0), max(jitter, 0)
+	s.mu.Unlock()
+}
+
+// SetReplyLatency sets the delay of the answer after the wrapped store has
+// acted, and its jitter; negative values count as zero.
+func (s *Store) SetReplyLatency(latency, jitter time.Duration) {
+	s.mu.Lock()
+	s.knobs.reply, s.knobs.replyJit = max(latency, 0), max(jitter, 0)
 	s.mu.Unlock()
 }
 
@@ -200,6 +213,7 @@ func (s *Store) Stats() Stats {
 // plan is what the knobs decided for one call, drawn in one critical section.
 type plan struct {
 	delay time.Duration
+	reply time.Duration
 	fail  error
 	stale bool
 }
@@ -211,6 +225,10 @@ func (s *Store) draw(read bool) plan {
 	p := plan{delay: k.latency}
 	if k.jitter > 0 {
 		p.delay += time.Duration(s.rng.Int64N(int64(k.jitter)))
+	}
+	p.reply = k.reply
+	if k.replyJit > 0 {
+		p.reply += time.Duration(s.rng.Int64N(int64(k.replyJit)))
 	}
 	switch {
 	case k.outage:
@@ -239,6 +257,14 @@ func (s *Store) begin(ctx context.Context, read bool) (plan, error) {
 		return p, p.fail
 	}
 	return p, nil
+}
+
+// end delays the answer of a call that reached the wrapped store. The
+// answer comes even if ctx ends meanwhile: the store has acted.
+func (s *Store) end(p plan) {
+	if p.reply > 0 {
+		_ = s.wait(context.Background(), p.reply)
+	}
 }
 
 func (s *Store) wait(ctx context.Context, d time.Duration) error {

@@ -82,6 +82,29 @@ func TestLatencyOnFakeClock(t *testing.T) {
 	}
 }
 
+// Reply latency holds the answer after the wrapped store has acted: the
+// write is visible to others before the caller returns.
+func TestReplyLatency(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{ReplyLatency: time.Second})
+	done := make(chan error, 1)
+	go func() { done <- s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{}) }()
+	waitFor(t, "the answer to wait on its timer", func() bool { return clk.Timers() == 1 })
+	if v, err := s.Inner().Get(context.Background(), "k"); err != nil || string(v) != "v" {
+		t.Fatalf("the wrapped store has %q, %v before the answer", v, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Put returned %v before the clock moved", err)
+	default:
+	}
+	clk.Advance(time.Second)
+	must(t, <-done)
+	if _, err := kvfault.New(s, kvfault.Config{ReplyJitter: -1}); err == nil {
+		t.Fatal("negative reply jitter accepted")
+	}
+}
+
 // The same seed gives the same failures to a single caller.
 func TestErrorRateIsSeeded(t *testing.T) {
 	pattern := func(seed uint64) string {

@@ -35,6 +35,7 @@ func (s *Store) read(ctx context.Context, key string, get func(context.Context) 
 	if err != nil {
 		return kv.Entry{}, err
 	}
+	defer s.end(p)
 	if p.stale {
 		if e, found, ok := s.staleEntry(key); ok {
 			s.stale.Add(1)
@@ -55,9 +56,11 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
-	if _, err := s.begin(ctx, false); err != nil {
+	p, err := s.begin(ctx, false)
+	if err != nil {
 		return err
 	}
+	defer s.end(p)
 	if err := s.inner.Put(ctx, key, value, opts); err != nil {
 		return err
 	}
@@ -72,9 +75,11 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := kv.ValidateKey(key); err != nil {
 		return err
 	}
-	if _, err := s.begin(ctx, false); err != nil {
+	p, err := s.begin(ctx, false)
+	if err != nil {
 		return err
 	}
+	defer s.end(p)
 	if err := s.inner.Delete(ctx, key); err != nil {
 		return err
 	}
@@ -89,9 +94,11 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	if _, err := kv.ValidateListOptions(opts); err != nil {
 		return kv.ListResult{}, err
 	}
-	if _, err := s.begin(ctx, false); err != nil {
+	p, err := s.begin(ctx, false)
+	if err != nil {
 		return kv.ListResult{}, err
 	}
+	defer s.end(p)
 	return s.inner.List(ctx, opts)
 }
 
@@ -112,6 +119,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
+	defer s.end(p)
 	got, err := bg.GetMany(ctx, keys)
 	if err != nil || !p.stale {
 		return got, err
@@ -147,9 +155,11 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	if err := kv.ValidateEntries(entries, s.clock.Now()); err != nil {
 		return err
 	}
-	if _, err := s.begin(ctx, false); err != nil {
+	p, err := s.begin(ctx, false)
+	if err != nil {
 		return err
 	}
+	defer s.end(p)
 	if err := bp.PutMany(ctx, entries); err != nil {
 		return err
 	}
@@ -171,9 +181,11 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return err
 	}
-	if _, err := s.begin(ctx, false); err != nil {
+	p, err := s.begin(ctx, false)
+	if err != nil {
 		return err
 	}
+	defer s.end(p)
 	if err := bd.DeleteMany(ctx, keys); err != nil {
 		return err
 	}

@@ -1,0 +1,157 @@
+package dualwrite_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+)
+
+const benchKeys = 1024
+
+func benchKey(i int) string { return fmt.Sprintf("wordle:games:%04d", i%benchKeys) }
+
+var benchValue = []byte(`{"guesses":["crane","slate"],"solved":false,"streak":12,"updated":"2026-11-30T12:00:00Z"}`)
+
+// BenchmarkOverhead compares the composite over two memory stores with the
+// memory store alone, for Get and Put. Put flushes the lanes every 512
+// writes inside the timed loop, so the copies' cost is counted (run with
+// -cpu 1 to see it on one core) and none is dropped. allocs/op counts every
+// allocation of the process, the workers' included.
+func BenchmarkOverhead(b *testing.B) {
+	ctx := context.Background()
+	composite := func(b *testing.B, stage dualwrite.Stage, rate float64) *dualwrite.Store {
+		s, err := dualwrite.New(dualwrite.Config{
+			Primary: memory.New(memory.Config{}), Shadow: memory.New(memory.Config{}),
+			Stage: stage, CompareRate: rate, ConsistencyWindow: -1,
+		}, dualwrite.WithLogger(discardLogger()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close(ctx) })
+		return s
+	}
+	get := func(b *testing.B, s kv.Store) {
+		for i := range benchKeys {
+			must(b, s.Put(ctx, benchKey(i), benchValue, kv.PutOptions{}))
+		}
+		if f, ok := s.(interface{ Flush(context.Context) error }); ok {
+			must(b, f.Flush(ctx))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if _, err := s.Get(ctx, benchKey(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	put := func(b *testing.B, s kv.Store) {
+		f, _ := s.(*dualwrite.Store)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := s.Put(ctx, benchKey(i), benchValue, kv.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			if f != nil && i%512 == 511 {
+				must(b, f.Flush(ctx))
+			}
+		}
+		if f != nil {
+			st := f.Stats()
+			var drops uint64
+			for _, n := range st.Drops {
+				drops += n
+			}
+			b.ReportMetric(float64(drops)/float64(b.N), "drops/op")
+		}
+	}
+	b.Run("Get/memory", func(b *testing.B) { get(b, memory.New(memory.Config{})) })
+	b.Run("Get/dualwrite-shadow-rate0", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 0)) })
+	b.Run("Get/dualwrite-shadow-rate0.01", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 0.01)) })
+	b.Run("Get/dualwrite-shadow-rate1", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 1)) })
+	b.Run("Put/memory", func(b *testing.B) { put(b, memory.New(memory.Config{})) })
+	b.Run("Put/dualwrite", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0)) })
+}
+
+// BenchmarkLatency measures what the caller waits for with a primary of
+// 2 ms and a shadow that is healthy (2 ms), ten times slower (20 ms) or down,
+// against the primary alone. Each iteration makes one call on the primary
+// alone and one on the composite, interleaved, so that both see the same
+// machine; the metrics are the composite's p50 and p99 divided by the
+// primary's. Reads are all compared (CompareRate 1), the worst case. Run
+// with a fixed count, e.g. -benchtime=400x.
+func BenchmarkLatency(b *testing.B) {
+	ctx := context.Background()
+	for _, shadow := range []struct {
+		name  string
+		setup func(*kvfault.Store)
+	}{
+		{"healthy", func(s *kvfault.Store) { s.SetLatency(2*time.Millisecond, 0) }},
+		{"slow10x", func(s *kvfault.Store) { s.SetLatency(20*time.Millisecond, 0) }},
+		{"down", func(s *kvfault.Store) { s.SetOutage(true) }},
+	} {
+		for _, op := range []string{"Put", "Get"} {
+			b.Run(shadow.name+"/"+op, func(b *testing.B) {
+				pmem, smem := memory.New(memory.Config{}), memory.New(memory.Config{})
+				alone, err := kvfault.New(memory.New(memory.Config{}), kvfault.Config{Latency: 2 * time.Millisecond})
+				must(b, err)
+				primary, err := kvfault.New(pmem, kvfault.Config{Latency: 2 * time.Millisecond})
+				must(b, err)
+				sh, err := kvfault.New(smem, kvfault.Config{})
+				must(b, err)
+				for i := range benchKeys {
+					e := kv.Entry{Key: benchKey(i), Value: benchValue}
+					must(b, pmem.PutMany(ctx, []kv.Entry{e}))
+					must(b, smem.PutMany(ctx, []kv.Entry{e}))
+					must(b, alone.Inner().Put(ctx, e.Key, e.Value, kv.PutOptions{}))
+				}
+				shadow.setup(sh)
+				s, err := dualwrite.New(dualwrite.Config{
+					Primary: primary, Shadow: sh, Stage: dualwrite.Shadow, CompareRate: 1, ConsistencyWindow: -1,
+				}, dualwrite.WithLogger(discardLogger()))
+				must(b, err)
+				call := func(st kv.Store, i int) time.Duration {
+					start := time.Now()
+					var err error
+					if op == "Put" {
+						err = st.Put(ctx, benchKey(i), benchValue, kv.PutOptions{})
+					} else {
+						_, err = st.Get(ctx, benchKey(i))
+					}
+					d := time.Since(start)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return d
+				}
+				var base, comp []time.Duration
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					base = append(base, call(alone, i))
+					comp = append(comp, call(s, i))
+				}
+				b.StopTimer()
+				closeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_ = s.Close(closeCtx)
+				cancel()
+				p := func(ds []time.Duration, q float64) time.Duration {
+					slices.Sort(ds)
+					return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+				}
+				b.ReportMetric(float64(p(comp, 0.50))/float64(p(base, 0.50)), "p50-ratio")
+				b.ReportMetric(float64(p(comp, 0.99))/float64(p(base, 0.99)), "p99-ratio")
+				b.ReportMetric(float64(p(base, 0.50).Microseconds())/1000, "alone-p50-ms")
+				b.ReportMetric(float64(p(comp, 0.50).Microseconds())/1000, "dual-p50-ms")
+				b.ReportMetric(float64(p(base, 0.99).Microseconds())/1000, "alone-p99-ms")
+				b.ReportMetric(float64(p(comp, 0.99).Microseconds())/1000, "dual-p99-ms")
+			})
+		}
+	}
+}

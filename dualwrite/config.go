@@ -1,0 +1,199 @@
+package dualwrite
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The defaults a zero Config field stands for.
+const (
+	DefaultLanes             = 16
+	DefaultLaneDepth         = 128
+	DefaultMaxQueueBytes     = 64 << 20
+	DefaultShadowTimeout     = 5 * time.Second
+	DefaultConsistencyWindow = 60 * time.Second
+	DefaultRepairInterval    = time.Minute
+	DefaultMaxDirty          = 100_000
+
+	DefaultFailuresToOpen   = 5
+	DefaultOpenTimeout      = 30 * time.Second
+	DefaultHalfOpenRequests = 1
+)
+
+// Config configures a Store. Every zero field means its documented default;
+// only Primary and Shadow are required.
+type Config struct {
+	// Primary is the store the migration starts from (Workers KV); Shadow
+	// the store it moves to (MongoDB). They must be two different stores.
+	Primary, Shadow kv.Store
+	// Stage is the initial stage; the zero value is Off.
+	Stage Stage
+
+	// Lanes is the number of ordered lanes (and worker goroutines) that
+	// carry the asynchronous writes; a key always uses the same lane.
+	// Default DefaultLanes.
+	Lanes int
+	// LaneDepth is how many operations a lane holds before it drops.
+	// Default DefaultLaneDepth.
+	LaneDepth int
+	// MaxQueueBytes bounds the bytes of values held by all lanes together,
+	// so that large values cannot make the lanes' memory unbounded; a write
+	// beyond it is dropped as if its lane were full. Default
+	// DefaultMaxQueueBytes.
+	MaxQueueBytes int64
+
+	// ShadowTimeout bounds each asynchronous operation, on the Store's
+	// clock. Default DefaultShadowTimeout.
+	ShadowTimeout time.Duration
+	// Breaker configures the circuit breaker of the non-authoritative
+	// store.
+	Breaker BreakerConfig
+
+	// CompareRate is the share of keys, 0..1, whose reads are compared in
+	// the Shadow and Live stages. The choice is a hash of the key, so a
+	// sampled key is always sampled. Zero compares nothing.
+	CompareRate float64
+	// ConsistencyWindow is how long a store may serve a key's old value
+	// after a write (Workers KV: up to 60 s). A comparison inside it
+	// reports Pending, and repair waits it out before copying a key.
+	// Default DefaultConsistencyWindow; negative means none (both stores
+	// read their own writes at once).
+	ConsistencyWindow time.Duration
+	// RepairInterval is how often dirty keys are repaired, besides each
+	// time the breaker closes. Default DefaultRepairInterval.
+	RepairInterval time.Duration
+	// MaxDirty bounds the set of dirty keys; beyond it keys are counted
+	// and a full reconciliation is flagged. Default DefaultMaxDirty.
+	MaxDirty int
+
+	// Redactor turns keys and values into what divergence records carry.
+	// Nil means compare.KeyHMAC with a random per-process secret.
+	Redactor *compare.Redactor
+	// Sink receives each divergence found by a comparison. Nil logs them on
+	// the Store's logger.
+	Sink Sink
+}
+
+// BreakerConfig configures the circuit breaker (sony/gobreaker) that guards
+// the non-authoritative store. Each store has its own breaker, used while it
+// is the non-authoritative one. Zero fields mean the defaults.
+type BreakerConfig struct {
+	// FailuresToOpen is the number of consecutive failed operations that
+	// opens the breaker. Default DefaultFailuresToOpen.
+	FailuresToOpen int
+	// OpenTimeout is how long the breaker stays open before it lets probe
+	// operations through, on the Store's clock. Default DefaultOpenTimeout.
+	OpenTimeout time.Duration
+	// HalfOpenRequests is the number of probe operations let through while
+	// half-open; that many successes close the breaker. Default
+	// DefaultHalfOpenRequests.
+	HalfOpenRequests int
+	// CountInterval, if positive, clears the failure counts of a closed
+	// breaker at that period (gobreaker's Interval, which follows the wall
+	// clock). Zero never clears them; a success always resets the streak.
+	CountInterval time.Duration
+}
+
+// Option sets a piece of plumbing.
+type Option func(*options)
+
+type options struct {
+	clock    clock.Clock
+	logger   *slog.Logger
+	observer Observer
+}
+
+// WithClock sets the clock of expiries, timeouts, the breaker's open period,
+// settling and repair. The default is the system clock.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithLogger sets the logger of stage and breaker changes and of the
+// default Sink. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver sets the Observer of asynchronous operations, drops,
+// comparisons, repairs and changes of stage and breaker state.
+func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
+
+// settings is a Config with its defaults applied.
+type settings struct {
+	Config
+	window time.Duration // ConsistencyWindow resolved: 0 means none
+}
+
+func (c Config) resolve() (settings, error) {
+	bad := func(format string, args ...any) (settings, error) {
+		return settings{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.Primary == nil || c.Shadow == nil:
+		return bad("both Primary and Shadow stores are required")
+	case sameStore(c.Primary, c.Shadow):
+		return bad("Primary and Shadow are the same store")
+	case !c.Stage.Valid():
+		return bad("unknown stage %d", c.Stage)
+	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0:
+		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d) and MaxDirty (%d) must not be negative",
+			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty)
+	case c.ShadowTimeout < 0 || c.RepairInterval < 0:
+		return bad("ShadowTimeout (%s) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.RepairInterval)
+	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
+		return bad("CompareRate %v is outside 0..1", c.CompareRate)
+	case c.Breaker.FailuresToOpen < 0 || c.Breaker.HalfOpenRequests < 0 ||
+		c.Breaker.OpenTimeout < 0 || c.Breaker.CountInterval < 0:
+		return bad("breaker settings must not be negative")
+	case c.Breaker.FailuresToOpen > math.MaxUint32 || c.Breaker.HalfOpenRequests > math.MaxUint32:
+		return bad("breaker counts must fit in 32 bits")
+	}
+	s := settings{Config: c}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&s.Lanes, DefaultLanes)
+	def(&s.LaneDepth, DefaultLaneDepth)
+	def(&s.MaxDirty, DefaultMaxDirty)
+	def(&s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
+	def(&s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
+	if s.MaxQueueBytes == 0 {
+		s.MaxQueueBytes = DefaultMaxQueueBytes
+	}
+	if s.ShadowTimeout == 0 {
+		s.ShadowTimeout = DefaultShadowTimeout
+	}
+	if s.RepairInterval == 0 {
+		s.RepairInterval = DefaultRepairInterval
+	}
+	if s.Breaker.OpenTimeout == 0 {
+		s.Breaker.OpenTimeout = DefaultOpenTimeout
+	}
+	switch {
+	case c.ConsistencyWindow == 0:
+		s.window = DefaultConsistencyWindow
+	case c.ConsistencyWindow > 0:
+		s.window = c.ConsistencyWindow
+	}
+	if s.Redactor == nil {
+		r, err := compare.NewRedactor(compare.KeyHMAC, nil)
+		if err != nil {
+			return settings{}, err
+		}
+		s.Redactor = r
+	}
+	return s, nil
+}
+
+// sameStore compares two stores without the panic that == raises on
+// interfaces holding uncomparable values.
+func sameStore(a, b kv.Store) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}

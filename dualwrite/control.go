@@ -1,0 +1,173 @@
+package dualwrite
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+)
+
+// SetStage changes the stage at run time, under load.
+//
+// A change that keeps the authoritative store (off, dualwrite and shadow
+// among themselves; live, rampdown and complete among themselves) waits only
+// for the writes under way, so that each write uses one stage from start to
+// end. A change of authoritative store (a "flip", such as shadow to live) also
+// holds new writes while it drains every lane, so that the store about to
+// become authoritative has received every earlier write before it serves
+// one; it refuses with ErrUnsynced while keys are dirty, and with
+// ErrStageTransition from off or complete, where the other store was not
+// written. If ctx ends before the lanes drain, the stage is unchanged.
+func (s *Store) SetStage(ctx context.Context, to Stage) error {
+	if !to.Valid() {
+		return fmt.Errorf("%w: unknown stage %d", ErrInvalidConfig, to)
+	}
+	s.stageMu.Lock()
+	from, err := s.switchStage(ctx, to)
+	s.stageMu.Unlock()
+	if err != nil || from == to {
+		return err
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "dualwrite: stage changed",
+		slog.String("from", from.String()), slog.String("to", to.String()))
+	s.obs.StageChanged(StageEvent{From: from, To: to})
+	return nil
+}
+
+func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
+	from := s.Stage()
+	if from == to {
+		return from, nil
+	}
+	flip := from.authority() != to.authority()
+	if flip && !from.mirrors() {
+		return from, fmt.Errorf("%w: from %s to %s would make authoritative a store that was not being written", ErrStageTransition, from, to)
+	}
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.closed.Load() {
+		return from, errClosed
+	}
+	if flip {
+		if err := s.barrier(ctx); err != nil {
+			return from, fmt.Errorf("dualwrite: stage %s to %s: draining the lanes: %w", from, to, err)
+		}
+		if n, _, reconcile := s.dirty.snapshot(); n > 0 || reconcile {
+			return from, fmt.Errorf("%w: %d dirty keys (reconciliation needed: %v); stage stays %s", ErrUnsynced, n, reconcile, from)
+		}
+	}
+	s.stage.Store(uint32(to))
+	return from, nil
+}
+
+// Flush waits until every asynchronous operation queued before the call has
+// finished, or ctx ends.
+func (s *Store) Flush(ctx context.Context) error {
+	s.gate.RLock()
+	if s.closed.Load() {
+		s.gate.RUnlock()
+		return errClosed
+	}
+	done, err := s.sendBarriers(ctx)
+	s.gate.RUnlock()
+	if err != nil {
+		return err
+	}
+	return waitAll(ctx, done)
+}
+
+// barrier drains every lane; the caller holds the gate.
+func (s *Store) barrier(ctx context.Context) error {
+	done, err := s.sendBarriers(ctx)
+	if err != nil {
+		return err
+	}
+	return waitAll(ctx, done)
+}
+
+// sendBarriers queues a barrier at the end of every lane, waiting for room.
+func (s *Store) sendBarriers(ctx context.Context) ([]chan struct{}, error) {
+	done := make([]chan struct{}, 0, len(s.lanes))
+	for _, l := range s.lanes {
+		c := make(chan struct{})
+		s.ctr.queued.Add(1)
+		select {
+		case l.ch <- job{done: c}:
+			done = append(done, c)
+		case <-ctx.Done():
+			s.ctr.queued.Add(-1)
+			return nil, ctx.Err()
+		}
+	}
+	return done, nil
+}
+
+func waitAll(ctx context.Context, done []chan struct{}) error {
+	for _, c := range done {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close stops the Store. Later calls return an error matching kv.ErrClosed.
+// It lets the lanes drain until ctx ends; then it cancels the operations
+// under way and marks the keys of the writes left undone dirty, and returns
+// an error that counts them (Stats.LeftAtClose). Either way every goroutine
+// New started has stopped when Close returns. The wrapped stores are not
+// closed: they belong to the caller. Calling Close again returns nil.
+func (s *Store) Close(ctx context.Context) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closeDone {
+		return nil
+	}
+	s.closeDone = true
+	s.gate.Lock()
+	s.closed.Store(true)
+	s.gate.Unlock()
+
+	close(s.stopping)
+	drained := make(chan struct{})
+	go func() { s.workers.Wait(); close(drained) }()
+	var cause error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		cause = ctx.Err()
+		s.aborted.Store(true)
+		for _, l := range s.lanes {
+			l.abort()
+		}
+		<-drained
+	}
+	close(s.quit)
+	s.background.Wait()
+
+	left := s.ctr.leftAtClose.Load()
+	dirty, _, reconcile := s.dirty.snapshot()
+	if dirty > 0 || reconcile {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"dualwrite: closed with dirty keys; the other store may differ until a reconciliation",
+			slog.Int("dirty", dirty), slog.Uint64("left_undone", left), slog.Bool("reconciliation_needed", reconcile))
+	}
+	if cause != nil {
+		return fmt.Errorf("dualwrite: close gave up draining with %d operations undone (%d dirty keys): %w", left, dirty, cause)
+	}
+	return nil
+}
+
+// DirtyKeys returns the keys whose copy in the other store may be wrong, in
+// byte order. They are user data: keep them out of logs.
+func (s *Store) DirtyKeys() []string {
+	keys := s.dirty.list()
+	slices.Sort(keys)
+	return keys
+}
+
+// AcknowledgeReconciliation clears the flag that the dirty set overflowed,
+// once a full reconciliation (shadow-report's repair) has run.
+func (s *Store) AcknowledgeReconciliation() { s.dirty.acknowledge() }

@@ -1,0 +1,138 @@
+package dualwriteotel
+
+import (
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/kvshadow/kvshadow/kv/otelkv"
+)
+
+type instruments struct {
+	asyncOps    metric.Int64Counter
+	asyncDur    metric.Float64Histogram
+	drops       metric.Int64Counter
+	comparisons metric.Int64Counter
+	divergences metric.Int64Counter
+	repairs     metric.Int64Counter
+	transitions metric.Int64Counter
+
+	stage, breaker, queueDepth, queueBytes, laneDepth, dirty, reconcile metric.Int64ObservableGauge
+	overflow, skipped, lost                                             metric.Int64ObservableCounter
+
+	sets setCache
+}
+
+func newInstruments(m metric.Meter) (*instruments, error) {
+	in := &instruments{}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	observed := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	in.asyncOps = counter(MetricAsyncOperations, "{operation}", "Asynchronous operations that ran, by operation, target role and outcome.")
+	var err error
+	in.asyncDur, err = m.Float64Histogram(MetricAsyncDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of asynchronous operations on the store's clock, by operation, target role and outcome."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	errs = append(errs, err)
+	in.drops = counter(MetricDrops, "{operation}", "Operations that did not reach the other store, by operation, target role and reason; a dropped write leaves its key dirty.")
+	in.comparisons = counter(MetricComparisons, "{comparison}", "Classified read comparisons, by kind and namespace.")
+	in.divergences = counter(MetricDivergences, "{comparison}", "Comparisons whose kind is a divergence, by kind and namespace.")
+	in.repairs = counter(MetricRepairs, "{key}", "Repairs of dirty keys, by outcome and namespace.")
+	in.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by role and states.")
+
+	in.stage = gauge(MetricStage, "{stage}", "The migration stage: 0 off, 1 dualwrite, 2 shadow, 3 live, 4 rampdown, 5 complete.")
+	in.breaker = gauge(MetricBreakerState, "{state}", "Each store's circuit breaker: 0 closed, 1 half-open, 2 open.")
+	in.queueDepth = gauge(MetricQueueDepth, "{operation}", "Asynchronous operations queued or running, over all lanes.")
+	in.queueBytes = gauge(MetricQueueBytes, "By", "Bytes of values held by queued operations.")
+	in.laneDepth = gauge(MetricLaneDepth, "{operation}", "Operations queued in the fullest lane.")
+	in.dirty = gauge(MetricDirtyKeys, "{key}", "Keys whose copy in the other store may be wrong, awaiting repair.")
+	in.reconcile = gauge(MetricReconciliationNeeded, "{flag}", "1 once the dirty set has overflowed, until a reconciliation is acknowledged.")
+	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
+	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")
+	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("dualwriteotel: %w", err)
+		}
+	}
+	in.sets.m = make(map[setKey]*attrSet)
+	return in, nil
+}
+
+// The metrics whose attribute sets setCache builds.
+const (
+	mAsync   = iota // operation, role, outcome
+	mDrops          // operation, role, reason
+	mCompare        // kind, namespace
+	mRepair         // outcome, namespace
+	mBreaker        // role, from, to
+)
+
+type setKey struct {
+	metric  int
+	a, b, c string
+}
+
+type attrSet struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+// setCache keeps the attribute sets of the event metrics, so that an event
+// allocates only the first time its combination is seen. Namespaces come
+// from keys, so the cache is bounded: past maxSets a set is built per event.
+type setCache struct {
+	mu sync.RWMutex
+	m  map[setKey]*attrSet
+}
+
+const maxSets = 4096
+
+func (c *setCache) get(metricID int, a, b, cc string) *attrSet {
+	k := setKey{metricID, a, b, cc}
+	c.mu.RLock()
+	s, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrsOf(k)...))
+	s = &attrSet{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}}
+	c.mu.Lock()
+	if len(c.m) < maxSets {
+		c.m[k] = s
+	}
+	c.mu.Unlock()
+	return s
+}
+
+func attrsOf(k setKey) []attribute.KeyValue {
+	switch k.metric {
+	case mAsync:
+		return []attribute.KeyValue{OperationKey.String(k.a), otelkv.RoleKey.String(k.b), otelkv.OutcomeKey.String(k.c)}
+	case mDrops:
+		return []attribute.KeyValue{OperationKey.String(k.a), otelkv.RoleKey.String(k.b), DropReasonKey.String(k.c)}
+	case mCompare:
+		return []attribute.KeyValue{KindKey.String(k.a), semconv.DBNamespace(k.b)}
+	case mRepair:
+		return []attribute.KeyValue{RepairOutcomeKey.String(k.a), semconv.DBNamespace(k.b)}
+	default:
+		return []attribute.KeyValue{otelkv.RoleKey.String(k.a), BreakerPreviousKey.String(k.b), BreakerStateKey.String(k.c)}
+	}
+}

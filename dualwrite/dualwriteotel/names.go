@@ -1,0 +1,58 @@
+package dualwriteotel
+
+import "go.opentelemetry.io/otel/attribute"
+
+// ScopeName is the instrumentation scope of this package's spans and
+// metrics.
+const ScopeName = "github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+
+// Attribute keys of kvshadow's own, beside otelkv's (kvshadow.role,
+// kvshadow.stage, kvshadow.outcome) and the semantic conventions'
+// (db.namespace, error.type).
+const (
+	// OperationKey is the asynchronous operation: put, delete, compare,
+	// repair.
+	OperationKey = attribute.Key("kvshadow.operation")
+	// KindKey is a comparison's compare.Kind.
+	KindKey = attribute.Key("kvshadow.divergence.kind")
+	// DropReasonKey says why an operation did not run.
+	DropReasonKey = attribute.Key("kvshadow.drop.reason")
+	// RepairOutcomeKey is how a dirty key's repair ended.
+	RepairOutcomeKey = attribute.Key("kvshadow.repair.outcome")
+	// BreakerStateKey is a breaker's state: closed, half-open, open.
+	BreakerStateKey = attribute.Key("kvshadow.breaker.state")
+	// BreakerPreviousKey is the state a breaker left.
+	BreakerPreviousKey = attribute.Key("kvshadow.breaker.previous_state")
+)
+
+// Metric names. Every metric of the project starts with "kvshadow.".
+const (
+	MetricAsyncOperations    = "kvshadow.dualwrite.async.operations"
+	MetricAsyncDuration      = "kvshadow.dualwrite.async.duration"
+	MetricDrops              = "kvshadow.dualwrite.drops"
+	MetricComparisons        = "kvshadow.dualwrite.comparisons"
+	MetricDivergences        = "kvshadow.dualwrite.divergences"
+	MetricRepairs            = "kvshadow.dualwrite.repairs"
+	MetricBreakerTransitions = "kvshadow.dualwrite.breaker.transitions"
+
+	// The gauges and counters that Watch reads from Stats.
+	MetricStage                = "kvshadow.dualwrite.stage"
+	MetricBreakerState         = "kvshadow.dualwrite.breaker.state"
+	MetricQueueDepth           = "kvshadow.dualwrite.queue.depth"
+	MetricQueueBytes           = "kvshadow.dualwrite.queue.bytes"
+	MetricLaneDepth            = "kvshadow.dualwrite.lane.depth"
+	MetricDirtyKeys            = "kvshadow.dualwrite.dirty.keys"
+	MetricDirtyOverflow        = "kvshadow.dualwrite.dirty.overflow"
+	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
+	MetricComparisonsSkipped   = "kvshadow.dualwrite.comparisons.skipped"
+	MetricEventsLost           = "kvshadow.dualwrite.events.lost"
+)
+
+// Span names of the asynchronous operations; each is a root of its own
+// trace, linked to the caller's span.
+const (
+	SpanPut     = "dualwrite.put"
+	SpanDelete  = "dualwrite.delete"
+	SpanCompare = "dualwrite.compare"
+	SpanRepair  = "dualwrite.repair"
+)

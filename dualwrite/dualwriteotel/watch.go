@@ -1,0 +1,67 @@
+package dualwriteotel
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv/otelkv"
+)
+
+// StatsSource is what Watch reads: a dualwrite.Store.
+type StatsSource interface {
+	Stats() dualwrite.Stats
+}
+
+var breakerCodes = map[dualwrite.BreakerState]int64{
+	dualwrite.BreakerClosed: 0, dualwrite.BreakerHalfOpen: 1, dualwrite.BreakerOpen: 2,
+}
+
+var roleSets = [2]metric.ObserveOption{
+	metric.WithAttributes(otelkv.RoleKey.String(dualwrite.RolePrimary.String())),
+	metric.WithAttributes(otelkv.RoleKey.String(dualwrite.RoleShadow.String())),
+}
+
+// Watch registers the gauges read from src's Stats, one snapshot per
+// collection, and takes the current stage and breaker states for the
+// span attributes. Unregister the result when the Store is closed.
+func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
+	st := src.Stats()
+	o.stage.Store(uint32(st.Stage))
+	for r, s := range st.Breakers {
+		if int(r) < len(o.breakr) {
+			v := string(s)
+			o.breakr[r].Store(&v)
+		}
+	}
+	in := o.inst
+	reg, err := o.meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
+		st := src.Stats()
+		obs.ObserveInt64(in.stage, int64(st.Stage))
+		for r, s := range st.Breakers {
+			if int(r) < len(roleSets) {
+				obs.ObserveInt64(in.breaker, breakerCodes[s], roleSets[r])
+			}
+		}
+		obs.ObserveInt64(in.queueDepth, st.Queued)
+		obs.ObserveInt64(in.queueBytes, st.QueuedBytes)
+		obs.ObserveInt64(in.laneDepth, int64(st.MaxLaneDepth))
+		obs.ObserveInt64(in.dirty, int64(st.Dirty))
+		var reconcile int64
+		if st.ReconciliationNeeded {
+			reconcile = 1
+		}
+		obs.ObserveInt64(in.reconcile, reconcile)
+		obs.ObserveInt64(in.overflow, int64(st.DirtyOverflow))
+		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
+		obs.ObserveInt64(in.lost, int64(st.LostEvents))
+		return nil
+	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.dirty, in.reconcile,
+		in.overflow, in.skipped, in.lost)
+	if err != nil {
+		return nil, fmt.Errorf("dualwriteotel: %w", err)
+	}
+	return reg, nil
+}

@@ -1,0 +1,37 @@
+package dualwrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The errors of the Store's own making. Store operations otherwise return
+// the authoritative store's errors unchanged.
+var (
+	// ErrInvalidConfig: New refused the Config, or ParseStage the name.
+	ErrInvalidConfig = errors.New("dualwrite: invalid configuration")
+	// ErrStageTransition: SetStage refused to change which store is
+	// authoritative from a stage that was not writing the other store
+	// (off or complete), since the other store would then serve data it
+	// never received.
+	ErrStageTransition = errors.New("dualwrite: stage transition not allowed")
+	// ErrUnsynced: SetStage refused to change which store is authoritative
+	// while keys are dirty (the store about to become authoritative missed
+	// writes) or after the dirty set overflowed. Repair, or reconcile and
+	// call AcknowledgeReconciliation, then try again.
+	ErrUnsynced = errors.New("dualwrite: the other store is not in sync")
+)
+
+// errClosed is what every call returns after Close.
+var errClosed = fmt.Errorf("dualwrite: %w", kv.ErrClosed)
+
+// errTimeout is the cause of an asynchronous operation cut off by
+// ShadowTimeout; compare.ErrorClass calls it "timeout".
+var errTimeout = fmt.Errorf("dualwrite: shadow operation timed out: %w", context.DeadlineExceeded)
+
+// errAborted is the cause of the operations Close cancels when its context
+// ends before the lanes are drained.
+var errAborted = fmt.Errorf("dualwrite: operation abandoned at close: %w", kv.ErrClosed)

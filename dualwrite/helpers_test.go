@@ -1,0 +1,404 @@
+package dualwrite_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+)
+
+// start is a whole second, as most tests want; expiry tests move off it.
+var start = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// env is a dual-write store over two memory stores, each behind a kvfault
+// wrapper, on a fake clock.
+type env struct {
+	t               *testing.T
+	clk             *clock.Fake
+	pmem, smem      *memory.Store
+	primary, shadow *kvfault.Store
+	store           *dualwrite.Store
+	tally           *tally // between the store and the primary
+	obs             *recorder
+	sink            *sinkRecorder
+}
+
+type setup struct {
+	clk    *clock.Fake
+	pc, sc kvfault.Config
+}
+
+type envOption func(*setup)
+
+// realLatency makes both fault wrappers wait in real time.
+func realLatency(s *setup) { s.pc.RealLatency, s.sc.RealLatency = true, true }
+
+// onClock puts the env on clk.
+func onClock(clk *clock.Fake) envOption { return func(s *setup) { s.clk = clk } }
+
+func newEnv(t *testing.T, cfg dualwrite.Config, opts ...envOption) *env {
+	t.Helper()
+	su := setup{clk: clock.NewFake(start)}
+	for _, o := range opts {
+		o(&su)
+	}
+	e := &env{t: t, clk: su.clk, sink: &sinkRecorder{}}
+	e.pmem = memory.New(memory.Config{Clock: e.clk})
+	e.smem = memory.New(memory.Config{Clock: e.clk})
+	pc, sc := su.pc, su.sc
+	pc.Name, pc.Clock, pc.Seed = "primary", e.clk, pc.Seed+1
+	sc.Name, sc.Clock, sc.Seed = "shadow", e.clk, sc.Seed+2
+	var err error
+	if e.primary, err = kvfault.New(e.pmem, pc); err != nil {
+		t.Fatal(err)
+	}
+	if e.shadow, err = kvfault.New(e.smem, sc); err != nil {
+		t.Fatal(err)
+	}
+	e.tally = &tally{Store: e.primary, eg: e.primary}
+	cfg.Primary, cfg.Shadow = e.tally, e.shadow
+	if cfg.Sink == nil {
+		cfg.Sink = e.sink
+	}
+	e.obs = newRecorder(t)
+	e.store, err = dualwrite.New(cfg, dualwrite.WithClock(e.clk), dualwrite.WithObserver(e.obs), dualwrite.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.obs.store = e.store
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.store.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		e.obs.check()
+	})
+	return e
+}
+
+// ctx is the context of the test's calls, marked so that tally can tell
+// them from the Store's own calls.
+func (e *env) ctx() context.Context { return context.WithValue(e.t.Context(), callerMark{}, true) }
+
+type callerMark struct{}
+
+// tally counts the errors the primary returns to calls made by the test
+// (through the Store's caller path), as opposed to the Store's own calls
+// (repair reads).
+type tally struct {
+	kv.Store
+	eg   kv.ExpiryGetter
+	mu   sync.Mutex
+	errs int
+}
+
+func (t *tally) count(ctx context.Context, err error) error {
+	if err != nil && !isNotFound(err) && ctx.Value(callerMark{}) != nil {
+		t.mu.Lock()
+		t.errs++
+		t.mu.Unlock()
+	}
+	return err
+}
+
+func (t *tally) callerErrors() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.errs
+}
+
+func (t *tally) Get(ctx context.Context, key string) ([]byte, error) {
+	v, err := t.Store.Get(ctx, key)
+	return v, t.count(ctx, err)
+}
+
+func (t *tally) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
+	e, err := t.eg.GetEntry(ctx, key)
+	return e, t.count(ctx, err)
+}
+
+func (t *tally) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	return t.count(ctx, t.Store.Put(ctx, key, value, opts))
+}
+
+func (t *tally) Delete(ctx context.Context, key string) error {
+	return t.count(ctx, t.Store.Delete(ctx, key))
+}
+
+func (e *env) put(key, value string, opts kv.PutOptions) {
+	e.t.Helper()
+	if err := e.store.Put(e.ctx(), key, []byte(value), opts); err != nil {
+		e.t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func (e *env) flush() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.store.Flush(ctx); err != nil {
+		e.t.Fatalf("Flush: %v", err)
+	}
+}
+
+// drive moves the fake clock by step whenever an asynchronous operation
+// waits on it, until the lanes are empty.
+func (e *env) drive(step time.Duration) {
+	e.t.Helper()
+	waitFor(e.t, "the lanes to empty", func() bool {
+		if e.store.Stats().Queued == 0 {
+			return true
+		}
+		if e.primary.Stats().InFlight+e.shadow.Stats().InFlight > 0 {
+			e.clk.Advance(step)
+		}
+		return false
+	})
+}
+
+// repair runs repair passes until no dirty key is left.
+func (e *env) repair() {
+	e.t.Helper()
+	for i := 0; ; i++ {
+		e.store.RepairDirty()
+		e.flush()
+		if e.store.Stats().Dirty == 0 {
+			return
+		}
+		if i == 100 {
+			e.t.Fatalf("dirty keys left after 100 repair passes: %+v", e.store.Stats())
+		}
+	}
+}
+
+// sameContents fails unless the two memory stores hold the same keys with
+// the same values and expiries.
+func sameContents(t *testing.T, a, b *memory.Store) {
+	t.Helper()
+	ea, eb := dump(t, a), dump(t, b)
+	if len(ea) != len(eb) {
+		t.Fatalf("stores differ: %d keys vs %d keys\nprimary: %v\nshadow:  %v", len(ea), len(eb), keysOf(ea), keysOf(eb))
+	}
+	for i := range ea {
+		x, y := ea[i], eb[i]
+		if x.Key != y.Key || !bytes.Equal(x.Value, y.Value) || !x.Expiration.Equal(y.Expiration) {
+			t.Fatalf("stores differ at %q: %q exp %v vs %q %q exp %v", x.Key, x.Value, x.Expiration, y.Key, y.Value, y.Expiration)
+		}
+	}
+}
+
+func dump(t *testing.T, s *memory.Store) []kv.Entry {
+	t.Helper()
+	ctx := context.Background()
+	var out []kv.Entry
+	cursor := ""
+	for {
+		res, err := s.List(ctx, kv.ListOptions{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range res.Keys {
+			e, err := s.GetEntry(ctx, k)
+			if err != nil {
+				t.Fatalf("GetEntry(%q): %v", k, err)
+			}
+			out = append(out, e)
+		}
+		if res.Done {
+			return out
+		}
+		cursor = res.Cursor
+	}
+}
+
+func keysOf(es []kv.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Key
+	}
+	return out
+}
+
+// waitFor polls cond until it holds: a goroutine reaching a state, never
+// time passing. The bound only stops a broken test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// recorder is an Observer that records events and checks the contract:
+// each context from AsyncContext reaches exactly one OpDone, and calling
+// back into the Store from any method does not deadlock (no Store lock is
+// held around it).
+type recorder struct {
+	dualwrite.NopObserver
+	t     *testing.T
+	store *dualwrite.Store
+
+	mu       sync.Mutex
+	next     int
+	open     map[int]bool
+	double   int
+	ops      map[dualwrite.Op]map[dualwrite.Outcome]int
+	drops    map[dualwrite.DropReason]int
+	kinds    map[compare.Kind]int
+	repairs  map[dualwrite.RepairOutcome]int
+	breakers []dualwrite.BreakerEvent
+	stages   []dualwrite.StageEvent
+}
+
+type tokenKey struct{}
+
+func newRecorder(t *testing.T) *recorder {
+	return &recorder{
+		t: t, open: map[int]bool{},
+		ops:   map[dualwrite.Op]map[dualwrite.Outcome]int{},
+		drops: map[dualwrite.DropReason]int{}, kinds: map[compare.Kind]int{},
+		repairs: map[dualwrite.RepairOutcome]int{},
+	}
+}
+
+func (r *recorder) reenter() {
+	if r.store != nil {
+		_ = r.store.Stats()
+		_ = r.store.Stage()
+	}
+}
+
+func (r *recorder) AsyncContext(caller context.Context, op dualwrite.Op) context.Context {
+	r.mu.Lock()
+	r.next++
+	id := r.next
+	r.open[id] = true
+	r.mu.Unlock()
+	return context.WithValue(context.WithoutCancel(caller), tokenKey{}, id)
+}
+
+func (r *recorder) OpDone(ctx context.Context, e dualwrite.OpEvent) {
+	r.reenter()
+	id, _ := ctx.Value(tokenKey{}).(int)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.open[id] {
+		r.double++
+	}
+	delete(r.open, id)
+	if r.ops[e.Op] == nil {
+		r.ops[e.Op] = map[dualwrite.Outcome]int{}
+	}
+	r.ops[e.Op][e.Outcome]++
+}
+
+func (r *recorder) Dropped(_ context.Context, e dualwrite.DropEvent) {
+	r.reenter()
+	r.mu.Lock()
+	if e.Op != dualwrite.OpCompare {
+		r.drops[e.Reason]++
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) Compared(ctx context.Context, e dualwrite.CompareEvent) {
+	r.reenter()
+	r.mu.Lock()
+	r.kinds[e.Kind]++
+	r.mu.Unlock()
+}
+
+func (r *recorder) Repaired(_ context.Context, e dualwrite.RepairEvent) {
+	r.reenter()
+	r.mu.Lock()
+	r.repairs[e.Outcome]++
+	r.mu.Unlock()
+}
+
+func (r *recorder) BreakerChanged(e dualwrite.BreakerEvent) {
+	r.reenter()
+	r.mu.Lock()
+	r.breakers = append(r.breakers, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) StageChanged(e dualwrite.StageEvent) {
+	r.reenter()
+	r.mu.Lock()
+	r.stages = append(r.stages, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) breakerTrail(role dualwrite.Role) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	trail := ""
+	for _, e := range r.breakers {
+		if e.Role == role {
+			trail += string(e.To) + " "
+		}
+	}
+	return trail
+}
+
+// check runs after Close: every asynchronous context was finished once.
+func (r *recorder) check() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.open) != 0 || r.double != 0 {
+		r.t.Errorf("observer: %d async contexts never finished, %d finished twice", len(r.open), r.double)
+	}
+}
+
+// sinkRecorder keeps the divergence records.
+type sinkRecorder struct {
+	mu   sync.Mutex
+	recs []compare.Record
+}
+
+func (s *sinkRecorder) Divergence(_ context.Context, rec compare.Record) {
+	s.mu.Lock()
+	s.recs = append(s.recs, rec)
+	s.mu.Unlock()
+}
+
+func (s *sinkRecorder) records() []compare.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]compare.Record(nil), s.recs...)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s = %v, want %v", what, err, target)
+	}
+}
+
+func key(i int) string { return fmt.Sprintf("wordle:k%03d", i) }
+
+func isNotFound(err error) bool { return errors.Is(err, kv.ErrNotFound) }
+
+func goroutines() int { return runtime.NumGoroutine() }

@@ -1,0 +1,76 @@
+package dualwrite_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// A shadow far slower than the writes fills the lanes: memory stays within
+// the configured bounds, every dropped write leaves its key dirty, and
+// repair makes the stores identical.
+func TestQueueOverflow(t *testing.T) {
+	const lanes, depth, maxBytes = 2, 4, 6 << 10
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.DualWrite, Lanes: lanes, LaneDepth: depth, MaxQueueBytes: maxBytes,
+		ConsistencyWindow: -1, ShadowTimeout: 2 * time.Hour,
+	})
+	e.shadow.SetLatency(time.Hour, 0) // stuck until the clock moves
+	value := strings.Repeat("x", 1<<10)
+	const writes = 300
+	for i := range writes {
+		e.put(key(i), value, kv.PutOptions{})
+		st := e.store.Stats()
+		// Each lane holds LaneDepth jobs plus the one its worker runs.
+		if st.Queued > lanes*(depth+1) || st.MaxLaneDepth > depth || st.QueuedBytes > maxBytes {
+			t.Fatalf("after %d writes: queued %d, deepest lane %d, %d bytes", i+1, st.Queued, st.MaxLaneDepth, st.QueuedBytes)
+		}
+	}
+	st := e.store.Stats()
+	dropped := st.Drops[dualwrite.DropLaneFull]
+	if dropped == 0 || int(dropped) != st.Dirty || st.Queued+int64(dropped) != writes {
+		t.Fatalf("queued %d + dropped %d != %d writes, or dirty %d", st.Queued, dropped, writes, st.Dirty)
+	}
+	e.shadow.SetLatency(0, 0)
+	e.drive(time.Hour)
+	// Exactly the dropped keys are missing from the shadow, and dirty.
+	dirty := e.store.DirtyKeys()
+	for i := range writes {
+		_, err := e.smem.Get(context.Background(), key(i))
+		if missing := errors.Is(err, kv.ErrNotFound); missing != slices.Contains(dirty, key(i)) {
+			t.Fatalf("%s: missing from the shadow %v, dirty %v", key(i), missing, !missing)
+		}
+	}
+	e.repair()
+	sameContents(t, e.pmem, e.smem)
+}
+
+// The dirty set is bounded too: past MaxDirty it counts, flags that a full
+// reconciliation is needed, and a flip of authority is refused.
+func TestDirtyOverflow(t *testing.T) {
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.Shadow, MaxDirty: 10, ConsistencyWindow: -1,
+		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 1000},
+	})
+	e.shadow.SetOutage(true)
+	for i := range 50 {
+		e.put(key(i), "v", kv.PutOptions{})
+	}
+	e.flush()
+	st := e.store.Stats()
+	if st.Dirty != 10 || st.DirtyOverflow != 40 || !st.ReconciliationNeeded {
+		t.Fatalf("dirty %d, overflow %d, reconcile %v", st.Dirty, st.DirtyOverflow, st.ReconciliationNeeded)
+	}
+	wantErr(t, "flip with an overflowed dirty set", e.store.SetStage(e.ctx(), dualwrite.Live), dualwrite.ErrUnsynced)
+	e.shadow.SetOutage(false)
+	e.repair()
+	wantErr(t, "flip before acknowledging", e.store.SetStage(e.ctx(), dualwrite.Live), dualwrite.ErrUnsynced)
+	e.store.AcknowledgeReconciliation()
+	must(t, e.store.SetStage(e.ctx(), dualwrite.Live))
+}

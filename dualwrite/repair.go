@@ -1,0 +1,133 @@
+package dualwrite
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// repairLoop repairs dirty keys every RepairInterval and each time a
+// breaker closes.
+func (s *Store) repairLoop() {
+	for {
+		t := s.clock.NewTimer(s.cfg.RepairInterval)
+		select {
+		case <-t.C():
+		case <-s.repairKick:
+			t.Stop()
+		case <-s.quit:
+			t.Stop()
+			return
+		}
+		s.RepairDirty()
+	}
+}
+
+// RepairDirty queues a repair for each dirty key whose last write is older
+// than the consistency window, as far as the lanes have room, and returns
+// how many it queued. Each repair runs in its key's lane, so it never races
+// a newer write: it reads the authoritative store (value and expiry) and
+// copies the key to the other store, or deletes it there when the
+// authoritative store no longer has it. The Store calls it periodically and
+// when a breaker closes; call it to repair now.
+func (s *Store) RepairDirty() int {
+	s.gate.RLock()
+	n, deferred := s.queueRepairs()
+	s.gate.RUnlock()
+	for _, key := range deferred {
+		s.repaired(context.Background(), key, RepairDeferred)
+	}
+	return n
+}
+
+func (s *Store) queueRepairs() (n int, deferred []string) {
+	st := s.Stage()
+	if s.closed.Load() || !st.mirrors() {
+		return 0, nil
+	}
+	target := st.authority().other()
+	now := s.clock.Now()
+	if s.breakers[target].isOpen(now) {
+		return 0, nil
+	}
+	room := int64(len(s.lanes)*s.cfg.LaneDepth) - s.ctr.queued.Load()
+	if room <= 0 {
+		return 0, nil
+	}
+	for _, ref := range s.dirty.eligible(now.Add(-s.cfg.window), int(room)) {
+		j := job{op: OpRepair, target: target, key: ref.key, hash: hashKey(ref.key), gen: ref.gen, ctx: context.Background()}
+		if s.enqueue(j) {
+			n++
+		} else {
+			s.dirty.unqueue(ref.key)
+			deferred = append(deferred, ref.key)
+		}
+	}
+	return n, deferred
+}
+
+// runRepair copies one dirty key from the authoritative store, whose role
+// was fixed when the repair was queued (a stage flip drains the lanes first).
+func (s *Store) runRepair(l *lane, j *job) {
+	defer s.dirty.unqueue(j.key)
+	start := s.clock.Now()
+	if start.Sub(s.slotOf(j.hash).lastWrite()) < s.cfg.window {
+		// Written since it was queued: the authoritative store may still
+		// serve an older value. The next pass takes it.
+		s.repaired(j.ctx, j.key, RepairDeferred)
+		return
+	}
+	source := j.target.other()
+	if s.expiry[source] == nil {
+		s.warnOnce("dualwrite: the authoritative store cannot report expiries, so dirty keys cannot be repaired; run a reconciliation",
+			slog.String("role", source.String()))
+		s.repaired(j.ctx, j.key, RepairFailed)
+		return
+	}
+	ctx := s.obs.AsyncContext(j.ctx, OpRepair)
+	var e kv.Entry
+	err := s.do(l, ctx, func(ctx context.Context) (err error) {
+		e, err = s.expiry[source].GetEntry(ctx, j.key)
+		return err
+	})
+	missing := errors.Is(err, kv.ErrNotFound)
+	outcome := RepairFailed
+	if err == nil || missing {
+		outcome, err = s.repairCopy(l, ctx, j, e, missing)
+	}
+	end := s.clock.Now()
+	s.repaired(ctx, j.key, outcome)
+	s.opDone(ctx, OpRepair, j.target, err, end.Sub(start))
+}
+
+func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, missing bool) (RepairOutcome, error) {
+	done, err := s.breakers[j.target].allow(s.clock.Now())
+	if err != nil {
+		return RepairDeferred, err
+	}
+	var moved bool
+	err = s.do(l, ctx, func(ctx context.Context) (err error) {
+		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, missing)
+		return err
+	})
+	done(err)
+	if err != nil {
+		return RepairFailed, err
+	}
+	s.slotOf(j.hash).touch(s.clock.Now())
+	s.dirty.clear(j.key, j.gen)
+	if moved {
+		s.markDirty(j.key, e.Expiration)
+	}
+	if missing {
+		return RepairDeleted, nil
+	}
+	return RepairCopied, nil
+}
+
+func (s *Store) repaired(ctx context.Context, key string, o RepairOutcome) {
+	s.ctr.repair(o)
+	s.obs.Repaired(ctx, RepairEvent{Outcome: o, Namespace: kv.ModuleOf(key)})
+}

@@ -1,0 +1,133 @@
+package dualwrite
+
+import (
+	"sync/atomic"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// Stats is a snapshot of the Store's state and counters. Counters are
+// cumulative since New.
+type Stats struct {
+	Stage Stage
+	// Queued is the number of asynchronous operations queued or running;
+	// QueuedBytes the bytes of values they hold; MaxLaneDepth the fullest
+	// lane's queue.
+	Queued       int64
+	QueuedBytes  int64
+	MaxLaneDepth int
+	// Drops counts the writes that did not reach the other store, by
+	// reason; each left its key dirty.
+	Drops map[DropReason]uint64
+	// Dirty is the number of dirty keys; DirtyOverflow the marks refused
+	// because the set was full. ReconciliationNeeded is raised by the
+	// first overflow, until AcknowledgeReconciliation.
+	Dirty                int
+	DirtyOverflow        uint64
+	ReconciliationNeeded bool
+	Repairs              map[RepairOutcome]uint64
+	// Comparisons counts classified comparisons by kind;
+	// ComparisonsSkipped those not made (lane full, breaker open, closing).
+	Comparisons        map[compare.Kind]uint64
+	ComparisonsSkipped uint64
+	// Breaker is the state of the breaker guarding the store that is not
+	// authoritative in this stage; Breakers has both.
+	Breaker  BreakerState
+	Breakers map[Role]BreakerState
+	// LeftAtClose counts the operations Close abandoned.
+	LeftAtClose uint64
+	// LostEvents counts breaker events not delivered to the Observer
+	// because its goroutine fell 64 events behind.
+	LostEvents uint64
+}
+
+// Divergences sums the comparisons whose kind is a divergence.
+func (st Stats) Divergences() uint64 {
+	var n uint64
+	for k, c := range st.Comparisons {
+		if k.Divergent() {
+			n += c
+		}
+	}
+	return n
+}
+
+// maxKinds bounds the number of comparison kinds counted.
+const maxKinds = 16
+
+var kindIndex = func() map[compare.Kind]int {
+	m := make(map[compare.Kind]int, len(compare.Kinds))
+	for i, k := range compare.Kinds[:min(len(compare.Kinds), maxKinds)] {
+		m[k] = i
+	}
+	return m
+}()
+
+var dropIndex = func() map[DropReason]int {
+	m := make(map[DropReason]int)
+	for i, r := range DropReasons {
+		m[r] = i
+	}
+	return m
+}()
+
+var repairIndex = func() map[RepairOutcome]int {
+	m := make(map[RepairOutcome]int)
+	for i, o := range RepairOutcomes {
+		m[o] = i
+	}
+	return m
+}()
+
+type counters struct {
+	queued             atomic.Int64
+	queuedBytes        atomic.Int64
+	drops              [len(DropReasons)]atomic.Uint64
+	repairs            [len(RepairOutcomes)]atomic.Uint64
+	kinds              [maxKinds]atomic.Uint64
+	comparisonsSkipped atomic.Uint64
+	leftAtClose        atomic.Uint64
+	lostEvents         atomic.Uint64
+}
+
+func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
+func (c *counters) repair(o RepairOutcome)  { c.repairs[repairIndex[o]].Add(1) }
+func (c *counters) compared(k compare.Kind) { c.kinds[kindIndex[k]].Add(1) }
+
+// Stats returns a snapshot.
+func (s *Store) Stats() Stats {
+	now := s.clock.Now()
+	st := Stats{
+		Stage:              s.Stage(),
+		Queued:             s.ctr.queued.Load(),
+		QueuedBytes:        s.ctr.queuedBytes.Load(),
+		Drops:              make(map[DropReason]uint64, len(DropReasons)),
+		Repairs:            make(map[RepairOutcome]uint64, len(RepairOutcomes)),
+		Comparisons:        make(map[compare.Kind]uint64, len(kindIndex)),
+		ComparisonsSkipped: s.ctr.comparisonsSkipped.Load(),
+		Breakers:           make(map[Role]BreakerState, 2),
+		LeftAtClose:        s.ctr.leftAtClose.Load(),
+		LostEvents:         s.ctr.lostEvents.Load(),
+	}
+	for _, l := range s.lanes {
+		st.MaxLaneDepth = max(st.MaxLaneDepth, len(l.ch))
+	}
+	for r, i := range dropIndex {
+		st.Drops[r] = s.ctr.drops[i].Load()
+	}
+	for o, i := range repairIndex {
+		st.Repairs[o] = s.ctr.repairs[i].Load()
+	}
+	for k, i := range kindIndex {
+		st.Comparisons[k] = s.ctr.kinds[i].Load()
+	}
+	st.Dirty, st.DirtyOverflow, st.ReconciliationNeeded = s.dirty.snapshot()
+	for r, b := range s.breakers {
+		st.Breakers[Role(r)] = b.state(now)
+	}
+	st.Breaker = BreakerClosed
+	if st.Stage.mirrors() {
+		st.Breaker = st.Breakers[st.Stage.authority().other()]
+	}
+	return st
+}

@@ -1,0 +1,156 @@
+package dualwrite
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Store is the dual-write kv.Store. Create it with New and stop it with
+// Close. It is safe for concurrent use.
+type Store struct {
+	cfg       settings
+	stores    [2]kv.Store        // by Role
+	expiry    [2]kv.ExpiryGetter // by Role; nil when the store has no such ability
+	threshold uint64             // sampleThreshold(CompareRate)
+	clock     clock.Clock
+	log       *slog.Logger
+	obs       Observer
+	sink      Sink
+
+	stage atomic.Uint32
+	// gate orders writes against stage flips and Close: a write holds it
+	// shared from reading the stage until its copy is enqueued, so that
+	// SetStage and Close, which take it exclusively, never see a write half
+	// done.
+	gate    sync.RWMutex
+	closed  atomic.Bool
+	stageMu sync.Mutex // serializes SetStage
+
+	slots    []slot
+	lanes    []*lane
+	breakers [2]*breaker // by Role
+	dirty    *dirtySet
+	watch    *watchdog
+	ctr      counters
+
+	events     chan BreakerEvent
+	repairKick chan struct{}
+	stopping   chan struct{} // closed by Close: workers drain and return
+	quit       chan struct{} // closed by Close: the other goroutines return
+	aborted    atomic.Bool   // Close gave up draining
+	workers    sync.WaitGroup
+	background sync.WaitGroup
+
+	closeMu   sync.Mutex
+	closeDone bool
+	warned    sync.Map // one-time warnings already logged
+}
+
+var (
+	_ kv.Store        = (*Store)(nil)
+	_ kv.ExpiryGetter = (*Store)(nil)
+)
+
+// New checks cfg and starts the Store's goroutines: one worker per lane, the
+// timeout watchdog, the repair loop and the event loop. Close stops them.
+func New(cfg Config, opts ...Option) (*Store, error) {
+	set, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	if o.observer == nil {
+		o.observer = NopObserver{}
+	}
+	s := &Store{
+		cfg:        set,
+		stores:     [2]kv.Store{cfg.Primary, cfg.Shadow},
+		threshold:  sampleThreshold(cfg.CompareRate),
+		clock:      clock.OrReal(o.clock),
+		log:        o.logger,
+		obs:        o.observer,
+		sink:       set.Sink,
+		slots:      make([]slot, 1<<slotBits),
+		lanes:      make([]*lane, set.Lanes),
+		dirty:      newDirtySet(set.MaxDirty),
+		events:     make(chan BreakerEvent, 64),
+		repairKick: make(chan struct{}, 1),
+		stopping:   make(chan struct{}),
+		quit:       make(chan struct{}),
+	}
+	if s.sink == nil {
+		s.sink = LogSink{Logger: s.log}
+	}
+	for r := range s.stores {
+		s.expiry[r], _ = s.stores[r].(kv.ExpiryGetter)
+		s.breakers[r] = newBreaker(Role(r), set.Breaker, s.clock, s.events, &s.ctr.lostEvents, s.repairKick)
+	}
+	s.stage.Store(uint32(cfg.Stage))
+	for i := range s.lanes {
+		s.lanes[i] = &lane{ch: make(chan job, set.LaneDepth)}
+	}
+	s.watch = &watchdog{clock: s.clock, lanes: s.lanes, kick: make(chan struct{}, 1)}
+
+	s.workers.Add(len(s.lanes))
+	for _, l := range s.lanes {
+		go s.work(l)
+	}
+	s.background.Add(3)
+	go func() { defer s.background.Done(); s.watch.run(s.quit) }()
+	go func() { defer s.background.Done(); s.repairLoop() }()
+	go func() { defer s.background.Done(); s.eventLoop() }()
+	return s, nil
+}
+
+// Stage returns the current stage.
+func (s *Store) Stage() Stage { return Stage(s.stage.Load()) }
+
+// eventLoop delivers breaker state changes, which gobreaker reports under
+// its mutex, to the logger and the observer.
+func (s *Store) eventLoop() {
+	for {
+		select {
+		case e := <-s.events:
+			s.breakerChanged(e)
+		case <-s.quit:
+			for {
+				select {
+				case e := <-s.events:
+					s.breakerChanged(e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Store) breakerChanged(e BreakerEvent) {
+	level := slog.LevelInfo
+	if e.To == BreakerOpen {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(context.Background(), level, "dualwrite: circuit breaker "+string(e.To),
+		slog.String("role", e.Role.String()), slog.String("from", string(e.From)))
+	s.obs.BreakerChanged(e)
+}
+
+// warnOnce logs msg the first time it is seen.
+func (s *Store) warnOnce(msg string, attrs ...slog.Attr) {
+	if _, seen := s.warned.LoadOrStore(msg, true); !seen {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
+	}
+}

@@ -1,0 +1,82 @@
+package dualwrite
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+)
+
+// watchdog cancels the lanes' operations that outlive ShadowTimeout. One
+// goroutine and at most one timer serve every lane, on the Store's clock, so
+// that a test moves time instead of waiting for it.
+type watchdog struct {
+	clock clock.Clock
+	lanes []*lane
+	// armed is the deadline the watchdog sleeps until, 0 while it waits
+	// for work. Every operation's deadline is its start plus the same
+	// timeout, so a new one never precedes an armed one: only an idle
+	// watchdog needs waking.
+	armed atomic.Int64
+	kick  chan struct{}
+}
+
+// started tells the watchdog that a lane registered a deadline.
+func (w *watchdog) started() {
+	if w.armed.Load() == 0 {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *watchdog) run(quit <-chan struct{}) {
+	for {
+		// Disarm before scanning: a deadline registered after the scan
+		// then finds the watchdog idle and kicks it.
+		w.armed.Store(0)
+		now := w.clock.Now()
+		next := w.expire(now)
+		if next == 0 {
+			select {
+			case <-w.kick:
+				continue
+			case <-quit:
+				return
+			}
+		}
+		w.armed.Store(next)
+		t := w.clock.NewTimer(time.Duration(next - now.UnixNano()))
+		select {
+		case <-t.C():
+		case <-w.kick:
+			t.Stop()
+		case <-quit:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// expire cancels the operations due at now and returns the earliest
+// deadline still pending, 0 for none.
+func (w *watchdog) expire(now time.Time) int64 {
+	var next int64
+	for _, l := range w.lanes {
+		l.mu.Lock()
+		c, d := l.cancel, l.deadline
+		if c != nil && d <= now.UnixNano() {
+			l.cancel = nil
+		}
+		l.mu.Unlock()
+		switch {
+		case c == nil:
+		case d <= now.UnixNano():
+			c(errTimeout)
+		case next == 0 || d < next:
+			next = d
+		}
+	}
+	return next
+}
