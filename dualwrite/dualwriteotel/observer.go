@@ -57,6 +57,7 @@ func resolve(opts []Option) options {
 // Store for the gauges. One Observer serves one Store.
 type Observer struct {
 	tracer trace.Tracer
+	starts startTable
 	meter  metric.Meter
 	inst   *instruments
 	stage  atomic.Uint32             // dualwrite.Stage, for span attributes
@@ -73,7 +74,7 @@ func New(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs := &Observer{tracer: o.tp.Tracer(ScopeName), meter: m, inst: inst}
+	obs := &Observer{tracer: o.tp.Tracer(ScopeName), starts: newStartTable(), meter: m, inst: inst}
 	closed := string(dualwrite.BreakerClosed)
 	for i := range obs.breakr {
 		obs.breakr[i].Store(&closed)
@@ -116,27 +117,60 @@ var spanNames = map[dualwrite.Op]string{
 	dualwrite.OpCompare: SpanCompare, dualwrite.OpRepair: SpanRepair,
 }
 
+// spanStart is how an asynchronous operation's span starts.
+type spanStart struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// startTable holds the spanStart of every known operation in every stage,
+// built once, so that starting a span that will not record allocates
+// nothing for its options.
+type startTable map[dualwrite.Op][]spanStart
+
+func newStartTable() startTable {
+	t := make(startTable, len(spanNames))
+	for op := range spanNames {
+		for _, st := range dualwrite.Stages {
+			t[op] = append(t[op], newSpanStart(op, st))
+		}
+	}
+	return t
+}
+
+func newSpanStart(op dualwrite.Op, st dualwrite.Stage) spanStart {
+	name, ok := spanNames[op]
+	if !ok {
+		name = "dualwrite." + string(op)
+	}
+	return spanStart{name: name, opts: []trace.SpanStartOption{
+		trace.WithNewRoot(),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(st.String())),
+	}}
+}
+
+func (t startTable) get(op dualwrite.Op, st dualwrite.Stage) spanStart {
+	if byStage, ok := t[op]; ok && int(st) < len(byStage) {
+		return byStage[st]
+	}
+	return newSpanStart(op, st)
+}
+
 // AsyncContext implements dualwrite.Observer. The operation's span starts a
 // new trace linked to the caller's span: the caller has usually returned
 // and ended its span before the operation runs, and a child outliving its
 // parent would distort the caller's trace.
 func (o *Observer) AsyncContext(caller context.Context, op dualwrite.Op) context.Context {
-	ctx := context.WithoutCancel(caller)
-	name, ok := spanNames[op]
-	if !ok {
-		name = "dualwrite." + string(op)
-	}
-	opts := []trace.SpanStartOption{
-		trace.WithNewRoot(),
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(o.Stage())),
-	}
-	if link := trace.LinkFromContext(caller); link.SpanContext.IsValid() {
-		opts = append(opts, trace.WithLinks(link))
-	}
-	ctx, span := o.tracer.Start(ctx, name, opts...)
+	start := o.starts.get(op, dualwrite.Stage(o.stage.Load()))
+	ctx, span := o.tracer.Start(context.WithoutCancel(caller), start.name, start.opts...)
 	if !span.IsRecording() {
 		return ctx // nothing to end or annotate
+	}
+	// The link is added after the start so that an unsampled span costs
+	// no allocation for it; samplers here do not look at links.
+	if link := trace.LinkFromContext(caller); link.SpanContext.IsValid() {
+		span.AddLink(link)
 	}
 	return context.WithValue(ctx, asyncKey{}, &async{span: span})
 }

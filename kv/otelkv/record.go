@@ -30,18 +30,20 @@ func (s *Store) begin(ctx context.Context, o op, module, key string) call {
 		if s.module != "" {
 			module = s.module
 		}
+		attrs := make([]attribute.KeyValue, 0, 3)
 		if module != "" {
 			span.SetName(opNames[o] + " " + module)
-			span.SetAttributes(semconv.DBNamespace(module))
+			attrs = append(attrs, semconv.DBNamespace(module))
 		}
 		if key != "" {
-			span.SetAttributes(KeyKey.String(s.redactor.Key(s.fullKey(key))))
+			attrs = append(attrs, KeyKey.String(s.redactor.Key(s.fullKey(key))))
 		}
 		if s.cfg.Stage != nil {
 			if st := s.cfg.Stage(); st != "" {
-				span.SetAttributes(StageKey.String(st))
+				attrs = append(attrs, StageKey.String(st))
 			}
 		}
+		span.SetAttributes(attrs...)
 	}
 	return call{ctx: ctx, span: span, op: o, began: time.Now()}
 }
@@ -62,12 +64,12 @@ func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
 	s.inst.count.Add(c.ctx, 1, s.inst.add[c.op][oc]...)
 	s.inst.dur.Record(c.ctx, time.Since(c.began).Seconds(), s.inst.rec[c.op][oc]...)
 	if c.span.IsRecording() {
-		c.span.SetAttributes(OutcomeKey.String(outcomeNames[oc]))
-		c.span.SetAttributes(extra...)
+		attrs := append(extra, OutcomeKey.String(outcomeNames[oc]))
 		if oc.failed() {
-			c.span.SetAttributes(semconv.ErrorTypeKey.String(outcomeNames[oc]))
+			attrs = append(attrs, semconv.ErrorTypeKey.String(outcomeNames[oc]))
 			c.span.SetStatus(codes.Error, outcomeNames[oc])
 		}
+		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()
 }
