@@ -18,9 +18,9 @@ func (s *Store) runWrite(l *lane, j *job) {
 		s.dropped(j.ctx, j.op, j.target, DropBreakerOpen)
 		return
 	}
-	ctx := s.obs.AsyncContext(j.ctx, j.op)
+	ctx := s.asyncContext(j.ctx, j.op)
 	var moved bool
-	err = s.do(l, ctx, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
 		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.op == OpDelete)
 		return err
 	})
@@ -43,7 +43,10 @@ func (s *Store) runWrite(l *lane, j *job) {
 // copyTo makes key's state in store r a put of value with exp, or a delete.
 func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, exp time.Time, del bool) (moved bool, err error) {
 	if !del {
-		out, moved, expired := copyExpiry(exp, s.clock.Now())
+		out, expired := exp, false
+		if !exp.IsZero() {
+			out, moved, expired = copyExpiry(exp, s.clock.Now())
+		}
 		if !expired {
 			return moved, s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: out})
 		}
@@ -94,9 +97,9 @@ func (s *Store) runCompare(l *lane, j *job) {
 		s.obs.Dropped(j.ctx, DropEvent{Op: OpCompare, Role: j.target, Reason: DropBreakerOpen})
 		return
 	}
-	ctx := s.obs.AsyncContext(j.ctx, OpCompare)
+	ctx := s.asyncContext(j.ctx, OpCompare)
 	var e kv.Entry
-	err = s.do(l, ctx, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
 		e, err = s.get(ctx, j.target, j.key, c.expiry)
 		return err
 	})

@@ -15,7 +15,15 @@ import (
 
 const benchKeys = 1024
 
-func benchKey(i int) string { return fmt.Sprintf("wordle:games:%04d", i%benchKeys) }
+var benchKeyNames = func() []string {
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("wordle:games:%04d", i)
+	}
+	return keys
+}()
+
+func benchKey(i int) string { return benchKeyNames[i%benchKeys] }
 
 var benchValue = []byte(`{"guesses":["crane","slate"],"solved":false,"streak":12,"updated":"2026-11-30T12:00:00Z"}`)
 

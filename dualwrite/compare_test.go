@@ -93,7 +93,7 @@ func TestComparisonKinds(t *testing.T) {
 				stage = dualwrite.Shadow
 			}
 			e := newEnv(t, dualwrite.Config{
-				Stage: stage, CompareRate: 1, ConsistencyWindow: window,
+				Stage: stage, CompareRate: 1, ConsistencyWindow: window, RepairInterval: never,
 				Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100},
 			})
 			const k = "wordle:games:SECRET-KEY"

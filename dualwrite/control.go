@@ -121,11 +121,30 @@ func waitAll(ctx context.Context, done []chan struct{}) error {
 // closed: they belong to the caller. Calling Close again returns nil.
 func (s *Store) Close(ctx context.Context) error {
 	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
 	if s.closeDone {
+		s.closeMu.Unlock()
 		return nil
 	}
 	s.closeDone = true
+	cause := s.shutdown(ctx)
+	s.closeMu.Unlock()
+
+	left := s.ctr.leftAtClose.Load()
+	dirty, _, reconcile := s.dirty.snapshot()
+	if dirty > 0 || reconcile {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"dualwrite: closed with dirty keys; the other store may differ until a reconciliation",
+			slog.Int("dirty", dirty), slog.Uint64("left_undone", left), slog.Bool("reconciliation_needed", reconcile))
+	}
+	if cause != nil {
+		return fmt.Errorf("dualwrite: close gave up draining with %d operations undone (%d dirty keys): %w", left, dirty, cause)
+	}
+	return nil
+}
+
+// shutdown stops intake, drains the lanes until ctx ends, then aborts, and
+// stops every goroutine; it returns ctx's error if it had to abort.
+func (s *Store) shutdown(ctx context.Context) error {
 	s.gate.Lock()
 	s.closed.Store(true)
 	s.gate.Unlock()
@@ -146,18 +165,7 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	close(s.quit)
 	s.background.Wait()
-
-	left := s.ctr.leftAtClose.Load()
-	dirty, _, reconcile := s.dirty.snapshot()
-	if dirty > 0 || reconcile {
-		s.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"dualwrite: closed with dirty keys; the other store may differ until a reconciliation",
-			slog.Int("dirty", dirty), slog.Uint64("left_undone", left), slog.Bool("reconciliation_needed", reconcile))
-	}
-	if cause != nil {
-		return fmt.Errorf("dualwrite: close gave up draining with %d operations undone (%d dirty keys): %w", left, dirty, cause)
-	}
-	return nil
+	return cause
 }
 
 // DirtyKeys returns the keys whose copy in the other store may be wrong, in

@@ -61,6 +61,17 @@ func (s *Store) enqueue(j job) bool {
 	}
 }
 
+// asyncContext asks the Observer for the context of an operation started
+// for caller, and strips the cancellation an Observer might have left on it:
+// the caller's cancellation must never reach the other store.
+func (s *Store) asyncContext(caller context.Context, op Op) context.Context {
+	ctx := s.obs.AsyncContext(caller, op)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 func (s *Store) laneOf(h uint64) *lane { return s.lanes[h%uint64(len(s.lanes))] }
 
 func (s *Store) slotOf(h uint64) *slot { return &s.slots[h&(1<<slotBits-1)] }
@@ -86,13 +97,18 @@ func (s *Store) work(l *lane) {
 }
 
 func (s *Store) run(l *lane, j *job) {
+	if j.done != nil {
+		// Uncount the barrier before releasing its waiter, who may read
+		// Stats.Queued at once.
+		s.ctr.queued.Add(-1)
+		close(j.done)
+		return
+	}
 	defer func() {
 		s.ctr.queued.Add(-1)
 		s.ctr.queuedBytes.Add(-j.size)
 	}()
 	switch {
-	case j.done != nil:
-		close(j.done)
 	case s.aborted.Load():
 		s.leave(j)
 	case j.op == OpCompare:
@@ -104,13 +120,13 @@ func (s *Store) run(l *lane, j *job) {
 	}
 }
 
-// do runs one store call on lane l under ShadowTimeout, measured on the
-// Store's clock by the watchdog, and under Close's abort.
-func (s *Store) do(l *lane, parent context.Context, call func(context.Context) error) error {
+// do runs one store call, started at now, on lane l under ShadowTimeout,
+// measured on the Store's clock by the watchdog, and under Close's abort.
+func (s *Store) do(l *lane, parent context.Context, now time.Time, call func(context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	l.mu.Lock()
-	l.cancel, l.deadline = cancel, s.clock.Now().Add(s.cfg.ShadowTimeout).UnixNano()
+	l.cancel, l.deadline = cancel, now.Add(s.cfg.ShadowTimeout).UnixNano()
 	l.mu.Unlock()
 	s.watch.started()
 	if s.aborted.Load() {

@@ -86,9 +86,9 @@ func (s *Store) runRepair(l *lane, j *job) {
 		s.repaired(j.ctx, j.key, RepairFailed)
 		return
 	}
-	ctx := s.obs.AsyncContext(j.ctx, OpRepair)
+	ctx := s.asyncContext(j.ctx, OpRepair)
 	var e kv.Entry
-	err := s.do(l, ctx, func(ctx context.Context) (err error) {
+	err := s.do(l, ctx, start, func(ctx context.Context) (err error) {
 		e, err = s.expiry[source].GetEntry(ctx, j.key)
 		return err
 	})
@@ -103,12 +103,13 @@ func (s *Store) runRepair(l *lane, j *job) {
 }
 
 func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, missing bool) (RepairOutcome, error) {
-	done, err := s.breakers[j.target].allow(s.clock.Now())
+	now := s.clock.Now()
+	done, err := s.breakers[j.target].allow(now)
 	if err != nil {
 		return RepairDeferred, err
 	}
 	var moved bool
-	err = s.do(l, ctx, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, now, func(ctx context.Context) (err error) {
 		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, missing)
 		return err
 	})

@@ -13,7 +13,7 @@ import (
 // reads the authoritative store, which may serve an old value until then.
 func TestRepairWaitsForSettle(t *testing.T) {
 	e := newEnv(t, dualwrite.Config{
-		Stage: dualwrite.DualWrite, RepairInterval: 24 * time.Hour,
+		Stage: dualwrite.DualWrite, RepairInterval: never,
 		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100},
 	})
 	e.shadow.SetOutage(true)
@@ -43,7 +43,7 @@ func TestRepairWaitsForSettle(t *testing.T) {
 // lands after it, and a later pass finishes the job.
 func TestRepairNeverRacesNewerWrite(t *testing.T) {
 	e := newEnv(t, dualwrite.Config{
-		Stage: dualwrite.DualWrite, ShadowTimeout: time.Hour, RepairInterval: 24 * time.Hour,
+		Stage: dualwrite.DualWrite, ShadowTimeout: time.Hour, RepairInterval: never,
 		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100},
 	})
 	const k = "wordle:k"

@@ -128,7 +128,10 @@ func TestStageTransitionsUnderLoad(t *testing.T) {
 }
 
 func TestStageTransitionRules(t *testing.T) {
-	e := newEnv(t, dualwrite.Config{Stage: dualwrite.Off, ConsistencyWindow: -1, Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100}})
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.Off, ConsistencyWindow: -1, ShadowTimeout: 2 * time.Hour,
+		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100},
+	})
 	ctx := e.ctx()
 	wantErr(t, "off to live", e.store.SetStage(ctx, dualwrite.Live), dualwrite.ErrStageTransition)
 	wantErr(t, "unknown stage", e.store.SetStage(ctx, dualwrite.Stage(77)), dualwrite.ErrInvalidConfig)

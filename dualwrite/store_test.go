@@ -220,7 +220,9 @@ func TestAuthoritativeFailure(t *testing.T) {
 // late the copy is written.
 func TestExpiryCopiedExactly(t *testing.T) {
 	clk := clock.NewFake(start.Add(300 * time.Millisecond))
-	e := newEnv(t, dualwrite.Config{Stage: dualwrite.DualWrite, ConsistencyWindow: -1, ShadowTimeout: time.Hour}, onClock(clk))
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.DualWrite, ConsistencyWindow: -1, ShadowTimeout: time.Hour, RepairInterval: never,
+	}, onClock(clk))
 	e.shadow.SetLatency(10*time.Second, 0)
 	e.put("ttl90", "v", kv.PutOptions{TTL: 90 * time.Second})
 	e.put("ttl60", "v", kv.PutOptions{TTL: 60 * time.Second})
@@ -342,4 +344,28 @@ func (p *ctxProbe) Put(ctx context.Context, key string, value []byte, opts kv.Pu
 	_, p.token = ctx.Value(tokenKey{}).(int)
 	p.cancelled = ctx.Err() != nil
 	return p.Store.Put(ctx, key, value, opts)
+}
+
+// leaky is an Observer that wrongly hands back the caller's context.
+type leaky struct{ dualwrite.NopObserver }
+
+func (leaky) AsyncContext(caller context.Context, _ dualwrite.Op) context.Context { return caller }
+
+// Even an Observer that keeps the caller's cancellation cannot cancel a copy.
+func TestAsyncContextCannotCancel(t *testing.T) {
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.DualWrite})
+	s, err := dualwrite.New(dualwrite.Config{Primary: e.pmem, Shadow: e.shadow, Stage: dualwrite.DualWrite},
+		dualwrite.WithClock(e.clk), dualwrite.WithObserver(leaky{}), dualwrite.WithLogger(discardLogger()))
+	must(t, err)
+	defer s.Close(context.Background())
+	e.shadow.SetLatency(time.Second, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	must(t, s.Put(ctx, "k", []byte("v"), kv.PutOptions{}))
+	waitFor(t, "the copy to wait", func() bool { return e.shadow.Stats().InFlight == 1 })
+	cancel()
+	e.clk.Advance(time.Second)
+	must(t, s.Flush(context.Background()))
+	if v, err := e.smem.Get(context.Background(), "k"); err != nil || string(v) != "v" {
+		t.Fatalf("shadow after the caller's cancellation: %q, %v", v, err)
+	}
 }
