@@ -20,5 +20,8 @@
 // The store New returns implements exactly the optional abilities
 // (kv.ExpiryGetter, kv.BulkGetter, kv.BulkPutter, kv.BulkDeleter) that the
 // wrapped store implements, so callers that find them by type assertion
-// behave the same with or without instrumentation.
+// behave the same with or without instrumentation. Instrument the raw store
+// and apply kv.Namespace on top: a wrapped namespaced store is recorded with
+// its module and full keys, but the wrapper does not forward its Module
+// method.
 package otelkv
