@@ -6,9 +6,14 @@ FUZZTIME ?= 5s
 BENCHTIME ?= 1s
 # The integration tests are their own module, so that FerretDB (the embedded
 # MongoDB-compatible server) never reaches a library user's build.
-MODULES := . tests
+MODULES := . tests demo
 
-.PHONY: test lint fmt-check vet staticcheck unit integration fuzz bench
+.PHONY: demo test lint fmt-check vet staticcheck unit integration fuzz bench
+
+# The main job: the whole migration on embedded servers (see demo/doc.go).
+DEMO_FLAGS ?=
+demo:
+	cd demo && $(GO) run . -dir $(CURDIR)/.demo $(DEMO_FLAGS)
 
 test: lint unit integration fuzz
 
@@ -29,6 +34,7 @@ unit:
 
 integration:
 	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -race -count=1 -timeout 30m ./...; fi
+	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// config is what the flags set.
+type config struct {
+	duration time.Duration // of the workload
+	dir      string        // FerretDB's data and the reports
+	workers  int
+	rate     float64       // operations per second, all workers together
+	latency  time.Duration // Workers KV emulator latency
+	window   time.Duration // Workers KV consistency window
+	seed     uint64
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `demo: the whole Workers KV -> MongoDB migration on one machine.
+
+Usage: go run ./demo [flags]      (from the repository: make demo)
+
+Starts a Workers KV emulator and an embedded MongoDB-compatible server, runs a
+bot-like workload through the dual-write store, takes the shadow down half way,
+injects a few divergences and ends with shadow-report. Exits 0 only when every
+guarantee held. Telemetry goes to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	c := config{}
+	fs.DurationVar(&c.duration, "duration", 60*time.Second, "how long the workload runs")
+	fs.StringVar(&c.dir, "dir", ".demo", "directory for the MongoDB server's data and the reports (wiped at start)")
+	fs.IntVar(&c.workers, "workers", 4, "concurrent bot workers")
+	fs.Float64Var(&c.rate, "rate", 150, "operations per second, all workers together")
+	fs.DurationVar(&c.latency, "latency", 3*time.Millisecond, "latency of the Workers KV emulator")
+	fs.DurationVar(&c.window, "consistency-window", 2*time.Second, "how long the Workers KV emulator serves cached reads")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the workload")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case c.duration < 10*time.Second:
+		return c, errors.New("-duration must be at least 10s: the stages need time to show")
+	case c.workers < 1 || c.rate <= 0:
+		return c, errors.New("-workers and -rate must be positive")
+	case c.dir == "":
+		return c, errors.New("-dir is required")
+	case c.latency < 0 || c.window < 0:
+		return c, errors.New("-latency and -consistency-window cannot be negative")
+	}
+	return c, nil
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/internal/telemetry"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+)
+
+// The demo's dual-write settings: Workers KV's 60 s consistency window and
+// minute-long breaker timeouts, scaled down to the emulator's window so that
+// a one-minute run shows every phase.
+func dualConfig(cfg config, primary, shadow kv.Store, red *compare.Redactor, sink dualwrite.Sink) dualwrite.Config {
+	return dualwrite.Config{
+		Primary:           primary,
+		Shadow:            shadow,
+		Stage:             dualwrite.DualWrite,
+		ShadowTimeout:     2 * time.Second,
+		CompareRate:       0.25,
+		ConsistencyWindow: cfg.window + time.Second,
+		RepairInterval:    2 * time.Second,
+		Breaker:           dualwrite.BreakerConfig{FailuresToOpen: 5, OpenTimeout: 2 * time.Second, HalfOpenRequests: 3},
+		Redactor:          red,
+		Sink:              sink,
+	}
+}
+
+// run is the whole demo; it returns an error when any guarantee failed.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return err
+	}
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-demo", Console: stderr})
+	if err != nil {
+		return err
+	}
+	tel.SetGlobal()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+	say("kvshadow demo: Workers KV -> MongoDB, %s of bot traffic at %.0f ops/s from %d workers", cfg.duration, cfg.rate, cfg.workers)
+	srv, err := startServers(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("start servers: %w", err)
+	}
+	defer srv.Close()
+	say("  Workers KV emulator  %s  (latency %s, consistency window %s)", srv.baseURL, cfg.latency, cfg.window)
+	say("  MongoDB (FerretDB)   %s  (database %s, data in %s)", "127.0.0.1 (embedded)", database, filepath.Join(cfg.dir, "mongo"))
+
+	botKV, err := srv.workersKV(true)
+	if err != nil {
+		return err
+	}
+	directKV, err := srv.workersKV(false)
+	if err != nil {
+		return err
+	}
+	mongo, err := srv.mongoDB()
+	if err != nil {
+		return err
+	}
+	if err := mongo.Put(ctx, "misc:demo:ready", []byte("1"), kv.PutOptions{}); err != nil {
+		return fmt.Errorf("mongodb not ready: %w", err)
+	}
+	if err := mongo.Delete(ctx, "misc:demo:ready"); err != nil {
+		return err
+	}
+	// The shadow the layer sees can be taken down, as a paused cluster or
+	// a network partition would.
+	shadow, err := kvfault.New(mongo, kvfault.Config{Name: "mongodb"})
+	if err != nil {
+		return err
+	}
+	layerSink := &sink{}
+	red, err := compare.NewRedactor(compare.KeyHMAC, []byte("kvshadow demo secret"))
+	if err != nil {
+		return err
+	}
+	dual, err := dualwriteotel.NewStore(dualConfig(cfg, botKV, shadow, red, layerSink), dualwriteotel.Config{},
+		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))))
+	if err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = dual.Close(context.Background())
+		}
+	}()
+	stores := map[string]kv.Store{}
+	for _, m := range modules {
+		if stores[m], err = kv.Namespace(dual.KV, m); err != nil {
+			return err
+		}
+	}
+
+	// The workload and the status line run until the timeline ends.
+	w := &workload{}
+	wctx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	var wg sync.WaitGroup
+	wg.Go(func() { w.run(wctx, stores, cfg) })
+	st := &status{out: stdout, dual: dual.Dual, work: w, start: time.Now()}
+	sctx, stopStatus := context.WithCancel(ctx)
+	var sg sync.WaitGroup
+	sg.Go(func() { st.loop(sctx) })
+
+	err = timeline(wctx, cfg, dual.Dual, shadow, directKV, mongo, st)
+	stopWork()
+	wg.Wait()
+	if err != nil {
+		stopStatus()
+		sg.Wait()
+		return err
+	}
+	st.event("workload stopped after %d operations; draining the lanes and repairing what is dirty", w.ops.Load())
+	err = settle(ctx, dual.Dual, cfg)
+	stopStatus()
+	sg.Wait()
+	st.print()
+	if err != nil {
+		return err
+	}
+	stats := dual.Dual.Stats()
+	closed = true
+	if err := dual.Close(ctx); err != nil {
+		return fmt.Errorf("close the dual-write store: %w", err)
+	}
+	return verdictAndReport(ctx, cfg, stdout, w, stats, layerSink, directKV, mongo, red)
+}
+
+// timeline walks the stages and the outage while the workload runs.
+func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kvfault.Store, primary, mongo kv.Store, st *status) error {
+	at := func(share float64) error {
+		t := time.NewTimer(time.Until(st.start.Add(time.Duration(share * float64(cfg.duration)))))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	st.event("stage dualwrite: every write goes to Workers KV, then is copied to MongoDB")
+	if err := at(0.2); err != nil {
+		return err
+	}
+	if err := dual.SetStage(ctx, dualwrite.Shadow); err != nil {
+		return err
+	}
+	st.event("stage shadow: reads are compared with MongoDB for 25%% of the keys")
+	if err := at(0.4); err != nil {
+		return err
+	}
+	shadow.SetOutage(true)
+	st.event("MongoDB is down: copies fail, the breaker will open and keys are marked dirty")
+	if err := at(0.6); err != nil {
+		return err
+	}
+	shadow.SetOutage(false)
+	st.event("MongoDB is back: the breaker probes, closes, and repair copies the dirty keys")
+	if err := at(0.8); err != nil {
+		return err
+	}
+	if err := inject(context.WithoutCancel(ctx), primary, mongo); err != nil {
+		return err
+	}
+	st.event("injected %d divergences around the layer (the report must find exactly these):", len(injections))
+	for _, in := range injections {
+		st.event("    %-28s %s", in.key, in.kind)
+	}
+	return at(1)
+}
+
+// settle drains the lanes and repairs until no key is dirty. Repair waits
+// out the consistency window, so this takes a few seconds.
+func settle(ctx context.Context, dual *dualwrite.Store, cfg config) error {
+	deadline := time.Now().Add(30*time.Second + 3*cfg.window)
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := dual.Flush(fctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("drain the lanes: %w", err)
+		}
+		if dual.Stats().Dirty == 0 && dual.Stats().Queued == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d keys still dirty after repair", dual.Stats().Dirty)
+		}
+		dual.RepairDirty()
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// sink counts the divergences the layer itself reports; in this demo there
+// must be none, because the injected keys are never read through it.
+type sink struct {
+	mu      sync.Mutex
+	records []compare.Record
+}
+
+func (s *sink) Divergence(_ context.Context, r compare.Record) {
+	s.mu.Lock()
+	s.records = append(s.records, r)
+	s.mu.Unlock()
+}
+
+var errVerdict = errors.New("the demo did not behave as designed")
