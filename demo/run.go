@@ -195,7 +195,7 @@ func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kv
 // settle drains the lanes and repairs until no key is dirty. Repair waits
 // out the consistency window, so this takes a few seconds.
 func settle(ctx context.Context, dual *dualwrite.Store, cfg config) error {
-	deadline := time.Now().Add(30*time.Second + 3*cfg.window)
+	deadline := time.Now().Add(time.Minute + 3*cfg.window)
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := dual.Flush(fctx)

@@ -97,11 +97,14 @@ func (w *workload) step(ctx context.Context, s kv.Store, mod string, r *rand.Ran
 		}
 		err = kv.PutJSON(ctx, s, key, rec, kv.PutOptions{})
 	case p < 85:
-		// Cooldowns and daily puzzles expire, with Workers KV's
-		// minimum TTL or more.
+		// Cooldowns and daily puzzles expire. Their TTLs are minutes
+		// long: a key whose copy was lost in the outage and that has
+		// under a minute to live cannot be copied with its expiry
+		// (Workers KV's 60 s minimum), so it stays dirty until it
+		// expires, which would only make the demo wait.
 		w.writes.Add(1)
 		key = fmt.Sprintf("cooldown:%d", r.IntN(keysPerModule/3))
-		ttl := kv.MinTTL + time.Duration(r.IntN(600))*time.Second
+		ttl := 5*time.Minute + time.Duration(r.IntN(600))*time.Second
 		err = s.Put(ctx, key, fmt.Appendf(nil, "cooldown until %d", time.Now().Add(ttl).Unix()), kv.PutOptions{TTL: ttl})
 	case p < 92:
 		w.deletes.Add(1)
