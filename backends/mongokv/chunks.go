@@ -1,0 +1,196 @@
+package mongokv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Chunk sizes. A chunk document must stay under MongoDB's 16 MiB limit with
+// its _id and field names; the least size keeps a 25 MiB value within 25,600
+// chunks, the most a chunk number's five digits allow.
+const (
+	DefaultChunkSize = 8 << 20
+	MaxChunkSize     = 15 << 20
+	MinChunkSize     = 1 << 10
+	// provisionalTTL is how long chunks written by a Put stay without the
+	// key's document pointing at them; a Put takes far less, so only the
+	// chunks of an interrupted Put ever reach it.
+	provisionalTTL = time.Hour
+	// cleanupTimeout bounds the removal of replaced chunks, which goes on
+	// after the caller's context ends: the new state is already written.
+	cleanupTimeout = 30 * time.Second
+)
+
+// chunkRef is the chunks field of a key whose value is chunked.
+type chunkRef struct {
+	gen  string // the _id prefix of its chunks, unique to one Put
+	n    int    // number of chunks
+	size int    // value length
+}
+
+func decodeChunkRef(v bson.RawValue) (*chunkRef, error) {
+	sub, ok := v.DocumentOK()
+	if !ok {
+		return nil, errBadDocument
+	}
+	gen, ok1 := sub.Lookup("gen").StringValueOK()
+	n, ok2 := sub.Lookup("n").AsInt64OK()
+	size, ok3 := sub.Lookup("size").AsInt64OK()
+	if !ok1 || !ok2 || !ok3 || gen == "" || n < 1 || n > 99_999 || size < 0 {
+		return nil, errBadDocument
+	}
+	return &chunkRef{gen: gen, n: int(n), size: int(size)}, nil
+}
+
+// chunkID names chunk i of gen. Chunks are always addressed by their exact
+// _id: an index point lookup on MongoDB, and the only filter FerretDB does
+// not answer by scanning (and decoding) every chunk of the collection.
+func chunkID(gen string, i int) string { return fmt.Sprintf("%s:%05d", gen, i) }
+
+// errChunksGone: the chunks a document pointed to were replaced while they
+// were read; the read starts again.
+var errChunksGone = errors.New("mongokv: the chunks of a value changed while it was read")
+
+// readChunks assembles a chunked value, one chunk a round trip (a reply
+// holds at most 16 MiB anyway).
+func (s *Store) readChunks(ctx context.Context, db *mongo.Database, ref *chunkRef) ([]byte, error) {
+	chunks := db.Collection(ChunkCollection)
+	value := make([]byte, 0, ref.size)
+	for i := range ref.n {
+		raw, err := chunks.FindOne(ctx, byID(chunkID(ref.gen, i))).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, errChunksGone
+		}
+		if err != nil {
+			return nil, s.client.opError(ctx, "get", err)
+		}
+		_, data, ok := raw.Lookup("data").BinaryOK()
+		if !ok || len(value)+len(data) > ref.size {
+			return nil, errChunksGone
+		}
+		value = append(value, data...)
+	}
+	if len(value) != ref.size {
+		return nil, errChunksGone
+	}
+	return value, nil
+}
+
+// putChunked writes a value longer than the chunk size: its chunks first,
+// with a provisional expiry; then the key's document, pointing at them; then
+// the chunks' final expiry. The chunks the document pointed at before are
+// deleted.
+func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key string, value []byte, exp, now time.Time) error {
+	if err := s.client.ensureTTL(ctx, db, ChunkCollection); err != nil {
+		return err
+	}
+	gen := bson.NewObjectID().Hex()
+	ref := &chunkRef{gen: gen, n: (len(value) + s.chunkSize - 1) / s.chunkSize, size: len(value)}
+	docs := make([]any, ref.n)
+	for i := range docs {
+		data := value[i*s.chunkSize : min((i+1)*s.chunkSize, len(value))]
+		docs[i] = bson.D{
+			{Key: fieldID, Value: chunkID(gen, i)},
+			{Key: "data", Value: bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: data}},
+			{Key: fieldExpires, Value: now.Add(provisionalTTL)},
+		}
+	}
+	if _, err := db.Collection(ChunkCollection).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
+		return s.client.opError(ctx, "put", err)
+	}
+
+	set := bson.D{{Key: fieldChunks, Value: bson.D{{Key: "gen", Value: gen}, {Key: "n", Value: ref.n}, {Key: "size", Value: ref.size}}}}
+	unset := bson.D{{Key: fieldValue, Value: ""}}
+	if exp.IsZero() {
+		unset = append(unset, bson.E{Key: fieldExpires, Value: ""})
+	} else {
+		set = append(set, bson.E{Key: fieldExpires, Value: exp})
+	}
+	update := bson.D{{Key: "$set", Value: set}, {Key: "$unset", Value: unset}}
+	c := db.Collection(coll)
+	var before bson.Raw
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		before, err = c.FindOneAndUpdate(ctx, byID(key), update, upsertReturnOld).Raw()
+		if !mongo.IsDuplicateKeyError(err) { // a concurrent first insert can win the upsert
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		s.dropOldChunks(ctx, db, before)
+	case errors.Is(err, mongo.ErrNoDocuments): // inserted
+	default:
+		// Only a refusal is sure not to have switched the document; after
+		// a lost connection the provisional expiry cleans up instead.
+		if !unreachable(err) && ctx.Err() == nil {
+			s.deleteChunks(context.WithoutCancel(ctx), db, ref)
+		}
+		return s.client.opError(ctx, "put", err)
+	}
+
+	final := bson.D{{Key: "$unset", Value: bson.D{{Key: fieldExpires, Value: ""}}}}
+	if !exp.IsZero() {
+		final = bson.D{{Key: "$set", Value: bson.D{{Key: fieldExpires, Value: exp}}}}
+	}
+	if err := s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
+		return mongo.NewUpdateManyModel().SetFilter(byID(id)).SetUpdate(final)
+	}); err != nil {
+		return s.client.opError(ctx, "put", err)
+	}
+	return nil
+}
+
+// eachChunk applies one write per chunk of ref, BatchSize a command.
+// UpdateMany and DeleteMany on an exact _id touch one document, as their
+// One forms would, without FerretDB's connection hold (see putBatch).
+func (s *Store) eachChunk(ctx context.Context, db *mongo.Database, ref *chunkRef, model func(id string) mongo.WriteModel) error {
+	ids := make([]string, ref.n)
+	for i := range ids {
+		ids[i] = chunkID(ref.gen, i)
+	}
+	for _, batch := range batches(ids) {
+		models := make([]mongo.WriteModel, len(batch))
+		for i, id := range batch {
+			models[i] = model(id)
+		}
+		if _, err := db.Collection(ChunkCollection).BulkWrite(ctx, models, unordered); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) deleteChunks(ctx context.Context, db *mongo.Database, ref *chunkRef) error {
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	return s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
+		return mongo.NewDeleteManyModel().SetFilter(byID(id))
+	})
+}
+
+// dropOldChunks deletes the chunks a replaced or deleted document pointed at.
+// The new state is already written, so this goes on after the caller's
+// context ends, and a failure only leaves garbage: it is logged (by chunk
+// generation, never by key) rather than returned.
+func (s *Store) dropOldChunks(ctx context.Context, db *mongo.Database, before bson.Raw) {
+	v := before.Lookup(fieldChunks)
+	if v.Type == 0 {
+		return
+	}
+	ref, err := decodeChunkRef(v)
+	if err != nil {
+		return
+	}
+	if err := s.deleteChunks(context.WithoutCancel(ctx), db, ref); err != nil {
+		s.client.logger.Warn("mongokv: could not delete the chunks of a replaced value; they stay as garbage",
+			slog.String("database", s.db), slog.String("chunks", ref.gen), slog.String("error", s.client.redact.redact(err.Error())))
+	}
+}

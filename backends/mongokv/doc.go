@@ -1,0 +1,67 @@
+// Package mongokv is the kv.Store over MongoDB, through the official driver
+// (go.mongodb.org/mongo-driver/v2), keeping the JavaScript bot's document
+// shape exactly so that the bot and kvshadow can share one database during the
+// migration.
+//
+// # Documents
+//
+// A key lives in the collection of its module, the text before its first ":"
+// when that text is a module name (^[a-z0-9_-]+$), with "-" turned into "_":
+// "loldle-emoji:x" lives in "loldle_emoji". Every other key ("plain",
+// "Wordle:x", "é:1") lives in DefaultCollection. Keys are stored and listed
+// with their prefix:
+//
+//	{ _id: "wordle:games:42", value: "{\"word\":\"apple\"}", expiresAt: ISODate(...) }
+//
+// value is a BSON string when the bytes are valid UTF-8 (as the bot's readers
+// expect) and BSON binary (subtype 0) otherwise; expiresAt is absent when the
+// key has no expiry.
+//
+// A BSON document holds at most 16 MiB and a value may be 25 MiB, so a value
+// longer than Config.ChunkSize (8 MiB by default) is split: its document
+// carries, instead of value, a reference
+//
+//	{ _id: "<key>", chunks: { gen: "<id>", n: 4, size: 26214400 }, expiresAt?: ... }
+//
+// to n documents { _id: "<id>:00000", data: Binary, expiresAt?: ... } in
+// ChunkCollection. Chunks are written first, with a provisional expiry, then
+// the key's document is switched to them, then the chunks get the key's
+// expiry; a Put interrupted half way leaves only chunks that expire by
+// themselves. Overwrites and deletes remove the chunks they replace. Readers
+// other than this package see no value for such a key.
+//
+// # Expiry
+//
+// Every collection gets the TTL index {expiresAt: 1} (expireAfterSeconds 0,
+// sparse, as the bot creates it) once per Client. MongoDB's TTL monitor runs
+// only every 60 s, so every read also filters expiresAt against
+// Config.Clock. A server that cannot build TTL indexes (FerretDB answers with
+// code 238) is logged once; expired documents then stay until Store.Sweep or
+// Store.RunSweeper deletes them, and reads never return them.
+//
+// # Connections
+//
+// A Client is one driver client, meant to be one per process and URI, shared
+// by any number of Stores. It connects on first use: concurrent first callers
+// share one connect, a failed connect is forgotten so the next call tries
+// again, and a server that cannot be selected within the server-selection
+// timeout is reported as kv.ErrUnavailable with a retry hint. Errors and logs
+// never carry the URI or its credentials.
+//
+// # Listing
+//
+// List reads index-friendly _id ranges ($gte the prefix, $lt the prefix's
+// upper bound, $gt the cursor's key), sorted by _id, never with skip.
+// MongoDB compares strings bytewise without a collation, which is the
+// contract's UTF-8 byte order. A prefix that names a module reads one
+// collection; a prefix without ":" can span several modules and merges their
+// sorted ranges. Cursors are kv.EncodeCursor of the last key.
+//
+// # Round trips
+//
+// Get, Put of a value up to ChunkSize, and a List page under a module prefix
+// cost one round trip each; Delete costs one when the key holds an inline
+// value and two otherwise. Bulk writes go through the collection's BulkWrite
+// (never the client-level bulkWrite, which FerretDB lacks), unordered, 1,000
+// keys a command.
+package mongokv

@@ -1,0 +1,82 @@
+package mongokv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/kvshadow/kvshadow/kv"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+)
+
+// backendName names MongoDB in kv.UnavailableError.
+const backendName = "mongodb"
+
+// driverError is a driver error with its message redacted. It answers
+// errors.Is for the errors it wraps (context.DeadlineExceeded, ...) but does
+// not unwrap to them, so that no unredacted message is reachable through it.
+type driverError struct {
+	msg   string
+	cause error
+}
+
+func (e *driverError) Error() string        { return e.msg }
+func (e *driverError) Is(target error) bool { return errors.Is(e.cause, target) }
+
+// wrap redacts err and prefixes it with what was being done.
+func (c *Client) wrap(what string, err error) error {
+	return &driverError{msg: "mongokv: " + what + ": " + c.redact.redact(err.Error()), cause: err}
+}
+
+// opError maps a driver error of an operation to the kv contract: the
+// caller's own cancellation as is, a closed client as kv.ErrClosed, a server
+// that cannot be reached as kv.ErrUnavailable, anything else redacted.
+func (c *Client) opError(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("mongokv: %s: %w", op, ctx.Err())
+	case errors.Is(err, mongo.ErrClientDisconnected):
+		return fmt.Errorf("mongokv: %s: %w", op, kv.ErrClosed)
+	case unreachable(err):
+		return kv.Unavailable(backendName, c.retryAfter, c.wrap(op, err))
+	}
+	return c.wrap(op, err)
+}
+
+// unreachable reports errors that mean "the server cannot serve now": no
+// server could be selected, the network failed, the server is stepping down
+// or overloaded.
+func unreachable(err error) bool {
+	var (
+		sel topology.ServerSelectionError
+		dns *net.DNSError
+		op  *net.OpError
+	)
+	if errors.As(err, &sel) || errors.As(err, &dns) || errors.As(err, &op) {
+		return true
+	}
+	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) {
+		return true
+	}
+	var le mongo.LabeledError
+	if errors.As(err, &le) && (le.HasErrorLabel("RetryableWriteError") || le.HasErrorLabel("SystemOverloadedError")) {
+		return true
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		for _, code := range notPrimaryCodes {
+			if se.HasErrorCode(code) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// notPrimaryCodes are the server's codes for "not now": shutting down,
+// stepping down, not writable, host unreachable.
+var notPrimaryCodes = []int{6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436}

@@ -1,0 +1,196 @@
+package mongokv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Names of the database and the collections that are not a module's. Both
+// collection names hold a ".", which no module's collection can, so neither
+// can be mistaken for one.
+const (
+	// DefaultDatabase is used when neither Config nor the URI names one.
+	DefaultDatabase = "kvshadow"
+	// DefaultCollection holds the keys that have no module prefix.
+	DefaultCollection = "kvshadow.default"
+	// ChunkCollection holds the pieces of values longer than ChunkSize.
+	ChunkCollection = "kvshadow.chunks"
+)
+
+// The fields of a key's document.
+const (
+	fieldID      = "_id"
+	fieldValue   = "value"
+	fieldExpires = "expiresAt"
+	fieldChunks  = "chunks"
+)
+
+// isModuleByte reports the bytes of ^[a-z0-9_-]+$.
+func isModuleByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+func isModule(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isModuleByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// collectionOf names the collection that holds key.
+func collectionOf(key string) string {
+	if i := strings.IndexByte(key, ':'); i > 0 && isModule(key[:i]) {
+		return strings.ReplaceAll(key[:i], "-", "_")
+	}
+	return DefaultCollection
+}
+
+// isModuleCollection reports names that collectionOf gives a module.
+func isModuleCollection(name string) bool {
+	return isModule(name) && !strings.Contains(name, "-")
+}
+
+// validateDatabase applies MongoDB's rules for database names.
+func validateDatabase(name string) error {
+	switch {
+	case name == "":
+		return errors.New("database name is empty")
+	case len(name) > 63:
+		return fmt.Errorf("database name is %d bytes, the limit is 63", len(name))
+	case strings.ContainsAny(name, "/\\. \"$\x00"):
+		return errors.New(`database name holds one of / \ . space " $ or NUL`)
+	}
+	return nil
+}
+
+// encodeValue stores text as a BSON string, as the bot's readers expect, and
+// any other bytes as BSON binary.
+func encodeValue(v []byte) any {
+	if utf8.Valid(v) {
+		return string(v)
+	}
+	return bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: v}
+}
+
+// notExpired is the read-time expiry filter of queries that scan: the field
+// is absent, or later than now. MongoDB's TTL monitor runs only every 60 s,
+// and FerretDB's never. Point reads check doc.expired instead.
+func notExpired(now time.Time) bson.E {
+	return bson.E{Key: fieldExpires, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$lte", Value: now}}}}}
+}
+
+// hasChunks matches documents whose value lives in ChunkCollection.
+var hasChunks = bson.E{Key: fieldChunks, Value: bson.D{{Key: "$exists", Value: true}}}
+
+// byID is the filter of every single-key write and point read: the bare _id
+// equality, which MongoDB serves from the _id index and FerretDB, which
+// pushes down nothing else, without scanning the collection.
+func byID(key string) bson.D { return bson.D{{Key: fieldID, Value: key}} }
+
+// guardedUpdate is the update of a Put whose value fits in the document: it
+// sets the value and the expiry, or removes the expiry. Its $pop of the
+// chunks field is a guard, not a change: $pop is a no-op on a missing field
+// and fails with TypeMismatch on the chunk reference (a document), so an
+// update that does not know a key's chunks can never orphan them. The
+// refused key then goes through replaceUpdate, which deletes the chunks.
+func guardedUpdate(value []byte, exp time.Time) bson.D {
+	u := setValue(value, exp)
+	return append(u, bson.E{Key: "$pop", Value: bson.D{{Key: fieldChunks, Value: 1}}})
+}
+
+// replaceUpdate is guardedUpdate for a document that may hold a chunk
+// reference: it removes it.
+func replaceUpdate(value []byte, exp time.Time) bson.D {
+	u := setValue(value, exp)
+	if u[len(u)-1].Key == "$unset" {
+		unset := u[len(u)-1].Value.(bson.D)
+		u[len(u)-1].Value = append(unset, bson.E{Key: fieldChunks, Value: ""})
+		return u
+	}
+	return append(u, bson.E{Key: "$unset", Value: bson.D{{Key: fieldChunks, Value: ""}}})
+}
+
+func setValue(value []byte, exp time.Time) bson.D {
+	if exp.IsZero() {
+		return bson.D{
+			{Key: "$set", Value: bson.D{{Key: fieldValue, Value: encodeValue(value)}}},
+			{Key: "$unset", Value: bson.D{{Key: fieldExpires, Value: ""}}},
+		}
+	}
+	return bson.D{{Key: "$set", Value: bson.D{{Key: fieldValue, Value: encodeValue(value)}, {Key: fieldExpires, Value: exp}}}}
+}
+
+// Codes of write refusals that send a write down a slower path.
+const (
+	codeTypeMismatch = 14 // the guard of guardedUpdate met a chunk reference
+)
+
+// isDuplicateKeyCode reports the codes mongo.IsDuplicateKeyError knows, for
+// the per-write errors of a bulk write.
+func isDuplicateKeyCode(code int) bool { return code == 11000 || code == 11001 || code == 12582 }
+
+// refusedByGuard reports the error of a guardedUpdate that met chunks.
+func refusedByGuard(err error) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && se.HasErrorCode(codeTypeMismatch)
+}
+
+// doc is a key's document as read.
+type doc struct {
+	key    string
+	value  []byte
+	exp    time.Time
+	chunks *chunkRef // non-nil when the value is chunked
+}
+
+// expired applies the read-time expiry filter to a document read by _id.
+func (d doc) expired(now time.Time) bool { return !d.exp.IsZero() && !d.exp.After(now) }
+
+var errBadDocument = errors.New("mongokv: stored document has an unexpected shape")
+
+// decodeDoc reads a key's document without reflection.
+func decodeDoc(raw bson.Raw) (doc, error) {
+	var d doc
+	id, ok := raw.Lookup(fieldID).StringValueOK()
+	if !ok {
+		return d, errBadDocument
+	}
+	d.key = id
+	if t, ok := raw.Lookup(fieldExpires).TimeOK(); ok {
+		d.exp = t.UTC()
+	}
+	v := raw.Lookup(fieldValue)
+	switch v.Type {
+	case bson.TypeString:
+		// A BSON string is int32 length, bytes, NUL.
+		if len(v.Value) < 5 {
+			return d, errBadDocument
+		}
+		d.value = append(make([]byte, 0, len(v.Value)-5), v.Value[4:len(v.Value)-1]...)
+		return d, nil
+	case bson.TypeBinary:
+		_, data, ok := v.BinaryOK()
+		if !ok {
+			return d, errBadDocument
+		}
+		d.value = append(make([]byte, 0, len(data)), data...)
+		return d, nil
+	}
+	ref, err := decodeChunkRef(raw.Lookup(fieldChunks))
+	if err != nil {
+		return d, err
+	}
+	d.chunks = ref
+	return d, nil
+}

@@ -1,0 +1,220 @@
+package mongokv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Config configures a Store. The zero value is a store on the URI's database
+// (or DefaultDatabase), on the system clock, with DefaultChunkSize.
+type Config struct {
+	// Database holds the store's collections; empty means the database
+	// named in the URI, else DefaultDatabase. The bot's is "miti99bot".
+	Database string
+	// Clock decides what has expired; nil means the system clock.
+	Clock clock.Clock
+	// ChunkSize is the longest value stored inline; longer values are
+	// split into chunks of this size. Zero means DefaultChunkSize; else
+	// MinChunkSize..MaxChunkSize.
+	ChunkSize int
+}
+
+// Store is a kv.Store over one MongoDB database. It is safe for concurrent
+// use and has nothing to close: its Client does.
+type Store struct {
+	client    *Client
+	db        string
+	clock     clock.Clock
+	chunkSize int
+}
+
+var (
+	_ kv.Store        = (*Store)(nil)
+	_ kv.ExpiryGetter = (*Store)(nil)
+	_ kv.BulkGetter   = (*Store)(nil)
+	_ kv.BulkPutter   = (*Store)(nil)
+	_ kv.BulkDeleter  = (*Store)(nil)
+)
+
+// Store returns a Store over the client.
+func (c *Client) Store(cfg Config) (*Store, error) {
+	db := cfg.Database
+	if db == "" {
+		db = c.defaultDB
+	}
+	if err := validateDatabase(db); err != nil {
+		return nil, fmt.Errorf("mongokv: %w", err)
+	}
+	size := cfg.ChunkSize
+	switch {
+	case size == 0:
+		size = DefaultChunkSize
+	case size < MinChunkSize || size > MaxChunkSize:
+		return nil, fmt.Errorf("mongokv: ChunkSize %d is outside %d..%d", size, MinChunkSize, MaxChunkSize)
+	}
+	return &Store{client: c, db: db, clock: clock.OrReal(cfg.Clock), chunkSize: size}, nil
+}
+
+// Database names the store's database.
+func (s *Store) Database() string { return s.db }
+
+// database returns the store's database handle, connecting if needed.
+func (s *Store) database(ctx context.Context) (*mongo.Database, error) {
+	conn, err := s.client.driver(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Database(s.db), nil
+}
+
+// Get implements kv.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	e, err := s.GetEntry(ctx, key)
+	return e.Value, err
+}
+
+// GetEntry implements kv.ExpiryGetter.
+func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return kv.Entry{}, err
+	}
+	db, err := s.database(ctx)
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	return s.getEntry(ctx, db, key)
+}
+
+// maxReadAttempts bounds the retries of a read whose chunks were replaced
+// under it by concurrent writes.
+const maxReadAttempts = 3
+
+// getEntry reads by _id alone and filters expiry here rather than in the
+// query, so that the read is an index point lookup on every server.
+func (s *Store) getEntry(ctx context.Context, db *mongo.Database, key string) (kv.Entry, error) {
+	coll := db.Collection(collectionOf(key))
+	for attempt := 1; ; attempt++ {
+		raw, err := coll.FindOne(ctx, byID(key)).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return kv.Entry{}, kv.ErrNotFound
+		}
+		if err != nil {
+			return kv.Entry{}, s.client.opError(ctx, "get", err)
+		}
+		d, err := decodeDoc(raw)
+		if err != nil {
+			return kv.Entry{}, err
+		}
+		if d.expired(s.clock.Now()) {
+			return kv.Entry{}, kv.ErrNotFound
+		}
+		if d.chunks != nil {
+			d.value, err = s.readChunks(ctx, db, d.chunks)
+			if errors.Is(err, errChunksGone) && attempt < maxReadAttempts {
+				continue
+			}
+			if err != nil {
+				return kv.Entry{}, err
+			}
+		}
+		return kv.Entry{Key: key, Value: d.value, Expiration: d.exp}, nil
+	}
+}
+
+// Put implements kv.Store. A value up to the chunk size costs one round
+// trip: an upsert by _id.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	now := s.clock.Now()
+	if err := kv.ValidatePut(key, value, opts, now); err != nil {
+		return err
+	}
+	db, err := s.database(ctx)
+	if err != nil {
+		return err
+	}
+	coll := collectionOf(key)
+	if err := s.client.ensureTTL(ctx, db, coll); err != nil {
+		return err
+	}
+	exp := opts.ExpiresAt(now)
+	if len(value) > s.chunkSize {
+		return s.putChunked(ctx, db, coll, key, value, exp, now)
+	}
+	return s.putInline(ctx, db, coll, key, value, exp)
+}
+
+var (
+	upsert          = options.UpdateOne().SetUpsert(true)
+	upsertReturnOld = options.FindOneAndUpdate().SetUpsert(true)
+)
+
+// putInline upserts a value that fits in the document. A concurrent first
+// insert of the same key can win the upsert with a duplicate-key error (as
+// MongoDB documents, and as FerretDB does often): the key exists now, so the
+// upsert is retried once, as an update.
+func (s *Store) putInline(ctx context.Context, db *mongo.Database, coll, key string, value []byte, exp time.Time) error {
+	c := db.Collection(coll)
+	for attempt := 0; ; attempt++ {
+		_, err := c.UpdateOne(ctx, byID(key), guardedUpdate(value, exp), upsert)
+		switch {
+		case err == nil:
+			return nil
+		case refusedByGuard(err):
+			return s.replaceChunked(ctx, db, c, key, replaceUpdate(value, exp))
+		case mongo.IsDuplicateKeyError(err) && attempt == 0:
+			continue
+		}
+		return s.client.opError(ctx, "put", err)
+	}
+}
+
+// replaceChunked writes update over a key whose value may be chunked,
+// returning the document it replaced so that its chunks can be deleted.
+func (s *Store) replaceChunked(ctx context.Context, db *mongo.Database, c *mongo.Collection, key string, update bson.D) error {
+	for attempt := 0; ; attempt++ {
+		before, err := c.FindOneAndUpdate(ctx, byID(key), update, upsertReturnOld).Raw()
+		switch {
+		case err == nil:
+			s.dropOldChunks(ctx, db, before)
+			return nil
+		case errors.Is(err, mongo.ErrNoDocuments):
+			return nil // inserted: the key was deleted meanwhile
+		case mongo.IsDuplicateKeyError(err) && attempt == 0:
+			continue
+		}
+		return s.client.opError(ctx, "put", err)
+	}
+}
+
+// Delete implements kv.Store in one round trip, returning the deleted
+// document so that a chunked value's chunks can be deleted too.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := kv.ValidateKey(key); err != nil {
+		return err
+	}
+	db, err := s.database(ctx)
+	if err != nil {
+		return err
+	}
+	return s.deleteKey(ctx, db, db.Collection(collectionOf(key)), key)
+}
+
+func (s *Store) deleteKey(ctx context.Context, db *mongo.Database, coll *mongo.Collection, key string) error {
+	before, err := coll.FindOneAndDelete(ctx, byID(key)).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return s.client.opError(ctx, "delete", err)
+	}
+	s.dropOldChunks(ctx, db, before)
+	return nil
+}

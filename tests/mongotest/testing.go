@@ -1,0 +1,44 @@
+package mongotest
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// New starts a server as Start does with the zero Config and closes it when
+// the test ends; it fails the test if the server cannot start.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start(tb.Context(), Config{})
+	if err != nil {
+		tb.Fatalf("mongotest: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("mongotest: close: %v", err)
+		}
+	})
+	return s
+}
+
+// Database returns a fresh database name for tb and drops that database when
+// the test ends, so that runs against a long-lived MONGODB_URI server leave
+// nothing behind.
+func (s *Server) Database(tb testing.TB) string {
+	tb.Helper()
+	name := NewDatabaseName(tb.Name())
+	tb.Cleanup(func() {
+		client, err := s.Client()
+		if err != nil {
+			tb.Errorf("mongotest: drop %s: %v", name, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := client.Database(name).Drop(ctx); err != nil {
+			tb.Errorf("mongotest: drop %s: %v", name, err)
+		}
+	})
+	return name
+}
