@@ -1,0 +1,156 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/internal/report/cli"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func runCLI(t *testing.T, getenv func(string) string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := cli.Run(context.Background(), args, getenv, &out, &errb)
+	return out.String(), errb.String(), cli.ExitCode(err)
+}
+
+func TestHelpTeaches(t *testing.T) {
+	out, _, code := runCLI(t, env(nil), "--help")
+	if code != cli.ExitOK {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, want := range []string{"EXAMPLES", "EXIT CODES", "--demo", "--repair --apply", "--checkpoint", "CLOUDFLARE_API_TOKEN", "MONGODB_URI", "--min-parity"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	full := env(map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": "a", "CLOUDFLARE_KV_NAMESPACE_ID": "n",
+		"CLOUDFLARE_API_TOKEN": "SECRET-TOKEN", "MONGODB_URI": "mongodb://user:SECRET-PASS@127.0.0.1:1/db",
+	})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "not defined"},
+		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--format", "pdf"}, "--format"},
+		{[]string{"--keys", "clear"}, "--keys"},
+		{[]string{"--sample", "2"}, "--sample"},
+		{[]string{"--apply"}, "--apply needs --repair"},
+		{[]string{"--min-parity", "101"}, "--min-parity"},
+		{[]string{"--authoritative", "both"}, "--authoritative"},
+		{[]string{"--cf-budget", "12"}, "1200/5m"},
+		{[]string{"--batch", "101"}, "100 keys"},
+		{[]string{"--progress", "sometimes"}, "--progress"},
+	} {
+		_, errOut, code := runCLI(t, full, c.args...)
+		if code != cli.ExitError || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "--help") {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, errOut)
+		}
+		if strings.Contains(errOut, "SECRET") {
+			t.Errorf("%v: stderr leaks a secret: %q", c.args, errOut)
+		}
+	}
+	_, errOut, code := runCLI(t, env(nil))
+	if code != cli.ExitError || !strings.Contains(errOut, "CLOUDFLARE_API_TOKEN") || !strings.Contains(errOut, "--demo") {
+		t.Errorf("no environment: exit %d, %q", code, errOut)
+	}
+}
+
+func TestDemoGateAndRepair(t *testing.T) {
+	out, errOut, code := runCLI(t, env(nil), "--demo", "--progress", "never")
+	if code != cli.ExitBelowParity || !strings.Contains(out, "FAIL: parity 88.00%") {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "demo") || strings.Contains(errOut, "\r") {
+		t.Errorf("stderr = %q", errOut)
+	}
+	if _, _, code := runCLI(t, env(nil), "--demo", "--min-parity", "88"); code != cli.ExitOK {
+		t.Errorf("88%% against a 88%% gate: exit %d", code)
+	}
+	out, _, code = runCLI(t, env(nil), "--demo", "--repair")
+	if code != cli.ExitBelowParity || !strings.Contains(out, "dry run") {
+		t.Errorf("dry run: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, env(nil), "--demo", "--repair", "--apply")
+	if code != cli.ExitOK || !strings.Contains(out, "PASS: parity after repair 100.00%") {
+		t.Errorf("repair: exit %d\n%s", code, out)
+	}
+}
+
+func TestOutputFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ file, sniff string }{
+		{"r.json", `"schema": "kvshadow.shadow-report"`},
+		{"r.md", "# Shadow parity report"},
+		{"r.html", "<!DOCTYPE html>"},
+		{"r.txt", "MODULE"},
+	} {
+		path := filepath.Join(dir, c.file)
+		out, errOut, code := runCLI(t, env(nil), "--demo", "--out", path, "--keys", "plain")
+		if code != cli.ExitBelowParity || out != "" || !strings.Contains(errOut, "wrote "+path) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", c.file, code, out, errOut)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(raw), c.sniff) {
+			t.Fatalf("%s: %v, does not hold %q", c.file, err, c.sniff)
+		}
+		if strings.Contains(string(raw), `"guesses"`) || strings.Contains(string(raw), "crane") {
+			t.Fatalf("%s holds a value", c.file)
+		}
+	}
+	var r report.Report
+	raw, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Totals.Compared != 50 || r.Totals.Divergent != 6 || len(r.Divergences) != 6 || r.Divergences[0].Key != "loldle-emoji:daily" {
+		t.Fatalf("json totals %+v, first key %q", r.Totals, r.Divergences[0].Key)
+	}
+}
+
+func TestCancelledRunIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	err := cli.Run(ctx, []string{"--demo"}, env(nil), &out, &errb)
+	if !errors.Is(err, context.Canceled) || cli.ExitCode(err) != cli.ExitError || out.Len() != 0 {
+		t.Fatalf("err = %v, stdout %q", err, out.String())
+	}
+}
+
+func TestProgressAndBudgetFlags(t *testing.T) {
+	out, errOut, code := runCLI(t, env(nil), "--demo", "--progress", "always", "--cf-budget", "600/1m", "--mongo-budget", "unlimited", "--format", "json")
+	if code != cli.ExitBelowParity {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "\r50 keys (at wordle)") || !strings.Contains(errOut, "requests per 1m0s") {
+		t.Errorf("progress = %q", errOut)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Primary.Budget != "600/1m0s" || r.Shadow.Budget != "unlimited" {
+		t.Errorf("budgets %q / %q", r.Primary.Budget, r.Shadow.Budget)
+	}
+	// Not a terminal: auto stays quiet.
+	if _, errOut, _ := runCLI(t, env(nil), "--demo"); strings.Contains(errOut, "\r") {
+		t.Errorf("progress drawn on a buffer: %q", errOut)
+	}
+}

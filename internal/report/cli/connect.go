@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// stores are the two sides of a run and what must be closed after it.
+type stores struct {
+	primary, shadow kv.Store
+	names           [2]string
+	identity        string
+	closers         []func()
+}
+
+func (s *stores) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// connect opens the Workers KV namespace and the MongoDB database, or the
+// demo's in-process pair.
+func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error) {
+	if o.demo {
+		return startDemo(ctx, o, stderr)
+	}
+	primary, err := cfkv.New(cfkv.Config{
+		AccountID:   o.cfAccount,
+		NamespaceID: o.cfNamespace,
+		APIToken:    o.cfToken,
+		BaseURL:     o.cfBaseURL,
+		// The report retries within its own budget, after the delay the
+		// API asks for; retries inside the client would spend requests the
+		// budget cannot see.
+		MaxRetries: -1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: o.mongoURI})
+	if err != nil {
+		return nil, err
+	}
+	s := &stores{primary: primary, names: [2]string{"cloudflare_kv", "mongodb"}, closers: []func(){func() { closeClient(client) }}}
+	shadow, err := client.Store(mongokv.Config{Database: o.mongoDB})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.shadow = shadow
+	if err := client.Connect(ctx); err != nil {
+		s.close()
+		return nil, fmt.Errorf("connecting to MongoDB: %w", err)
+	}
+	// The identity binds a checkpoint to these stores. The URI may hold
+	// credentials, so only a hash of it goes in (and the engine hashes the
+	// whole again).
+	uri := sha256.Sum256([]byte(o.mongoURI))
+	s.identity = fmt.Sprintf("cloudflare_kv:%s/%s@%s|mongodb:%s/%s",
+		o.cfAccount, o.cfNamespace, o.cfBaseURL, hex.EncodeToString(uri[:8]), shadow.Database())
+	return s, nil
+}
+
+func closeClient(c *mongokv.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+// serveLoopback serves h on a loopback port until the returned stop.
+func serveLoopback(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+const (
+	demoAccount   = "demo-account"
+	demoNamespace = "demo-namespace"
+	demoToken     = "demo-token"
+)
+
+// startDemo runs the Workers KV REST API emulator on a loopback port over
+// an in-memory namespace, reached through the real Workers KV client, and an
+// in-memory shadow (the embedded MongoDB-compatible server lives in the
+// tests module, to keep its dependencies out of this binary). Both are
+// seeded with a small bot's data and one divergence of every kind, so that
+// every output, the gate and a repair can be tried without an account.
+func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, error) {
+	kvMem := memory.New(memory.Config{})
+	shadow := memory.New(memory.Config{})
+	if err := seedDemo(ctx, kvMem, shadow); err != nil {
+		return nil, err
+	}
+	srv, err := kvapi.New(kvapi.Config{
+		Namespaces: map[string]kv.Store{demoNamespace: kvMem},
+		AccountID:  demoAccount,
+		Token:      demoToken,
+	})
+	if err != nil {
+		return nil, err
+	}
+	url, stop, err := serveLoopback(srv)
+	if err != nil {
+		return nil, err
+	}
+	primary, err := cfkv.New(cfkv.Config{
+		AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: demoToken,
+		BaseURL: url + "/client/v4/", MaxRetries: -1,
+	})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "shadow-report: demo: Workers KV emulator at %s/client/v4/ (in memory) vs an in-memory shadow, seeded with sample divergences\n", url)
+	return &stores{
+		primary: primary, shadow: shadow, identity: "demo", closers: []func(){stop},
+		names: [2]string{"cloudflare_kv (demo emulator)", "memory (demo shadow)"},
+	}, nil
+}
+
+// seedDemo writes the demo's keys: three modules of a game bot, mostly in
+// step, with one divergence of every kind.
+func seedDemo(ctx context.Context, primary, shadow kv.Store) error {
+	// A side without a value (pv or sv "") lacks the key.
+	type key struct {
+		name, pv, sv string
+		pttl, sttl   time.Duration
+	}
+	keys := []key{
+		{name: "wordle:config", pv: `{"words":2315}`, sv: `{"words":2315}`},
+		{name: "wordle:games:1001", pv: `{"word":"crane","guesses":3}`, sv: `{"guesses":3,"word":"crane"}`},
+		{name: "wordle:games:1002", pv: `{"word":"slate","guesses":5}`, sv: `{"word":"slate","guesses":4}`},
+		{name: "wordle:games:1003", pv: `{"word":"pious","guesses":2}`},
+		{name: "wordle:streak:42", pv: "7", sv: "7", pttl: 24 * time.Hour, sttl: 24 * time.Hour},
+		{name: "loldle-emoji:daily", pv: "🐉🔥🗡️", sv: "🐉🔥🗡️", pttl: 12 * time.Hour, sttl: 36 * time.Hour},
+		{name: "loldle-emoji:score:7", pv: "120", sv: "120"},
+		{name: "loldle-emoji:session:old", sv: "stale"},
+		{name: "trading:portfolio:42", pv: `{"BTC":0.5}`, sv: `{"BTC":0.5}`},
+		{name: "trading:quote:BTC", pv: "97000", sv: "97000", pttl: time.Hour},
+	}
+	for i := range 40 {
+		v := fmt.Sprintf(`{"user":%d,"wins":%d}`, i, i%7)
+		keys = append(keys, key{name: fmt.Sprintf("wordle:users:%03d", i), pv: v, sv: v})
+	}
+	for _, k := range keys {
+		if k.pv != "" {
+			if err := primary.Put(ctx, k.name, []byte(k.pv), kv.PutOptions{TTL: k.pttl}); err != nil {
+				return err
+			}
+		}
+		if k.sv != "" {
+			if err := shadow.Put(ctx, k.name, []byte(k.sv), kv.PutOptions{TTL: k.sttl}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/report"
+)
+
+// options are the parsed flags and environment of one run.
+type options struct {
+	cfAccount, cfNamespace, cfBaseURL, cfToken string
+	mongoURI, mongoDB                          string
+	cfBudget, mongoBudget                      report.Budget
+
+	scope        report.Scope
+	ttlTolerance time.Duration
+	minParity    float64
+	format       report.Format
+	out          string
+	keys         compare.KeyPolicy
+	secret       string
+	maxKeys      int
+	checkpoint   string
+	expectedKeys int64
+	concurrency  int
+	batch        int
+	progress     string
+	repair       bool
+	apply        bool
+	auth         report.Role
+	demo         bool
+	help         bool
+}
+
+// listFlag collects a repeatable flag whose values may also be
+// comma-separated: --module wordle --module trading, or --module wordle,trading.
+type listFlag struct{ dst *[]string }
+
+func (l listFlag) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	return strings.Join(*l.dst, ",")
+}
+
+func (l listFlag) Set(v string) error {
+	for p := range strings.SplitSeq(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.dst = append(*l.dst, p)
+		}
+	}
+	return nil
+}
+
+// budgetFlag reads "1200/5m" or "unlimited".
+type budgetFlag struct{ dst *report.Budget }
+
+func (b budgetFlag) String() string {
+	if b.dst == nil {
+		return ""
+	}
+	return b.dst.String()
+}
+
+func (b budgetFlag) Set(v string) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "unlimited", "none", "off":
+		*b.dst = report.Budget{Requests: -1}
+		return nil
+	}
+	n, per, ok := strings.Cut(v, "/")
+	reqs, err := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err != nil || reqs <= 0 {
+		return errors.New(`want "<requests>/<duration>", such as 1200/5m, or "unlimited"`)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(per))
+	if err != nil || d <= 0 {
+		return errors.New(`want "<requests>/<duration>", such as 1200/5m, or "unlimited"`)
+	}
+	*b.dst = report.Budget{Requests: reqs, Per: d}
+	return nil
+}
+
+// Environment variables the command reads besides Cloudflare's and
+// MONGODB_URI. Secrets come from the environment only: flags show in ps.
+const (
+	EnvMongoURI = "MONGODB_URI"
+	EnvMongoDB  = "MONGODB_DB"
+	EnvSecret   = "KVSHADOW_REPORT_SECRET"
+)
+
+// parse reads args and the environment. A usage error wraps errUsage.
+func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	o := &options{cfBudget: report.DefaultBudget, mongoBudget: report.Budget{Requests: -1}}
+	fs := flag.NewFlagSet("shadow-report", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by Run
+	var format, keys, auth string
+	var sample float64
+	fs.StringVar(&o.cfAccount, "cf-account", "", "")
+	fs.StringVar(&o.cfNamespace, "cf-namespace", "", "")
+	fs.StringVar(&o.cfBaseURL, "cf-base-url", "", "")
+	fs.Var(budgetFlag{&o.cfBudget}, "cf-budget", "")
+	fs.StringVar(&o.mongoDB, "mongo-db", "", "")
+	fs.Var(budgetFlag{&o.mongoBudget}, "mongo-budget", "")
+	fs.Var(listFlag{&o.scope.Modules}, "module", "")
+	fs.Var(listFlag{&o.scope.ExcludeModules}, "exclude-module", "")
+	fs.Var(listFlag{&o.scope.Prefixes}, "prefix", "")
+	fs.Var(listFlag{&o.scope.ExcludePrefixes}, "exclude-prefix", "")
+	fs.Float64Var(&sample, "sample", 1, "")
+	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
+	fs.Float64Var(&o.minParity, "min-parity", 100, "")
+	fs.StringVar(&format, "format", "", "")
+	fs.StringVar(&o.out, "out", "", "")
+	fs.StringVar(&keys, "keys", string(compare.KeyHMAC), "")
+	fs.IntVar(&o.maxKeys, "max-keys", report.DefaultMaxRecords, "")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "")
+	fs.Int64Var(&o.expectedKeys, "expected-keys", 0, "")
+	fs.IntVar(&o.concurrency, "concurrency", report.DefaultConcurrency, "")
+	fs.IntVar(&o.batch, "batch", report.DefaultBatchSize, "")
+	fs.StringVar(&o.progress, "progress", "auto", "")
+	fs.BoolVar(&o.repair, "repair", false, "")
+	fs.BoolVar(&o.apply, "apply", false, "")
+	fs.StringVar(&auth, "authoritative", string(report.Primary), "")
+	fs.BoolVar(&o.demo, "demo", false, "")
+	fs.BoolVar(&o.help, "help", false, "")
+	fs.BoolVar(&o.help, "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, usage("%v", err)
+	}
+	if o.help {
+		return o, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, usage("unexpected argument %q (every option is a flag)", fs.Arg(0))
+	}
+
+	o.cfAccount = orEnv(o.cfAccount, getenv, "CLOUDFLARE_ACCOUNT_ID")
+	o.cfNamespace = orEnv(o.cfNamespace, getenv, "CLOUDFLARE_KV_NAMESPACE_ID")
+	o.cfBaseURL = orEnv(o.cfBaseURL, getenv, "CLOUDFLARE_BASE_URL")
+	o.cfToken = strings.TrimSpace(getenv("CLOUDFLARE_API_TOKEN"))
+	o.mongoURI = strings.TrimSpace(getenv(EnvMongoURI))
+	o.mongoDB = orEnv(o.mongoDB, getenv, EnvMongoDB)
+	o.secret = getenv(EnvSecret)
+
+	var err error
+	if format == "" {
+		format = formatOf(o.out)
+	}
+	if o.format, err = report.ParseFormat(format); err != nil {
+		return nil, usage("--format %q: want table, json, markdown or html", format)
+	}
+	if o.keys, err = compare.ParseKeyPolicy(keys); err != nil {
+		return nil, usage("--keys %q: want hmac, plain or hidden", keys)
+	}
+	if o.auth, err = report.ParseRole(auth); err != nil {
+		return nil, usage("--authoritative %q: want primary or shadow", auth)
+	}
+	switch {
+	case !(sample > 0 && sample <= 1):
+		return nil, usage("--sample %g: want a fraction in (0, 1], such as 0.01 for 1%%", sample)
+	case o.minParity < 0 || o.minParity > 100:
+		return nil, usage("--min-parity %g: want a percentage, 0 to 100", o.minParity)
+	case o.apply && !o.repair:
+		return nil, usage("--apply needs --repair (a repair is a dry run until --apply)")
+	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
+		return nil, usage("--progress %q: want auto, always or never", o.progress)
+	case o.maxKeys < 0 || o.concurrency < 1 || o.batch < 1 || o.expectedKeys < 0:
+		return nil, usage("--max-keys, --concurrency, --batch and --expected-keys take positive numbers")
+	case o.batch > 100:
+		return nil, usage("--batch %d: Workers KV reads at most 100 keys a request", o.batch)
+	case o.ttlTolerance < 0:
+		return nil, usage("--ttl-tolerance %s is negative (0s compares expiries exactly)", o.ttlTolerance)
+	}
+	o.scope.SampleRate = sample
+	if !o.demo {
+		var missing []string
+		for name, v := range map[string]string{
+			"CLOUDFLARE_ACCOUNT_ID (or --cf-account)":        o.cfAccount,
+			"CLOUDFLARE_KV_NAMESPACE_ID (or --cf-namespace)": o.cfNamespace,
+			"CLOUDFLARE_API_TOKEN":                           o.cfToken,
+			"MONGODB_URI":                                    o.mongoURI,
+		} {
+			if v == "" {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return nil, usage("missing %s (or try --demo)", strings.Join(missing, ", "))
+		}
+	}
+	return o, nil
+}
+
+// formatOf guesses the format from an output file's extension.
+func formatOf(out string) string {
+	switch strings.ToLower(filepath.Ext(out)) {
+	case ".json":
+		return string(report.FormatJSON)
+	case ".md", ".markdown":
+		return string(report.FormatMarkdown)
+	case ".html", ".htm":
+		return string(report.FormatHTML)
+	}
+	return ""
+}
+
+func orEnv(v string, getenv func(string) string, name string) string {
+	if v != "" {
+		return v
+	}
+	return strings.TrimSpace(getenv(name))
+}
+
+// errUsage marks a mistake in the command line; the message says which.
+var errUsage = errors.New("usage")
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string   { return e.msg }
+func (e *usageError) Is(t error) bool { return t == errUsage }
+
+func usage(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}

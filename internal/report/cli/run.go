@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kvshadow/kvshadow/internal/report"
+)
+
+// The exit codes.
+const (
+	ExitOK          = 0
+	ExitBelowParity = 1
+	ExitError       = 2
+)
+
+// ErrBelowParity is Run's error when the report is complete but its parity
+// is under --min-parity.
+var ErrBelowParity = errors.New("parity is below the minimum")
+
+// ExitCode maps Run's error to the process exit code.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrBelowParity):
+		return ExitBelowParity
+	}
+	return ExitError
+}
+
+// Run is the command: it parses args (and reads the environment through
+// getenv), connects to both stores, scans, writes the report to stdout or
+// --out, and returns nil, an error matching ErrBelowParity, or another
+// error, which it has already explained on stderr.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o, err := parse(args, getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "shadow-report: %v\nRun shadow-report --help for the flags and examples.\n", err)
+		return err
+	}
+	if o.help {
+		_, err := io.WriteString(stdout, helpText)
+		return err
+	}
+	err = run(ctx, o, stdout, stderr)
+	if err != nil && !errors.Is(err, ErrBelowParity) {
+		fmt.Fprintf(stderr, "shadow-report: %v\n", err)
+	}
+	return err
+}
+
+func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
+	stores, err := connect(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer stores.close()
+
+	cfg := report.Config{
+		Primary:      report.Side{Store: stores.primary, Name: stores.names[0], Budget: o.cfBudget},
+		Shadow:       report.Side{Store: stores.shadow, Name: stores.names[1], Budget: o.mongoBudget},
+		Scope:        o.scope,
+		TTLTolerance: o.ttlTolerance,
+		KeyPolicy:    o.keys,
+		Secret:       []byte(o.secret),
+		BatchSize:    o.batch,
+		Concurrency:  o.concurrency,
+		MaxRecords:   o.maxKeys,
+		Repair:       report.Repair{Enabled: o.repair, Apply: o.apply, Authoritative: o.auth},
+		MinParity:    o.minParity,
+		Checkpoint:   o.checkpoint,
+		Identity:     stores.identity,
+		ExpectedKeys: o.expectedKeys,
+		Notices:      stderr,
+	}
+	if o.ttlTolerance == 0 {
+		cfg.TTLTolerance = -1 // the flag's 0s means exact; the Config's zero means the default
+	}
+	if o.maxKeys == 0 {
+		cfg.MaxRecords = -1
+	}
+	if showProgress(o.progress, stderr) {
+		cfg.Progress = stderr
+	}
+	r, err := report.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := write(o, r, stdout); err != nil {
+		return err
+	}
+	if o.out != "" {
+		fmt.Fprintf(stderr, "shadow-report: wrote %s\n", o.out)
+	}
+	if !r.Passed {
+		return fmt.Errorf("%w: %.2f%% < %.2f%%", ErrBelowParity, r.Parity, o.minParity)
+	}
+	return nil
+}
+
+// write renders the report to stdout, or to --out through a temporary file
+// renamed into place, so that a failed render leaves no half report.
+func write(o *options, r *report.Report, stdout io.Writer) error {
+	if o.out == "" {
+		return report.Render(stdout, r, o.format)
+	}
+	var b bytes.Buffer
+	if err := report.Render(&b, r, o.format); err != nil {
+		return err
+	}
+	tmp := o.out + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, o.out); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// showProgress: "auto" draws progress only on a terminal (a character
+// device), so pipes, files and CI logs stay clean.
+func showProgress(mode string, stderr io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
