@@ -182,7 +182,8 @@ type Config struct {
 	// left.
 	ExpectedKeys int64
 	// Notices receives one-line notices (resuming from a checkpoint, a
-	// stale cursor); nil means none.
+	// stale cursor, a store asking to be left alone), each in one Write,
+	// possibly from several goroutines; nil means none.
 	Notices io.Writer
 	// Clock drives budgets, retries and timestamps; nil means the system
 	// clock.

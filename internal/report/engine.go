@@ -49,13 +49,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{
-		cfg:     c,
-		ranges:  c.Scope.ranges(),
-		primary: newSide(Primary, c.Primary, c.Retries, c.Clock),
-		shadow:  newSide(Shadow, c.Shadow, c.Retries, c.Clock),
-		modules: make(map[string]*Counts),
-	}
+	e := &engine{cfg: c, ranges: c.Scope.ranges(), modules: make(map[string]*Counts)}
+	e.primary = newSide(Primary, c.Primary, c.Retries, c.Clock, e.notice)
+	e.shadow = newSide(Shadow, c.Shadow, c.Retries, c.Clock, e.notice)
 	e.expiries = e.primary.expiries() && e.shadow.expiries()
 	e.fingerprint = fingerprint(c, e.ranges)
 	e.started = c.Clock.Now()

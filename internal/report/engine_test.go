@@ -260,6 +260,8 @@ func TestUnavailableHonoursRetryAfter(t *testing.T) {
 	diverge, missing := manyKeys(t, f, []string{"a", "b"}, 50)
 	f.primary.failGets, f.primary.failErr = 2, kv.Unavailable("cloudflare_kv", 30*time.Second, errors.New("429"))
 	cfg := f.config()
+	var notices lockedBuffer
+	cfg.Notices = &notices
 	start := f.clk.Now()
 	done := make(chan *report.Report)
 	go func() {
@@ -279,6 +281,9 @@ func TestUnavailableHonoursRetryAfter(t *testing.T) {
 	}
 	if waited := f.clk.Now().Sub(start); waited < 60*time.Second {
 		t.Errorf("the run went on after %s, before the two 30 s Retry-After delays", waited)
+	}
+	if got := notices.String(); strings.Count(got, "cloudflare_kv unavailable (unavailable); pausing its requests for 30s") != 2 {
+		t.Errorf("notices = %q", got)
 	}
 }
 
@@ -465,4 +470,22 @@ func TestCheckpointFileIsPrivate(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("checkpoint mode %v, want 0600", st.Mode().Perm())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

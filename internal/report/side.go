@@ -46,14 +46,15 @@ type side struct {
 	clock     clock.Clock
 	limit     *limiter
 	budget    Budget
+	notice    func(format string, args ...any)
 
 	list, get, put, del, retried atomic.Int64
 }
 
-func newSide(role Role, s Side, retries int, clk clock.Clock) *side {
+func newSide(role Role, s Side, retries int, clk clock.Clock, notice func(string, ...any)) *side {
 	sd := &side{
 		role: role, name: s.Name, store: s.Store, bulkLimit: s.BulkLimit,
-		retries: retries, clock: clk, limit: newLimiter(s.Budget, clk), budget: s.Budget,
+		retries: retries, clock: clk, limit: newLimiter(s.Budget, clk), budget: s.Budget, notice: notice,
 	}
 	sd.bulk, _ = s.Store.(kv.BulkGetter)
 	sd.entries, _ = s.Store.(kv.ExpiryGetter)
@@ -89,6 +90,9 @@ func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.C
 		}
 		s.retried.Add(1)
 		s.limit.pause(after)
+		// Said on every retry: a long silence would look like a hang.
+		s.notice("%s unavailable (%s); pausing its requests for %s, retry %d of %d",
+			s.name, compare.ErrorClass(err), after, attempt+1, s.retries)
 	}
 }
 
