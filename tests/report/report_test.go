@@ -2,10 +2,12 @@ package report_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
@@ -167,11 +169,13 @@ func TestRepairFromTheShadow(t *testing.T) {
 func TestBackfillIntoAnEmptyShadow(t *testing.T) {
 	r := newRig(t)
 	var specs []spec
-	for _, m := range modules {
-		for i := range 50 {
-			s := spec{key: m + ":user:" + string(rune('a'+i%26)) + string(rune('a'+i/26)), pv: `{"n":` + string(rune('0'+i%10)) + `}`}
+	// 120 keys in one module: more than a MongoDB cursor's first batch
+	// (101 documents), which a listing page must not stop at.
+	for j, m := range modules {
+		for i := range []int{15, 15, 120}[j] {
+			s := spec{key: fmt.Sprintf("%s:user:%03d", m, i), pv: fmt.Sprintf(`{"n":%d}`, i)}
 			if i%4 == 0 {
-				s.pexp = 6 * 3600e9
+				s.pexp = 6 * time.Hour
 			}
 			specs = append(specs, s)
 		}
