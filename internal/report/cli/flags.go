@@ -99,7 +99,7 @@ const (
 )
 
 // parse reads args and the environment. A usage error wraps errUsage.
-func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+func parse(args []string, getenv func(string) string) (*options, error) {
 	o := &options{cfBudget: report.DefaultBudget, mongoBudget: report.Budget{Requests: -1}}
 	fs := flag.NewFlagSet("shadow-report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by Run

@@ -41,7 +41,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	o, err := parse(args, getenv, stderr)
+	o, err := parse(args, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "shadow-report: %v\nRun shadow-report --help for the flags and examples.\n", err)
 		return err
