@@ -64,7 +64,11 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	for _, c := range order {
 		for _, batch := range batches(byColl[c]) {
 			filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: batch}}}, notExpired(now)}
-			cur, err := db.Collection(c).Find(ctx, filter, options.Find().SetBatchSize(int32(len(batch))))
+			// At most len(batch) documents match; a batch one larger lets
+			// the server see the end and close the cursor in the first
+			// reply.
+			opts := options.Find().SetLimit(int64(len(batch))).SetBatchSize(int32(len(batch) + 1))
+			cur, err := db.Collection(c).Find(ctx, filter, opts)
 			if err != nil {
 				return nil, s.client.opError(ctx, "get many", err)
 			}

@@ -182,9 +182,12 @@ func (c *Client) connect(d *dial) {
 	}
 	d.conn, d.err = conn, err
 	close(d.done)
-	if err != nil && !errors.Is(err, kv.ErrClosed) {
-		c.logger.Warn("mongokv: cannot connect to MongoDB; operations fail with kv.ErrUnavailable until a connect succeeds",
+	switch {
+	case errors.Is(err, kv.ErrUnavailable):
+		c.logger.Warn("mongokv: MongoDB unreachable; operations fail with kv.ErrUnavailable until a connect succeeds",
 			slog.Duration("retry_after", c.retryAfter), slog.String("error", err.Error()))
+	case err != nil && !errors.Is(err, kv.ErrClosed):
+		c.logger.Error("mongokv: cannot connect to MongoDB", slog.String("error", err.Error()))
 	}
 }
 

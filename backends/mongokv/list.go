@@ -105,7 +105,11 @@ func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign b
 	opts := options.Find().
 		SetSort(bson.D{{Key: fieldID, Value: 1}}).
 		SetProjection(bson.D{{Key: fieldID, Value: 1}}).
-		SetLimit(int64(n)).
+		// A negative limit asks for a single batch, of n (not the server's
+		// default first batch of 101): n _ids fit in one reply, and the
+		// server closes the cursor at once (FerretDB would otherwise keep a
+		// short page's cursor open and cost a getMore).
+		SetLimit(-int64(n)).
 		SetBatchSize(int32(n))
 	cur, err := coll.Find(ctx, filter, opts)
 	if err != nil {

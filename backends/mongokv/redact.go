@@ -35,7 +35,12 @@ func newRedactor(uri string) *redactor {
 	}
 	add(uri)
 	if _, rest, ok := strings.Cut(uri, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
+		// A malformed URI may hold several "@": every reading of the
+		// user information is redacted.
+		for _, at := range []int{strings.Index(rest, "@"), strings.LastIndex(rest, "@")} {
+			if at < 0 {
+				continue
+			}
 			userinfo := rest[:at]
 			add(userinfo)
 			if _, pass, ok := strings.Cut(userinfo, ":"); ok {
@@ -45,8 +50,15 @@ func newRedactor(uri string) *redactor {
 		if _, query, ok := strings.Cut(rest, "?"); ok {
 			for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
 				k, v, _ := strings.Cut(kv, "=")
-				if sensitiveOption(k) {
-					add(v)
+				if !sensitiveOption(k) {
+					continue
+				}
+				add(v)
+				// authMechanismProperties is "NAME:value,NAME:value".
+				for _, prop := range strings.Split(v, ",") {
+					if _, pv, ok := strings.Cut(prop, ":"); ok {
+						add(pv)
+					}
 				}
 			}
 		}

@@ -34,11 +34,14 @@ func TestMain(m *testing.M) {
 }
 
 // newClient returns a Client over cfg (the shared server's URI when cfg has
-// none), closed when the test ends.
+// none, and no logs when it has no Logger), closed when the test ends.
 func newClient(tb testing.TB, cfg mongokv.ClientConfig) *mongokv.Client {
 	tb.Helper()
 	if cfg.URI == "" {
 		cfg.URI = srv.URI()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c, err := mongokv.NewClient(cfg)
 	if err != nil {

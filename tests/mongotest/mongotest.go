@@ -43,6 +43,7 @@ type Server struct {
 
 	cancel  context.CancelFunc
 	done    chan struct{}
+	dir     string
 	tempDir string
 
 	adminOnce sync.Once
@@ -61,15 +62,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if uri := os.Getenv(EnvURI); uri != "" && !cfg.IgnoreEnv {
 		return &Server{uri: uri, external: true}, nil
 	}
-	s := &Server{done: make(chan struct{})}
-	dir := cfg.Dir
-	if dir == "" {
+	s := &Server{done: make(chan struct{}), dir: cfg.Dir}
+	if s.dir == "" {
 		tmp, err := os.MkdirTemp("", "mongotest-")
 		if err != nil {
 			return nil, fmt.Errorf("mongotest: data directory: %w", err)
 		}
-		dir, s.tempDir = tmp, tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.dir, s.tempDir = tmp, tmp
+	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("mongotest: data directory: %w", err)
 	}
 	logger := cfg.Logger
@@ -80,7 +80,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir + "/?_pragma=synchronous(normal)",
+		SQLiteURL: "file:" + s.dir + "/?_pragma=synchronous(normal)",
 	})
 	if err != nil {
 		s.removeTemp()
@@ -100,6 +100,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 // URI is the server's connection string. An external server's URI may carry
 // credentials: never log it.
 func (s *Server) URI() string { return s.uri }
+
+// Dir is the embedded server's data directory; empty for an external one.
+func (s *Server) Dir() string { return s.dir }
 
 // External reports whether the server is the one named by MONGODB_URI.
 func (s *Server) External() bool { return s.external }
