@@ -55,13 +55,23 @@
 // MongoDB compares strings bytewise without a collation, which is the
 // contract's UTF-8 byte order. A prefix that names a module reads one
 // collection; a prefix without ":" can span several modules and merges their
-// sorted ranges. Cursors are kv.EncodeCursor of the last key.
+// sorted ranges, reading only keys whose module matches the collection, so
+// that another application's collection with a module-like name (the bot's
+// trades) lends no keys. Cursors are kv.EncodeCursor of the last key.
 //
 // # Round trips
 //
-// Get, Put of a value up to ChunkSize, and a List page under a module prefix
-// cost one round trip each; Delete costs one when the key holds an inline
-// value and two otherwise. Bulk writes go through the collection's BulkWrite
-// (never the client-level bulkWrite, which FerretDB lacks), unordered, 1,000
-// keys a command.
+// Get, Delete, Put of a value up to ChunkSize, and a List page under a
+// module prefix cost one round trip each (a prefix without ":" also lists
+// the collections, then reads each reachable one). Single-key reads and
+// writes filter on the bare _id, an index point lookup on MongoDB and the
+// only filter FerretDB pushes down to its storage instead of decoding every
+// document. A Put
+// carries a guard ($pop of the chunks field, a no-op on inline documents and
+// a TypeMismatch on a chunk reference) so that it can never orphan chunks;
+// a refused Put replaces the chunked value through findAndModify and deletes
+// its chunks. Bulk writes go through the collection's BulkWrite (never the
+// client-level bulkWrite, which FerretDB lacks), unordered, 1,000 keys a
+// command: PutMany of 10,000 keys of one module is ten round trips. GetMany
+// is one $in query per collection and 1,000 keys.
 package mongokv
