@@ -154,3 +154,28 @@ func TestProgressAndBudgetFlags(t *testing.T) {
 		t.Errorf("progress drawn on a buffer: %q", errOut)
 	}
 }
+
+func TestTelemetryFollowsTheEnvironment(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	out, errOut, code := runCLI(t, env(nil), "--demo", "--progress", "never", "--keys", "plain", "--repair", "--apply")
+	if code != cli.ExitOK {
+		t.Fatalf("demo: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{`"kvshadow.role"`, `"primary"`, `"shadow"`, `"cloudflare_kv"`, `"memory"`,
+		`"Name":"list"`, `"Name":"get_many"`, `"Name":"put_many"`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("exported spans lack %s", want)
+		}
+	}
+	// --keys plain shows keys in the report, never in telemetry; values
+	// appear nowhere.
+	if !strings.Contains(out, "wordle:games:1002") {
+		t.Fatal("the report does not show plain keys")
+	}
+	for _, secret := range []string{"games:1002", "games:1003", "session:old", `"slate"`, "crane"} {
+		if strings.Contains(errOut, secret) {
+			t.Errorf("telemetry carries %q", secret)
+		}
+	}
+}

@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/internal/telemetry"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/otelkv"
 )
 
 // The exit codes.
@@ -63,10 +68,23 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stores.close()
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "shadow-report", Console: stderr})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	primary, shadow, err := instrument(stores, tel, o)
+	if err != nil {
+		return err
+	}
 
 	cfg := report.Config{
-		Primary:      report.Side{Store: stores.primary, Name: stores.names[0], Budget: o.cfBudget},
-		Shadow:       report.Side{Store: stores.shadow, Name: stores.names[1], Budget: o.mongoBudget},
+		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget},
+		Shadow:       report.Side{Store: shadow, Name: stores.names[1], Budget: o.mongoBudget},
 		Scope:        o.scope,
 		TTLTolerance: o.ttlTolerance,
 		KeyPolicy:    o.keys,
@@ -104,6 +122,28 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %.2f%% < %.2f%%", ErrBelowParity, r.Parity, o.minParity)
 	}
 	return nil
+}
+
+// instrument wraps both stores for traces and metrics, exported as the
+// OTEL_* variables say (nowhere when none is set). Span keys are always
+// hashed, whatever --keys shows in the report.
+func instrument(st *stores, tel *telemetry.Telemetry, o *options) (primary, shadow kv.Store, err error) {
+	red, err := compare.NewRedactor(compare.KeyHMAC, []byte(o.secret))
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []otelkv.Option{otelkv.WithTracerProvider(tel.TracerProvider), otelkv.WithMeterProvider(tel.MeterProvider)}
+	shadowSystem := otelkv.SystemMongoDB
+	if o.demo {
+		shadowSystem = otelkv.SystemMemory
+	}
+	if primary, err = otelkv.New(st.primary, otelkv.Config{System: otelkv.SystemCloudflareKV, Role: otelkv.RolePrimary, Redactor: red}, opts...); err != nil {
+		return nil, nil, err
+	}
+	if shadow, err = otelkv.New(st.shadow, otelkv.Config{System: shadowSystem, Role: otelkv.RoleShadow, Redactor: red}, opts...); err != nil {
+		return nil, nil, err
+	}
+	return primary, shadow, nil
 }
 
 // write renders the report to stdout, or to --out through a temporary file
