@@ -114,9 +114,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // uriDatabase returns the database named in the path of a URI without its
 // scheme ("user:pass@host/db?opts"), or "".
 func uriDatabase(rest string) (string, error) {
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = rest[at+1:]
-	}
+	// The authority ends at the first "/": a "/" in a password must be
+	// escaped.
 	_, path, ok := strings.Cut(rest, "/")
 	if !ok {
 		return "", nil

@@ -94,8 +94,9 @@ func notExpired(now time.Time) bson.E {
 var hasChunks = bson.E{Key: fieldChunks, Value: bson.D{{Key: "$exists", Value: true}}}
 
 // byID is the filter of every single-key write and point read: the bare _id
-// equality, which MongoDB serves from the _id index and FerretDB, which
-// pushes down nothing else, without scanning the collection.
+// equality, which MongoDB serves from the _id index and FerretDB pushes down
+// to its storage (it decodes every document of the collection for any other
+// filter).
 func byID(key string) bson.D { return bson.D{{Key: fieldID, Value: key}} }
 
 // guardedUpdate is the update of a Put whose value fits in the document: it

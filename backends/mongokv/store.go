@@ -118,8 +118,11 @@ func (s *Store) getEntry(ctx context.Context, db *mongo.Database, key string) (k
 		}
 		if d.chunks != nil {
 			d.value, err = s.readChunks(ctx, db, d.chunks)
-			if errors.Is(err, errChunksGone) && attempt < maxReadAttempts {
-				continue
+			if errors.Is(err, errChunksGone) {
+				if attempt < maxReadAttempts {
+					continue
+				}
+				return kv.Entry{}, errors.New("mongokv: get: the value's chunks are missing or incomplete")
 			}
 			if err != nil {
 				return kv.Entry{}, err

@@ -143,6 +143,17 @@ func TestChunkedValues(t *testing.T) {
 	db := rawDB(t, s.Database())
 	chunks := func() int64 { return rawCount(t, db, mongokv.ChunkCollection, nil) }
 
+	// A value of exactly ChunkSize stays inline, in the seed's shape.
+	if err := s.Put(ctx, "wordle:edge", bytes.Repeat([]byte("e"), mongokv.MinChunkSize), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := rawDoc(t, db, "wordle", "wordle:edge").Lookup("value").StringValueOK(); !ok || len(v) != mongokv.MinChunkSize {
+		t.Errorf("a value of exactly ChunkSize is not stored inline")
+	}
+	if err := s.Delete(ctx, "wordle:edge"); err != nil {
+		t.Fatal(err)
+	}
+
 	big := bytes.Repeat([]byte("0123456789abcdef"), 5*mongokv.MinChunkSize/16+3) // 5 chunks and 48 bytes
 	if err := s.Put(ctx, "wordle:big", big, kv.PutOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
