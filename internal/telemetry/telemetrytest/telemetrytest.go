@@ -114,40 +114,34 @@ func Value(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyVal
 	match := func(s attribute.Set) bool { return HasAll(s.ToSlice(), attrs) }
 	switch d := m.Data.(type) {
 	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+float64(p.Value), true
-			}
-		}
+		return addPoints(d.DataPoints, match)
 	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+p.Value, true
-			}
-		}
+		return addPoints(d.DataPoints, match)
 	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+float64(p.Value), true
-			}
-		}
+		return addPoints(d.DataPoints, match)
 	case metricdata.Gauge[float64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+p.Value, true
-			}
-		}
+		return addPoints(d.DataPoints, match)
 	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+float64(p.Count), true
-			}
-		}
+		return addCounts(d.DataPoints, match)
 	case metricdata.Histogram[int64]:
-		for _, p := range d.DataPoints {
-			if match(p.Attributes) {
-				total, found = total+float64(p.Count), true
-			}
+		return addCounts(d.DataPoints, match)
+	}
+	return total, found
+}
+
+func addPoints[N int64 | float64](points []metricdata.DataPoint[N], match func(attribute.Set) bool) (total float64, found bool) {
+	for _, p := range points {
+		if match(p.Attributes) {
+			total, found = total+float64(p.Value), true
+		}
+	}
+	return total, found
+}
+
+func addCounts[N int64 | float64](points []metricdata.HistogramDataPoint[N], match func(attribute.Set) bool) (total float64, found bool) {
+	for _, p := range points {
+		if match(p.Attributes) {
+			total, found = total+float64(p.Count), true
 		}
 	}
 	return total, found
