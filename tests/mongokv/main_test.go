@@ -3,9 +3,7 @@ package mongokv_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,20 +16,7 @@ import (
 // databases of its own.
 var srv *mongotest.Server
 
-func TestMain(m *testing.M) {
-	s, err := mongotest.Start(context.Background(), mongotest.Config{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mongotest.Main(m, &srv) }
 
 // newClient returns a Client over cfg (the shared server's URI when cfg has
 // none, and no logs when it has no Logger), closed when the test ends.

@@ -2,6 +2,8 @@ package mongotest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -41,4 +43,22 @@ func (s *Server) Database(tb testing.TB) string {
 		}
 	})
 	return name
+}
+
+// Main is the TestMain of a package whose tests share one server: it starts
+// the server, stores it in *srv, runs the tests, closes the server and exits
+// with the tests' code (1 if the server cannot start or stop cleanly).
+func Main(m *testing.M, srv **Server) {
+	s, err := Start(context.Background(), Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*srv = s
+	code := m.Run()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,20 +29,7 @@ import (
 // FerretDB, or MONGODB_URI's server. Each test works in its own database.
 var srv *mongotest.Server
 
-func TestMain(m *testing.M) {
-	s, err := mongotest.Start(context.Background(), mongotest.Config{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mongotest.Main(m, &srv) }
 
 const (
 	account   = "0123456789abcdef0123456789abcdef"
