@@ -41,10 +41,9 @@ func (e *engine) report() *Report {
 		t := e.repair
 		rep := &RepairReport{
 			Applied: e.cfg.Repair.Apply, Authoritative: e.cfg.Repair.Authoritative,
-			Puts: t.Puts, Deletes: t.Deletes, Expiring: t.Expiring, Failed: t.Failed,
-			Rechecked: t.Rechecked, Verified: t.Verified, Pending: t.Pending, Remaining: t.Remaining,
-			After: newKindCounts(), ParityAfter: r.Parity,
+			RepairCounts: t, ParityAfter: r.Parity,
 		}
+		rep.After = newKindCounts()
 		for k, n := range t.After {
 			rep.After[k] = n
 		}

@@ -33,7 +33,7 @@ type checkpoint struct {
 	Modules     map[string]*Counts `json:"modules"`
 	Records     []compare.Record   `json:"records"`
 	Omitted     int64              `json:"omitted"`
-	Repair      repairTally        `json:"repair"`
+	Repair      RepairCounts       `json:"repair"`
 	Requests    [2]Requests        `json:"requests"`
 }
 

@@ -33,7 +33,7 @@ type engine struct {
 	modules  map[string]*Counts
 	records  []compare.Record
 	omitted  int64
-	repair   repairTally
+	repair   RepairCounts
 	position position
 	started  time.Time // of this process's run, for the rate
 	baseline int64     // scanned when this process started

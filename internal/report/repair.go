@@ -13,21 +13,7 @@ import (
 // the store's clock may run ahead of ours.
 const expiryMargin = 10 * time.Second
 
-// repairTally counts a repair, per batch and in total; the checkpoint
-// keeps it.
-type repairTally struct {
-	Puts      int64      `json:"puts"`
-	Deletes   int64      `json:"deletes"`
-	Expiring  int64      `json:"expiring"`
-	Failed    int64      `json:"failed"`
-	Rechecked int64      `json:"rechecked"`
-	Verified  int64      `json:"verified"`
-	Pending   int64      `json:"pending"`
-	Remaining int64      `json:"remaining"`
-	After     KindCounts `json:"after"`
-}
-
-func (t *repairTally) add(o *repairTally) {
+func (t *RepairCounts) add(o *RepairCounts) {
 	t.Puts += o.Puts
 	t.Deletes += o.Deletes
 	t.Expiring += o.Expiring
@@ -62,7 +48,7 @@ func (o observed) of(r Role) compare.Observation {
 // repairKeys copies the authoritative side over the other for each
 // divergent key, in bulk (dry run: only counts), then reads the written keys
 // back from both sides and classifies them again.
-func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally) error {
+func (e *engine) repairKeys(ctx context.Context, keys []observed, t *RepairCounts) error {
 	auth, target := e.roles()
 	now := e.cfg.Clock.Now()
 	var puts []kv.Entry
@@ -112,7 +98,7 @@ func (e *engine) repairKeys(ctx context.Context, keys []observed, t *repairTally
 // recheck reads keys from both sides and counts their kinds now. Keys
 // written into the primary get its consistency window: a stale read there
 // is "pending", not a failure.
-func (e *engine) recheck(ctx context.Context, keys []string, written Role, t *repairTally) error {
+func (e *engine) recheck(ctx context.Context, keys []string, written Role, t *RepairCounts) error {
 	po, so, err := e.fetchBoth(ctx, keys, keys)
 	if err != nil {
 		return err

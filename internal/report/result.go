@@ -105,6 +105,13 @@ type ModuleCounts struct {
 type RepairReport struct {
 	Applied       bool `json:"applied"`
 	Authoritative Role `json:"authoritative"`
+	RepairCounts
+	ParityAfter float64 `json:"parity_after"`
+}
+
+// RepairCounts count a repair; a run adds up those of its batches, and the
+// checkpoint keeps them.
+type RepairCounts struct {
 	// Puts and Deletes count the writes to the other side, made or
 	// planned; Expiring counts keys whose authoritative copy expires
 	// within kv.MinTTL, which cannot be copied with their expiry: their
@@ -118,12 +125,11 @@ type RepairReport struct {
 	// repair; After counts their kinds: Verified agree, Pending were
 	// written into the primary and may still be read stale, Remaining
 	// differ still.
-	Rechecked   int64      `json:"rechecked"`
-	Verified    int64      `json:"verified"`
-	Pending     int64      `json:"pending"`
-	Remaining   int64      `json:"remaining"`
-	After       KindCounts `json:"after"`
-	ParityAfter float64    `json:"parity_after"`
+	Rechecked int64      `json:"rechecked"`
+	Verified  int64      `json:"verified"`
+	Pending   int64      `json:"pending"`
+	Remaining int64      `json:"remaining"`
+	After     KindCounts `json:"after"`
 }
 
 // agrees reports whether a kind counts for parity.

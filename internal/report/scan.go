@@ -39,7 +39,7 @@ type batch struct {
 	last     string // module of the last key, for progress
 
 	records []compare.Record
-	repair  repairTally
+	repair  RepairCounts
 }
 
 func newBatch(seq int) *batch { return &batch{seq: seq, counts: make(map[string]*Counts)} }
