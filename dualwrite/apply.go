@@ -27,7 +27,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 	done(err)
 	end := s.clock.Now()
 	s.slotOf(j.hash).touch(end)
-	s.opDone(ctx, j.op, j.target, err, end.Sub(start))
+	s.opDone(ctx, j, err, start, end)
 	switch {
 	case err != nil:
 		s.markDirty(j.key, end)
@@ -72,8 +72,9 @@ func (s *Store) markDirty(key string, ready time.Time) {
 	}
 }
 
-func (s *Store) opDone(ctx context.Context, op Op, r Role, err error, d time.Duration) {
-	e := OpEvent{Op: op, Role: r, Outcome: OutcomeOK, Duration: d}
+// opDone reports job j, which began at start and ended at end.
+func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.Time) {
+	e := OpEvent{Op: j.op, Role: j.target, Outcome: OutcomeOK, Duration: end.Sub(start), Waited: start.Sub(j.queued)}
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		e.Outcome, e.ErrorClass = OutcomeError, compare.ErrorClass(err)
 		if errors.Is(err, errTimeout) {
@@ -132,7 +133,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 	if kind.Divergent() {
 		s.sink.Divergence(ctx, s.cfg.Redactor.Record(j.key, kind, primary, shadow, now))
 	}
-	s.opDone(ctx, OpCompare, j.target, err, now.Sub(start))
+	s.opDone(ctx, j, err, start, now)
 }
 
 // leave accounts for a job that Close abandoned.

@@ -29,6 +29,9 @@ type job struct {
 	value  []byte
 	exp    time.Time
 	size   int64 // bytes counted against MaxQueueBytes
+	// queued is when the job was offered to its lane, from a clock reading
+	// the enqueuing path made anyway; OpEvent.Waited is measured from it.
+	queued time.Time
 	// ctx is the caller's context, handed to Observer.AsyncContext when
 	// the job runs; its cancellation is never used.
 	ctx  context.Context

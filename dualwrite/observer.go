@@ -71,6 +71,11 @@ type OpEvent struct {
 	Role     Role
 	Outcome  Outcome
 	Duration time.Duration
+	// Waited is the time the operation spent queued in its lane, from
+	// being offered to the lane until its worker started it, on the
+	// Store's clock. It grows when the other store is slower than the
+	// writes, before the lane fills and drops.
+	Waited time.Duration
 	// ErrorClass is compare.ErrorClass of the error, without its text.
 	ErrorClass string
 }

@@ -81,12 +81,13 @@ func (s *Store) offerComparison(ctx context.Context, target Role, key string, h 
 		return
 	}
 	var reason DropReason
+	now := s.clock.Now()
 	switch {
 	case s.closed.Load():
 		reason = DropClosed
-	case s.breakers[target].isOpen(s.clock.Now()):
+	case s.breakers[target].isOpen(now):
 		reason = DropBreakerOpen
-	case !s.enqueue(job{op: OpCompare, target: target, key: key, hash: h, ctx: ctx, cmp: c, size: int64(len(c.seen.Value))}):
+	case !s.enqueue(job{op: OpCompare, target: target, key: key, hash: h, ctx: ctx, cmp: c, size: int64(len(c.seen.Value)), queued: now}):
 		reason = DropLaneFull
 	}
 	s.gate.RUnlock()
@@ -167,7 +168,7 @@ func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h ui
 	if s.breakers[target].isOpen(now) {
 		return DropBreakerOpen, s.dirty.mark(key, now)
 	}
-	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx}
+	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx, queued: now}
 	if op == OpPut {
 		// The caller may reuse its buffer once Put returns.
 		j.value = append(make([]byte, 0, len(value)), value...)

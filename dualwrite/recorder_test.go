@@ -23,6 +23,7 @@ type recorder struct {
 	open     map[int]bool
 	double   int
 	ops      map[dualwrite.Op]map[dualwrite.Outcome]int
+	done     []dualwrite.OpEvent // in the order reported
 	drops    map[dualwrite.DropReason]int
 	kinds    map[compare.Kind]int
 	repairs  map[dualwrite.RepairOutcome]int
@@ -70,6 +71,14 @@ func (r *recorder) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 		r.ops[e.Op] = map[dualwrite.Outcome]int{}
 	}
 	r.ops[e.Op][e.Outcome]++
+	r.done = append(r.done, e)
+}
+
+// opEvents returns the OpEvents reported so far.
+func (r *recorder) opEvents() []dualwrite.OpEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]dualwrite.OpEvent(nil), r.done...)
 }
 
 func (r *recorder) Dropped(_ context.Context, e dualwrite.DropEvent) {

@@ -57,7 +57,7 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 		return 0, nil
 	}
 	for _, ref := range s.dirty.eligible(now.Add(-s.cfg.window), int(room)) {
-		j := job{op: OpRepair, target: target, key: ref.key, hash: hashKey(ref.key), gen: ref.gen, ctx: context.Background()}
+		j := job{op: OpRepair, target: target, key: ref.key, hash: hashKey(ref.key), gen: ref.gen, ctx: context.Background(), queued: now}
 		if s.enqueue(j) {
 			n++
 		} else {
@@ -99,7 +99,7 @@ func (s *Store) runRepair(l *lane, j *job) {
 	}
 	end := s.clock.Now()
 	s.repaired(ctx, j.key, outcome)
-	s.opDone(ctx, OpRepair, j.target, err, end.Sub(start))
+	s.opDone(ctx, j, err, start, end)
 }
 
 func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, missing bool) (RepairOutcome, error) {

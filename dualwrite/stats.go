@@ -16,6 +16,11 @@ type Stats struct {
 	Queued       int64
 	QueuedBytes  int64
 	MaxLaneDepth int
+	// Lanes is the number of lanes and LaneCapacity the operations each
+	// holds before it drops (Config.LaneDepth), so that MaxLaneDepth can be
+	// read as a share of LaneCapacity.
+	Lanes        int
+	LaneCapacity int
 	// Drops counts the writes that did not reach the other store, by
 	// reason; each left its key dirty.
 	Drops map[DropReason]uint64
@@ -101,6 +106,8 @@ func (s *Store) Stats() Stats {
 		Stage:              s.Stage(),
 		Queued:             s.ctr.queued.Load(),
 		QueuedBytes:        s.ctr.queuedBytes.Load(),
+		Lanes:              len(s.lanes),
+		LaneCapacity:       s.cfg.LaneDepth,
 		Drops:              make(map[DropReason]uint64, len(DropReasons)),
 		Repairs:            make(map[RepairOutcome]uint64, len(RepairOutcomes)),
 		Comparisons:        make(map[compare.Kind]uint64, len(kindIndex)),

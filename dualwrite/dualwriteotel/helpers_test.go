@@ -26,8 +26,9 @@ type fixture struct {
 }
 
 // newFixture builds an instrumented composite over a memory primary and the
-// given shadow (a memory store when nil), recording into an in-memory SDK.
-func newFixture(t *testing.T, shadow kv.Store, cfg dualwrite.Config) *fixture {
+// given shadow (a memory store when nil), recording into an in-memory SDK;
+// opts come after the fixture's own.
+func newFixture(t *testing.T, shadow kv.Store, cfg dualwrite.Config, opts ...dualwriteotel.Option) *fixture {
 	t.Helper()
 	red, err := compare.NewRedactor(compare.KeyHMAC, []byte("fixture secret"))
 	if err != nil {
@@ -44,9 +45,11 @@ func newFixture(t *testing.T, shadow kv.Store, cfg dualwrite.Config) *fixture {
 	if cfg.Sink == nil {
 		cfg.Sink = discard{}
 	}
-	f.st, err = dualwriteotel.NewStore(cfg, dualwriteotel.Config{PrimarySystem: "memory", ShadowSystem: "memory"},
+	opts = append([]dualwriteotel.Option{
 		dualwriteotel.WithTracerProvider(f.rec.TP), dualwriteotel.WithMeterProvider(f.rec.MP),
-		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(slog.DiscardHandler))))
+		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(slog.DiscardHandler))),
+	}, opts...)
+	f.st, err = dualwriteotel.NewStore(cfg, dualwriteotel.Config{PrimarySystem: "memory", ShadowSystem: "memory"}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,15 @@ import (
 type instruments struct {
 	asyncOps    metric.Int64Counter
 	asyncDur    metric.Float64Histogram
+	asyncWait   metric.Float64Histogram
 	drops       metric.Int64Counter
 	comparisons metric.Int64Counter
 	divergences metric.Int64Counter
 	repairs     metric.Int64Counter
 	transitions metric.Int64Counter
 
-	stage, breaker, queueDepth, queueBytes, laneDepth, dirty, reconcile metric.Int64ObservableGauge
-	overflow, skipped, lost                                             metric.Int64ObservableCounter
+	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, reconcile metric.Int64ObservableGauge
+	overflow, skipped, lost                                                      metric.Int64ObservableCounter
 
 	sets setCache
 }
@@ -48,7 +49,11 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	var err error
 	in.asyncDur, err = m.Float64Histogram(MetricAsyncDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of asynchronous operations on the store's clock, by operation, target role and outcome."),
-		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+		metric.WithExplicitBucketBoundaries(secondsBuckets...))
+	errs = append(errs, err)
+	in.asyncWait, err = m.Float64Histogram(MetricAsyncWait, metric.WithUnit("s"),
+		metric.WithDescription("Time asynchronous operations waited in their lane before they ran, on the store's clock, by operation, target role and outcome."),
+		metric.WithExplicitBucketBoundaries(secondsBuckets...))
 	errs = append(errs, err)
 	in.drops = counter(MetricDrops, "{operation}", "Operations that did not reach the other store, by operation, target role and reason; a dropped write leaves its key dirty.")
 	in.comparisons = counter(MetricComparisons, "{comparison}", "Classified read comparisons, by kind and namespace.")
@@ -61,6 +66,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.queueDepth = gauge(MetricQueueDepth, "{operation}", "Asynchronous operations queued or running, over all lanes.")
 	in.queueBytes = gauge(MetricQueueBytes, "By", "Bytes of values held by queued operations.")
 	in.laneDepth = gauge(MetricLaneDepth, "{operation}", "Operations queued in the fullest lane.")
+	in.laneCap = gauge(MetricLaneCapacity, "{operation}", "Operations a lane holds before it drops (LaneDepth).")
 	in.dirty = gauge(MetricDirtyKeys, "{key}", "Keys whose copy in the other store may be wrong, awaiting repair.")
 	in.reconcile = gauge(MetricReconciliationNeeded, "{flag}", "1 once the dirty set has overflowed, until a reconciliation is acknowledged.")
 	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
@@ -74,6 +80,10 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.sets.m = make(map[setKey]*attrSet)
 	return in, nil
 }
+
+// secondsBuckets are the boundaries of the duration histograms: 0.5 ms to
+// 10 s.
+var secondsBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // The metrics whose attribute sets setCache builds.
 const (

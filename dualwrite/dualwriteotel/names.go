@@ -29,6 +29,7 @@ const (
 const (
 	MetricAsyncOperations    = "kvshadow.dualwrite.async.operations"
 	MetricAsyncDuration      = "kvshadow.dualwrite.async.duration"
+	MetricAsyncWait          = "kvshadow.dualwrite.async.wait"
 	MetricDrops              = "kvshadow.dualwrite.drops"
 	MetricComparisons        = "kvshadow.dualwrite.comparisons"
 	MetricDivergences        = "kvshadow.dualwrite.divergences"
@@ -41,6 +42,7 @@ const (
 	MetricQueueDepth           = "kvshadow.dualwrite.queue.depth"
 	MetricQueueBytes           = "kvshadow.dualwrite.queue.bytes"
 	MetricLaneDepth            = "kvshadow.dualwrite.lane.depth"
+	MetricLaneCapacity         = "kvshadow.dualwrite.lane.capacity"
 	MetricDirtyKeys            = "kvshadow.dualwrite.dirty.keys"
 	MetricDirtyOverflow        = "kvshadow.dualwrite.dirty.overflow"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"

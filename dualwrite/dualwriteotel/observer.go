@@ -180,6 +180,7 @@ func (o *Observer) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 	set := o.inst.sets.get(mAsync, string(e.Op), e.Role.String(), string(e.Outcome))
 	o.inst.asyncOps.Add(ctx, 1, set.add...)
 	o.inst.asyncDur.Record(ctx, e.Duration.Seconds(), set.rec...)
+	o.inst.asyncWait.Record(ctx, e.Waited.Seconds(), set.rec...)
 	a := asyncOf(ctx)
 	if a == nil || !a.end() {
 		return

@@ -48,6 +48,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.queueDepth, st.Queued)
 		obs.ObserveInt64(in.queueBytes, st.QueuedBytes)
 		obs.ObserveInt64(in.laneDepth, int64(st.MaxLaneDepth))
+		obs.ObserveInt64(in.laneCap, int64(st.LaneCapacity))
 		obs.ObserveInt64(in.dirty, int64(st.Dirty))
 		var reconcile int64
 		if st.ReconciliationNeeded {
@@ -58,7 +59,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
 		obs.ObserveInt64(in.lost, int64(st.LostEvents))
 		return nil
-	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.dirty, in.reconcile,
+	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.reconcile,
 		in.overflow, in.skipped, in.lost)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
