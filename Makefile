@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZTIME ?= 5s
+FUZZTIME ?= 20000x
 BENCHTIME ?= 1s
 # The integration tests are their own module, so that FerretDB (the embedded
 # MongoDB-compatible server) never reaches a library user's build.
