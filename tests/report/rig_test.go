@@ -52,6 +52,7 @@ type rig struct {
 	cancelMu  sync.Mutex
 	cancelAt  int64 // cancel the run after this many bulk gets
 	cancelRun context.CancelFunc
+	bulkDelay atomic.Int64 // nanoseconds each bulk get waits before it is served
 }
 
 func newRig(t testing.TB) *rig {
@@ -73,6 +74,7 @@ func newRig(t testing.TB) *rig {
 				r.cancelRun()
 			}
 			r.cancelMu.Unlock()
+			time.Sleep(time.Duration(r.bulkDelay.Load()))
 		}
 		r.kvServer.ServeHTTP(w, req)
 	}))
