@@ -2,13 +2,11 @@ package report_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,12 +20,7 @@ func TestCheckpointSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	r := newRig(t)
-	r.seed(t, divergences())
-	whole := r.run(t, context.Background(), "--batch", "10")
-	if whole.report == nil {
-		t.Fatalf("exit %d: %s", whole.code, whole.stderr)
-	}
+	r, whole := uninterrupted(t)
 
 	bin := filepath.Join(t.TempDir(), "shadow-report")
 	build := exec.Command("go", "build", "-o", bin, "github.com/kvshadow/kvshadow/cmd/shadow-report")
@@ -92,15 +85,6 @@ func TestCheckpointSurvivesKill(t *testing.T) {
 	}
 
 	r.bulkDelay.Store(0)
-	resumed := r.run(t, context.Background(), "--batch", "10", "--checkpoint", checkpoint)
-	if resumed.report == nil || !resumed.report.Resumed || !strings.Contains(resumed.stderr, "resuming from checkpoint") {
-		t.Fatalf("resumed run: exit %d, stderr %s", resumed.code, resumed.stderr)
-	}
-	if resumed.code != whole.code {
-		t.Errorf("exit %d, uninterrupted %d", resumed.code, whole.code)
-	}
-	if got, want := comparable(t, resumed.report), comparable(t, whole.report); got != want {
-		t.Fatalf("the resumed result differs from the uninterrupted one:\n got %s\nwant %s", got, want)
-	}
+	resume(t, r, checkpoint, whole)
 	t.Logf("killed after %d keys were checkpointed; the resumed scan matches the uninterrupted one", saved.Scanned)
 }

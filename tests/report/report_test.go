@@ -73,12 +73,7 @@ func TestScanCountsEveryKind(t *testing.T) {
 }
 
 func TestCheckpointResume(t *testing.T) {
-	r := newRig(t)
-	r.seed(t, divergences())
-	whole := r.run(t, context.Background(), "--batch", "10")
-	if whole.report == nil {
-		t.Fatalf("exit %d: %s", whole.code, whole.stderr)
-	}
+	r, whole := uninterrupted(t)
 
 	checkpoint := filepath.Join(t.TempDir(), "scan.ckpt")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -97,12 +92,35 @@ func TestCheckpointResume(t *testing.T) {
 		t.Fatalf("no checkpoint after the interruption: %v", err)
 	}
 
+	resumed := resume(t, r, checkpoint, whole)
+	if !strings.Contains(resumed.stderr, ": 50 keys done") {
+		t.Errorf("the resumed run does not say how far the first got: %s", resumed.stderr)
+	}
+	if _, err := os.Stat(checkpoint); !os.IsNotExist(err) {
+		t.Errorf("the completed run left its checkpoint: %v", err)
+	}
+}
+
+// uninterrupted seeds a rig with divergences() and scans it whole, in
+// batches of 10: the result an interrupted scan must come back to.
+func uninterrupted(t *testing.T) (*rig, result) {
+	t.Helper()
+	r := newRig(t)
+	r.seed(t, divergences())
+	whole := r.run(t, context.Background(), "--batch", "10")
+	if whole.report == nil {
+		t.Fatalf("exit %d: %s", whole.code, whole.stderr)
+	}
+	return r, whole
+}
+
+// resume reruns the scan from checkpoint and expects it to say so and to
+// end as the uninterrupted scan did.
+func resume(t *testing.T, r *rig, checkpoint string, whole result) result {
+	t.Helper()
 	resumed := r.run(t, context.Background(), "--batch", "10", "--checkpoint", checkpoint)
 	if resumed.report == nil || !resumed.report.Resumed || !strings.Contains(resumed.stderr, "resuming from checkpoint") {
 		t.Fatalf("resumed run: exit %d, stderr %s", resumed.code, resumed.stderr)
-	}
-	if !strings.Contains(resumed.stderr, ": 50 keys done") {
-		t.Errorf("the resumed run does not say how far the first got: %s", resumed.stderr)
 	}
 	if resumed.code != whole.code {
 		t.Errorf("exit %d, uninterrupted %d", resumed.code, whole.code)
@@ -110,9 +128,7 @@ func TestCheckpointResume(t *testing.T) {
 	if got, want := comparable(t, resumed.report), comparable(t, whole.report); got != want {
 		t.Fatalf("the resumed result differs from the uninterrupted one:\n got %s\nwant %s", got, want)
 	}
-	if _, err := os.Stat(checkpoint); !os.IsNotExist(err) {
-		t.Errorf("the completed run left its checkpoint: %v", err)
-	}
+	return resumed
 }
 
 func TestRepairThenFullParity(t *testing.T) {
