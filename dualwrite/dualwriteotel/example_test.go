@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"time"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
 	"github.com/kvshadow/kvshadow/kv"
@@ -39,4 +43,51 @@ func ExampleNewStore() {
 	}
 	fmt.Println("stage:", st.Observer.Stage(), "dirty keys:", st.Dual.Stats().Dirty)
 	// Output: stage: dualwrite dirty keys: 0
+}
+
+// The bot's wiring in production: Workers KV authoritative, MongoDB the
+// shadow, both from the environment, the stage from configuration. (Not run
+// here: it needs the accounts.)
+func ExampleNewStore_production() {
+	ctx := context.Background()
+	primary, err := cfkv.New(cfkv.ConfigFromEnv(nil)) // CLOUDFLARE_ACCOUNT_ID, _API_TOKEN, _KV_NAMESPACE_ID
+	if err != nil {
+		panic(err)
+	}
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: os.Getenv("MONGODB_URI")})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close(ctx)
+	shadow, err := client.Store(mongokv.Config{Database: "miti99bot"})
+	if err != nil {
+		panic(err)
+	}
+	stage, err := dualwrite.ParseStage(os.Getenv("KVSHADOW_STAGE")) // "dualwrite", then "shadow", ...
+	if err != nil {
+		panic(err)
+	}
+	st, err := dualwriteotel.NewStore(dualwrite.Config{
+		Primary: primary, Shadow: shadow, Stage: stage,
+		CompareRate: 0.05, // one key in twenty has its reads compared
+	}, dualwriteotel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() {
+		// Close drains the lanes for up to 30 s; what it could not copy
+		// stays dirty, and a scoped shadow-report repair catches it up.
+		closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_ = st.Close(closeCtx)
+		if n := st.Dual.Stats().Dirty; n > 0 {
+			slog.Warn("kvshadow: keys left dirty at shutdown; run shadow-report --repair --apply", "dirty", n)
+		}
+	}()
+
+	wordle, err := kv.Namespace(st.KV, "wordle") // each module keeps its own store
+	if err != nil {
+		panic(err)
+	}
+	_ = wordle
 }
