@@ -162,6 +162,7 @@ func TestErrorClass(t *testing.T) {
 		kv.Unavailable("x", 0, nil):         "unavailable",
 		fmt.Errorf("w: %w", kv.ErrNotFound): "not_found",
 		kv.ErrInvalidKey:                    "invalid_input",
+		fmt.Errorf("w: %w", kv.ErrPanicked): "panic",
 		errors.New("boom"):                  "other",
 	} {
 		if got := compare.ErrorClass(err); got != want {

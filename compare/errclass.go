@@ -23,6 +23,8 @@ func ErrorClass(err error) string {
 		return "not_found"
 	case errors.Is(err, kv.ErrClosed):
 		return "closed"
+	case errors.Is(err, kv.ErrPanicked):
+		return "panic"
 	case errors.Is(err, kv.ErrInvalidKey), errors.Is(err, kv.ErrInvalidValue),
 		errors.Is(err, kv.ErrInvalidTTL), errors.Is(err, kv.ErrInvalidLimit),
 		errors.Is(err, kv.ErrInvalidPrefix), errors.Is(err, kv.ErrInvalidCursor),

@@ -42,6 +42,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 
 // copyTo makes key's state in store r a put of value with exp, or a delete.
 func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, exp time.Time, del bool) (moved bool, err error) {
+	defer s.recovered(r, &err)
 	if !del {
 		out, expired := exp, false
 		if !exp.IsZero() {
@@ -131,7 +132,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 	s.ctr.compared(kind)
 	s.obs.Compared(ctx, CompareEvent{Kind: kind, Namespace: kv.ModuleOf(j.key)})
 	if kind.Divergent() {
-		s.sink.Divergence(ctx, s.cfg.Redactor.Record(j.key, kind, primary, shadow, now))
+		s.deliver(ctx, s.cfg.Redactor.Record(j.key, kind, primary, shadow, now))
 	}
 	s.opDone(ctx, j, err, start, now)
 }

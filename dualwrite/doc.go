@@ -42,6 +42,13 @@
 // caller's cancellation never reaches it, its context values (the trace
 // context) do, through Observer.AsyncContext.
 //
+// A store that panics does not take the Store down with it: the panic is
+// recovered, logged once per store with its stack (not its value, which may
+// quote data), and becomes a *PanicError (kv.ErrPanicked): the caller's
+// error for the authoritative store, with the key marked dirty since the
+// write may have landed; a failed operation, like any other, for the other
+// store. A Sink that panics loses that record, not its lane.
+//
 // A circuit breaker (sony/gobreaker) guards the non-authoritative store: it
 // opens after consecutive failures, timeouts included; the caller's
 // cancellation, inputs the other store refuses and operations abandoned at

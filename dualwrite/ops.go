@@ -61,7 +61,8 @@ func (s *Store) read(ctx context.Context, key string, entry bool) (kv.Entry, err
 	return e, err
 }
 
-func (s *Store) get(ctx context.Context, r Role, key string, entry bool) (kv.Entry, error) {
+func (s *Store) get(ctx context.Context, r Role, key string, entry bool) (_ kv.Entry, err error) {
+	defer s.recovered(r, &err)
 	if !entry {
 		v, err := s.stores[r].Get(ctx, key)
 		return kv.Entry{Key: key, Value: v}, err
@@ -130,12 +131,7 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	sl := s.slotOf(h)
 	sl.mu.Lock()
 	sl.seq.Add(1)
-	var err error
-	if op == OpPut {
-		err = s.stores[auth].Put(ctx, key, value, kv.PutOptions{Expiration: exp})
-	} else {
-		err = s.stores[auth].Delete(ctx, key)
-	}
+	err := s.apply(ctx, auth, op, key, value, exp)
 	now := s.clock.Now()
 	sl.touch(now)
 	var reason DropReason
@@ -160,6 +156,15 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 		s.overflowed()
 	}
 	return err
+}
+
+// apply makes the caller's write on the authoritative store r.
+func (s *Store) apply(ctx context.Context, r Role, op Op, key string, value []byte, exp time.Time) (err error) {
+	defer s.recovered(r, &err)
+	if op == OpPut {
+		return s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: exp})
+	}
+	return s.stores[r].Delete(ctx, key)
 }
 
 // mirror enqueues the copy of a write that the authoritative store accepted,
@@ -215,7 +220,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			return kv.ListResult{}, fmt.Errorf("%w: not issued by a dual-write store", kv.ErrInvalidCursor)
 		}
 	}
-	res, err := s.stores[from].List(ctx, kv.ListOptions{Prefix: opts.Prefix, Limit: opts.Limit, Cursor: inner})
+	res, err := s.list(ctx, from, kv.ListOptions{Prefix: opts.Prefix, Limit: opts.Limit, Cursor: inner})
 	if err != nil {
 		return kv.ListResult{}, err
 	}
@@ -223,6 +228,11 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 		res.Cursor = cursorTags[from] + res.Cursor
 	}
 	return res, nil
+}
+
+func (s *Store) list(ctx context.Context, r Role, opts kv.ListOptions) (_ kv.ListResult, err error) {
+	defer s.recovered(r, &err)
+	return s.stores[r].List(ctx, opts)
 }
 
 var cursorTags = [2]string{"d1p.", "d1s."}

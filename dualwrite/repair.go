@@ -89,7 +89,7 @@ func (s *Store) runRepair(l *lane, j *job) {
 	ctx := s.asyncContext(j.ctx, OpRepair)
 	var e kv.Entry
 	err := s.do(l, ctx, start, func(ctx context.Context) (err error) {
-		e, err = s.expiry[source].GetEntry(ctx, j.key)
+		e, err = s.get(ctx, source, j.key, true)
 		return err
 	})
 	missing := errors.Is(err, kv.ErrNotFound)

@@ -35,6 +35,10 @@ var (
 	ErrUnavailable = errors.New("kv: backend unavailable")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("kv: store closed")
+	// ErrPanicked: a store call panicked, and a wrapper that must not let
+	// a panic through (the dual-write store) recovered it and returned this
+	// instead.
+	ErrPanicked = errors.New("kv: store panicked")
 )
 
 // DefaultRetryAfter is the retry hint of an UnavailableError whose backend
