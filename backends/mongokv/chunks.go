@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 // Chunk sizes. A chunk document must stay under MongoDB's 16 MiB limit with
@@ -43,7 +45,9 @@ func decodeChunkRef(v bson.RawValue) (*chunkRef, error) {
 	gen, ok1 := sub.Lookup("gen").StringValueOK()
 	n, ok2 := sub.Lookup("n").AsInt64OK()
 	size, ok3 := sub.Lookup("size").AsInt64OK()
-	if !ok1 || !ok2 || !ok3 || gen == "" || n < 1 || n > 99_999 || size < 0 {
+	// A size beyond the contract's largest value is a forged or corrupt
+	// reference: a reader would allocate it before reading a chunk.
+	if !ok1 || !ok2 || !ok3 || gen == "" || n < 1 || n > 99_999 || size < 0 || size > kv.MaxValueSize {
 		return nil, errBadDocument
 	}
 	return &chunkRef{gen: gen, n: int(n), size: int(size)}, nil
