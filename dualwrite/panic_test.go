@@ -1,12 +1,10 @@
 package dualwrite_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -56,28 +55,10 @@ func (p *panicky) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult,
 	return p.Store.List(ctx, opts)
 }
 
-// lockedBuffer is a log destination safe for the Store's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type panicEnv struct {
 	primary, shadow *panicky
 	store           *dualwrite.Store
-	log             *lockedBuffer
+	log             *syncbuf.Buffer
 	clk             *clock.Fake
 }
 
@@ -87,7 +68,7 @@ func newPanicEnv(t *testing.T, cfg dualwrite.Config) *panicEnv {
 	e := &panicEnv{
 		primary: &panicky{Store: memory.New(memory.Config{Clock: clk})},
 		shadow:  &panicky{Store: memory.New(memory.Config{Clock: clk})},
-		log:     &lockedBuffer{}, clk: clk,
+		log:     &syncbuf.Buffer{}, clk: clk,
 	}
 	cfg.Primary, cfg.Shadow = e.primary, e.shadow
 	cfg.ConsistencyWindow = -1

@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -260,7 +261,7 @@ func TestUnavailableHonoursRetryAfter(t *testing.T) {
 	diverge, missing := manyKeys(t, f, []string{"a", "b"}, 50)
 	f.primary.failGets, f.primary.failErr = 2, kv.Unavailable("cloudflare_kv", 30*time.Second, errors.New("429"))
 	cfg := f.config()
-	var notices lockedBuffer
+	var notices syncbuf.Buffer
 	cfg.Notices = &notices
 	start := f.clk.Now()
 	done := make(chan *report.Report)
@@ -470,22 +471,4 @@ func TestCheckpointFileIsPrivate(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("checkpoint mode %v, want 0600", st.Mode().Perm())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,14 +1,12 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -16,6 +14,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/internal/telemetry/telemetrytest"
 	"github.com/kvshadow/kvshadow/kv"
@@ -44,25 +43,6 @@ func (l leakyStore) Put(ctx context.Context, key string, value []byte, opts kv.P
 	return l.Store.Put(ctx, key, value, opts)
 }
 
-// syncBuffer is a bytes.Buffer safe for the exporters' and the store's
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Unique markers go in as keys, values, a token and a password; everything
 // exported over OTLP, printed by the console exporters and logged by the
 // store, the JSON helpers and OpenTelemetry itself is then searched for
@@ -81,7 +61,7 @@ func TestNoValueTokenOrKeyIsExported(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "otlp,console")
 	t.Setenv("OTEL_METRICS_EXPORTER", "otlp,console")
 
-	var logs, console syncBuffer
+	var logs, console syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prevLog := slog.Default()
 	slog.SetDefault(logger)
