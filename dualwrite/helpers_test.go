@@ -157,7 +157,11 @@ func (e *env) flush() {
 }
 
 // drive moves the fake clock by step whenever an asynchronous operation
-// waits on it, until the lanes are empty.
+// waits on it, until the lanes are empty. It cannot see whether a call that
+// its last step woke has returned yet, so on a loaded machine it may step
+// again first: a test that drives sets ShadowTimeout to far more steps than
+// it needs (an hour for one-second steps, or never), or its copies can time
+// out and open the breaker.
 func (e *env) drive(step time.Duration) {
 	e.t.Helper()
 	waitFor(e.t, "the lanes to empty", func() bool {

@@ -257,7 +257,7 @@ func TestExpiryCopiedExactly(t *testing.T) {
 
 // The caller may reuse its buffer once Put returns.
 func TestValueCopied(t *testing.T) {
-	e := newEnv(t, dualwrite.Config{Stage: dualwrite.DualWrite})
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.DualWrite, ShadowTimeout: never}) // see drive
 	e.shadow.SetLatency(time.Second, 0)
 	buf := []byte("original")
 	must(t, e.store.Put(e.ctx(), "k", buf, kv.PutOptions{}))
