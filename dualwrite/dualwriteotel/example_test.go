@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
@@ -76,12 +77,15 @@ func ExampleNewStore_production() {
 	}
 	defer func() {
 		// Close drains the lanes for up to 30 s; what it could not copy
-		// stays dirty, and a scoped shadow-report repair catches it up.
+		// stays dirty, and shadow-report repairs exactly those keys.
 		closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		_ = st.Close(closeCtx)
-		if n := st.Dual.Stats().Dirty; n > 0 {
-			slog.Warn("kvshadow: keys left dirty at shutdown; run shadow-report --repair --apply", "dirty", n)
+		if dirty := st.Dual.DirtyKeys(); len(dirty) > 0 {
+			// Keys are user data: a private file, not the log.
+			const path = "kvshadow-dirty.txt"
+			_ = os.WriteFile(path, []byte(strings.Join(dirty, "\n")+"\n"), 0o600)
+			slog.Warn("kvshadow: keys left dirty at shutdown; run shadow-report --keys-file "+path+" --repair --apply", "dirty", len(dirty))
 		}
 	}()
 

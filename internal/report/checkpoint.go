@@ -46,8 +46,18 @@ func fingerprint(c Config, ranges []string) string {
 		sum := sha256.Sum256(append([]byte("kvshadow report secret\x00"), c.Secret...))
 		secret = hex.EncodeToString(sum[:])
 	}
+	var keys string
+	if c.Scope.KeyList > 0 {
+		h := sha256.New()
+		for _, k := range c.Scope.Keys {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+		}
+		keys = hex.EncodeToString(h.Sum(nil))
+	}
 	doc, _ := json.Marshal(struct {
 		Version                int
+		Keys                   string
 		Identity               string
 		Primary, Shadow        string
 		Ranges                 []string
@@ -59,7 +69,7 @@ func fingerprint(c Config, ranges []string) string {
 		Authoritative          Role
 		MaxRecords, MaxModules int
 	}{
-		checkpointVersion, c.Identity, c.Primary.Name, c.Shadow.Name, ranges, c.Scope,
+		checkpointVersion, keys, c.Identity, c.Primary.Name, c.Shadow.Name, ranges, c.Scope,
 		c.TTLTolerance, c.KeyPolicy, secret, c.Repair.Enabled, c.Repair.Apply,
 		c.Repair.Authoritative, c.MaxRecords, c.MaxModules,
 	})

@@ -109,6 +109,16 @@ type Scope struct {
 	// hash of the key so both stores and every rerun pick the same ones;
 	// zero means 1. Keys are still listed and counted on each side.
 	SampleRate float64 `json:"sample_rate"`
+	// Keys, when set, makes the run compare exactly these keys, read from
+	// both stores in bulk, instead of listing the stores: the keys a
+	// dual-write store left dirty (dualwrite.Store.DirtyKeys), or a list
+	// an engineer made. The fields above still filter them. Run sorts and
+	// deduplicates them. They are user data: a report carries only their
+	// number (KeyList), and a key-list report says that it is one.
+	Keys []string `json:"-"`
+	// KeyList is the number of distinct Keys, set by Run; 0 when the run
+	// lists the stores.
+	KeyList int `json:"key_list,omitempty"`
 }
 
 // Repair configures the repair of divergent keys. The zero value does not
@@ -260,6 +270,9 @@ func (cfg Config) normalized() (Config, error) {
 	if c.Scope, err = c.Scope.normalized(); err != nil {
 		return c, err
 	}
+	if c.ExpectedKeys == 0 {
+		c.ExpectedKeys = int64(c.Scope.KeyList)
+	}
 	c.Clock = clock.OrReal(c.Clock)
 	return c, nil
 }
@@ -286,6 +299,13 @@ func (s Scope) normalized() (Scope, error) {
 	}
 	if out.ExcludePrefixes, err = prefixes(s.ExcludePrefixes); err != nil {
 		return out, err
+	}
+	if len(s.Keys) > 0 {
+		if err := kv.ValidateKeys(s.Keys); err != nil {
+			return out, fmt.Errorf("%w: key list: %w", ErrConfig, err)
+		}
+		out.Keys = slices.Compact(slices.Sorted(slices.Values(s.Keys)))
+		out.KeyList = len(out.Keys)
 	}
 	return out, nil
 }
@@ -336,6 +356,17 @@ func (s Scope) ranges() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// inRanges reports whether key lies in one of ranges (sorted prefixes, ""
+// for every key): what a listing would have reached.
+func inRanges(key string, ranges []string) bool {
+	for _, p := range ranges {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // excluded reports whether key is out of scope within its range.

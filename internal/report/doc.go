@@ -23,6 +23,15 @@
 // Parity is the percentage of compared keys that agree: match, or
 // expired_on_one_side (a clock race, not data). Errors count against it.
 //
+// # Key lists
+//
+// With Scope.Keys the run reads exactly those keys from both stores in
+// bulk, without listing either: the keys a dual-write store left dirty, for
+// a check and repair that costs one bulk read per 100 keys on each side
+// instead of a full scan. Per-side counts are then the listed keys each
+// store holds; a key on neither side matches. The report says it was a key
+// list.
+//
 // # Checkpoints
 //
 // With Config.Checkpoint, batches commit in key order and the run saves
@@ -55,7 +64,8 @@
 //	primary, shadow           {name, budget ("1200/5m0s" or "unlimited"),
 //	                           requests {list, get, put, delete, retries, total},
 //	                           expiries (reads carry expiries)}
-//	scope                     {modules, prefixes, exclude_modules, exclude_prefixes, sample_rate}
+//	scope                     {modules, prefixes, exclude_modules, exclude_prefixes, sample_rate,
+//	                           key_list (the number of keys of a key-list run; absent otherwise)}
 //	options                   {ttl_tolerance_seconds, key_policy (hmac|plain|hidden),
 //	                           expiries_compared, min_parity}
 //	totals                    counts over all modules (below)

@@ -27,6 +27,10 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 	for _, o := range obs {
 		kind := compare.Classify(o.primary, o.shadow, opts)
 		m := b.module(o.module)
+		if o.unlisted { // counted by what the stores hold, as a listing would
+			m.PrimaryKeys += present(o.primary)
+			m.ShadowKeys += present(o.shadow)
+		}
 		m.Compared++
 		m.Kinds[kind]++
 		if kind != compare.Match {
@@ -43,6 +47,13 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 	}
 	b.keys = nil // the values go with the observations
 	return nil
+}
+
+func present(o compare.Observation) int64 {
+	if o.Found {
+		return 1
+	}
+	return 0
 }
 
 // observe reads the keys from both sides at once. A side is asked only for

@@ -123,7 +123,10 @@ func shortHash(h string) string {
 func scopeLine(r *Report) string {
 	var parts []string
 	s := r.Scope
-	if len(s.Modules) == 0 && len(s.Prefixes) == 0 {
+	switch {
+	case s.KeyList > 0:
+		parts = append(parts, fmt.Sprintf("a list of %d keys, not a full scan", s.KeyList))
+	case len(s.Modules) == 0 && len(s.Prefixes) == 0:
 		parts = append(parts, "all keys")
 	}
 	if len(s.Modules) > 0 {

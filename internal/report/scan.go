@@ -20,10 +20,13 @@ type position struct {
 	Cursors [2]string `json:"cursors"`
 }
 
-// candidate is one key of the merged key streams.
+// candidate is one key of the merged key streams, or of a key list.
 type candidate struct {
 	key, module         string
 	inPrimary, inShadow bool
+	// unlisted: the key came from Scope.Keys, so both sides are read and
+	// what they hold decides the per-side counts.
+	unlisted bool
 }
 
 // batch is the unit of work and of commit: keys to compare plus the keys
@@ -154,6 +157,9 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 			return ctx.Err()
 		}
 	}
+	if e.cfg.Scope.KeyList > 0 {
+		return e.produceKeys(start, send)
+	}
 	for r := start.Range; r < len(e.ranges); r++ {
 		prefix := e.ranges[r]
 		var after string
@@ -208,6 +214,36 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 	return seq, nil
 }
 
+// produceKeys sends the batches of a key-list run: Scope.Keys in order,
+// those a listing of the scope would reach, after start. Its position is
+// range 0 until the end, then the number of ranges, as a listing run's.
+func (e *engine) produceKeys(start position, send func(*batch) error) (int, error) {
+	seq := 0
+	b := newBatch(seq)
+	if start.Range == 0 {
+		for _, k := range e.cfg.Scope.Keys {
+			if start.After != "" && k <= start.After || !inRanges(k, e.ranges) {
+				continue
+			}
+			b.pos = position{After: k}
+			b.seen++
+			e.take(b, candidate{key: k, inPrimary: true, inShadow: true, unlisted: true})
+			if len(b.keys) >= e.cfg.BatchSize || b.seen >= 10*kv.MaxListLimit {
+				if err := send(b); err != nil {
+					return seq, err
+				}
+				seq++
+				b = newBatch(seq)
+			}
+		}
+	}
+	b.pos = position{Range: len(e.ranges)}
+	if err := send(b); err != nil {
+		return seq, err
+	}
+	return seq + 1, nil
+}
+
 // take counts c into b, when in scope, and queues it for comparison when
 // sampled.
 func (e *engine) take(b *batch, c candidate) {
@@ -218,10 +254,10 @@ func (e *engine) take(b *batch, c candidate) {
 	b.consumed++
 	b.last = c.module
 	m := b.module(c.module)
-	if c.inPrimary {
+	if c.inPrimary && !c.unlisted {
 		m.PrimaryKeys++
 	}
-	if c.inShadow {
+	if c.inShadow && !c.unlisted {
 		m.ShadowKeys++
 	}
 	if sampled(c.key, e.cfg.Scope.SampleRate) {

@@ -103,7 +103,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	o := &options{cfBudget: report.DefaultBudget, mongoBudget: report.Budget{Requests: -1}}
 	fs := flag.NewFlagSet("shadow-report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by Run
-	var format, keys, auth string
+	var format, keys, auth, keysFile string
 	var sample float64
 	fs.StringVar(&o.cfAccount, "cf-account", "", "")
 	fs.StringVar(&o.cfNamespace, "cf-namespace", "", "")
@@ -116,6 +116,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(listFlag{&o.scope.Prefixes}, "prefix", "")
 	fs.Var(listFlag{&o.scope.ExcludePrefixes}, "exclude-prefix", "")
 	fs.Float64Var(&sample, "sample", 1, "")
+	fs.StringVar(&keysFile, "keys-file", "", "")
 	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
 	fs.Float64Var(&o.minParity, "min-parity", 100, "")
 	fs.StringVar(&format, "format", "", "")
@@ -181,6 +182,11 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		return nil, usage("--ttl-tolerance %s is negative (0s compares expiries exactly)", o.ttlTolerance)
 	}
 	o.scope.SampleRate = sample
+	if keysFile != "" {
+		if o.scope.Keys, err = readKeyList(keysFile); err != nil {
+			return nil, err
+		}
+	}
 	if !o.demo {
 		var missing []string
 		for name, v := range map[string]string{

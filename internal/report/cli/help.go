@@ -28,6 +28,9 @@ SCOPE
   --exclude-prefix P[,P]        skip keys starting with these
   --sample RATE                 compare a fraction of the keys, e.g. 0.01 for a quick look;
                                 chosen by key hash, so reruns pick the same keys (default 1)
+  --keys-file FILE              only the keys listed there, one a line, read in bulk without
+                                listing the stores: the keys a dual-write store left dirty
+                                (DirtyKeys), cheap to check and repair; not a full scan
 
 COMPARISON
   --ttl-tolerance D             expiries this close match (default 5s; 0s means exact)
