@@ -197,9 +197,7 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 			b.pos = position{Range: r, After: c.key, Cursors: [2]string{ps.at, ss.at}}
 			b.seen++
 			e.take(b, c)
-			// A batch also closes after many keys not compared (sampled
-			// out, excluded), so that the checkpoint keeps moving.
-			if len(b.keys) >= e.cfg.BatchSize || b.seen >= 10*kv.MaxListLimit {
+			if e.full(b) {
 				if err := send(b); err != nil {
 					return seq, err
 				}
@@ -228,7 +226,7 @@ func (e *engine) produceKeys(start position, send func(*batch) error) (int, erro
 			b.pos = position{After: k}
 			b.seen++
 			e.take(b, candidate{key: k, inPrimary: true, inShadow: true, unlisted: true})
-			if len(b.keys) >= e.cfg.BatchSize || b.seen >= 10*kv.MaxListLimit {
+			if e.full(b) {
 				if err := send(b); err != nil {
 					return seq, err
 				}
@@ -242,6 +240,13 @@ func (e *engine) produceKeys(start position, send func(*batch) error) (int, erro
 		return seq, err
 	}
 	return seq + 1, nil
+}
+
+// full reports whether b is ready to send: a batch of keys to compare, or
+// many keys passed without one (sampled out, excluded), so that the
+// checkpoint keeps moving.
+func (e *engine) full(b *batch) bool {
+	return len(b.keys) >= e.cfg.BatchSize || b.seen >= 10*kv.MaxListLimit
 }
 
 // take counts c into b, when in scope, and queues it for comparison when
