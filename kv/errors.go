@@ -35,6 +35,10 @@ var (
 	ErrUnavailable = errors.New("kv: backend unavailable")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("kv: store closed")
+	// ErrInvalidArgument: a mistake of the calling code that no store
+	// call can fix: a nil store, a decode target that is not a non-nil
+	// pointer.
+	ErrInvalidArgument = errors.New("kv: invalid argument")
 	// ErrPanicked: a store call panicked, and a wrapper that must not let
 	// a panic through (the dual-write store) recovered it and returned this
 	// instead.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 )
 
@@ -14,13 +15,20 @@ import (
 // v ("no record"): one corrupt record must not crash the bot. A malformed
 // value also logs one warning on slog's default logger naming the key's
 // namespace, never the value. Other errors (an unavailable backend) are
-// returned: they are not "no record".
+// returned: they are not "no record". A nil store, or a v that is not a
+// non-nil pointer, is ErrInvalidArgument before any I/O.
 func GetJSON(ctx context.Context, s Store, key string, v any) (found bool, err error) {
 	return GetJSONLogger(ctx, slog.Default(), s, key, v)
 }
 
 // GetJSONLogger is GetJSON with its warnings sent to logger.
 func GetJSONLogger(ctx context.Context, logger *slog.Logger, s Store, key string, v any) (bool, error) {
+	if s == nil {
+		return false, fmt.Errorf("%w: GetJSON on a nil store", ErrInvalidArgument)
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false, fmt.Errorf("%w: GetJSON decodes into a non-nil pointer, not %T", ErrInvalidArgument, v)
+	}
 	raw, err := s.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
@@ -44,6 +52,9 @@ func GetJSONLogger(ctx context.Context, logger *slog.Logger, s Store, key string
 // (NaN, infinities, channels, functions, cycles) are refused with
 // ErrInvalidJSON before any I/O.
 func PutJSON(ctx context.Context, s Store, key string, v any, opts PutOptions) error {
+	if s == nil {
+		return fmt.Errorf("%w: PutJSON on a nil store", ErrInvalidArgument)
+	}
 	raw, err := EncodeJSON(v)
 	if err != nil {
 		return err

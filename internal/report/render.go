@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -38,6 +39,9 @@ func ParseFormat(s string) (Format, error) {
 
 // Render writes r to w in format f.
 func Render(w io.Writer, r *Report, f Format) error {
+	if r == nil || w == nil {
+		return errors.New("report: Render needs a writer and a report")
+	}
 	switch f {
 	case FormatTable, "":
 		return renderTable(w, r)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -194,6 +195,14 @@ func TestRenderEmptyStores(t *testing.T) {
 		}
 		if format != report.FormatJSON && !strings.Contains(b.String(), "100.00%") {
 			t.Errorf("%s of empty stores does not show full parity:\n%s", format, b.String())
+		}
+	}
+}
+
+func TestRenderRefusesNothing(t *testing.T) {
+	for _, f := range []report.Format{report.FormatTable, report.FormatJSON, report.FormatMarkdown, report.FormatHTML} {
+		if err := report.Render(io.Discard, nil, f); err == nil {
+			t.Errorf("%s: rendered a nil report", f)
 		}
 	}
 }
