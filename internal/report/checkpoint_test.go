@@ -32,18 +32,15 @@ func bigFixture(t *testing.T) (*fixture, report.Config) {
 func TestCheckpointResumeGivesTheUninterruptedResult(t *testing.T) {
 	for _, stopAfter := range []int{1, 7, 20, 47} {
 		f, cfg := bigFixture(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		f.primary.cancelAfter, f.primary.cancel = stopAfter, cancel
 		var notices bytes.Buffer
 		cfg.Notices = &notices
-		_, err := report.Run(ctx, cfg)
+		err := f.interrupt(cfg, stopAfter)
 		if !errors.Is(err, report.ErrInterrupted) || !strings.Contains(err.Error(), "resume") {
 			t.Fatalf("stop after %d: err = %v, want ErrInterrupted saying how to resume", stopAfter, err)
 		}
 		if _, err := os.Stat(cfg.Checkpoint); err != nil {
 			t.Fatalf("stop after %d: no checkpoint: %v", stopAfter, err)
 		}
-		f.primary.cancel = nil
 		resumed, err := report.Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("resume: %v", err)
@@ -89,9 +86,7 @@ func sameCounts(t *testing.T, got, want *report.Report) {
 
 func TestCheckpointResumeKeepsTheHashes(t *testing.T) {
 	f, cfg := bigFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.primary.cancelAfter, f.primary.cancel = 10, cancel
-	if _, err := report.Run(ctx, cfg); !errors.Is(err, report.ErrInterrupted) {
+	if err := f.interrupt(cfg, 10); !errors.Is(err, report.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	var cp struct {
@@ -101,7 +96,6 @@ func TestCheckpointResumeKeepsTheHashes(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &cp) != nil || len(cp.Secret) == 0 {
 		t.Fatalf("the checkpoint does not keep the drawn secret: %v", err)
 	}
-	f.primary.cancel = nil
 	resumed := run(t, cfg)
 	cfg.Checkpoint, cfg.Secret = "", cp.Secret
 	sameResult(t, resumed, run(t, cfg))
@@ -109,12 +103,9 @@ func TestCheckpointResumeKeepsTheHashes(t *testing.T) {
 
 func TestCheckpointRefusesOtherOptions(t *testing.T) {
 	f, cfg := bigFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.primary.cancelAfter, f.primary.cancel = 5, cancel
-	if _, err := report.Run(ctx, cfg); !errors.Is(err, report.ErrInterrupted) {
+	if err := f.interrupt(cfg, 5); !errors.Is(err, report.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	f.primary.cancel = nil
 	other := cfg
 	other.Scope.ExcludeModules = []string{"beta"}
 	if _, err := report.Run(context.Background(), other); !errors.Is(err, report.ErrCheckpoint) {
@@ -142,12 +133,9 @@ func TestCheckpointRefusesOtherOptions(t *testing.T) {
 
 func TestCheckpointWithARefusedCursor(t *testing.T) {
 	f, cfg := bigFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.primary.cancelAfter, f.primary.cancel = 20, cancel
-	if _, err := report.Run(ctx, cfg); !errors.Is(err, report.ErrInterrupted) {
+	if err := f.interrupt(cfg, 20); !errors.Is(err, report.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	f.primary.cancel = nil
 	// Forge the primary's cursor as a store that forgot it would see it.
 	raw, err := os.ReadFile(cfg.Checkpoint)
 	if err != nil {
@@ -179,9 +167,7 @@ func TestCheckpointWithARefusedCursor(t *testing.T) {
 func TestInterruptWithoutCheckpoint(t *testing.T) {
 	f, cfg := bigFixture(t)
 	cfg.Checkpoint = ""
-	ctx, cancel := context.WithCancel(context.Background())
-	f.primary.cancelAfter, f.primary.cancel = 3, cancel
-	_, err := report.Run(ctx, cfg)
+	err := f.interrupt(cfg, 3)
 	if !errors.Is(err, report.ErrInterrupted) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "starts over") {
 		t.Fatalf("err = %v", err)
 	}

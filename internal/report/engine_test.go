@@ -457,11 +457,9 @@ func TestKeysAreRedactedByDefault(t *testing.T) {
 
 func TestCheckpointFileIsPrivate(t *testing.T) {
 	f := newFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.primary.cancelAfter, f.primary.cancel = 1, cancel
 	cfg := f.config()
 	cfg.Checkpoint = filepath.Join(t.TempDir(), "cp.json")
-	if _, err := report.Run(ctx, cfg); !errors.Is(err, report.ErrInterrupted) {
+	if err := f.interrupt(cfg, 1); !errors.Is(err, report.ErrInterrupted) {
 		t.Fatalf("err = %v", err)
 	}
 	st, err := os.Stat(cfg.Checkpoint)

@@ -141,6 +141,17 @@ func kinds(pairs ...any) report.KindCounts {
 	return k
 }
 
+// interrupt runs cfg and cancels it once the primary has served n bulk
+// gets, returning Run's error; afterwards the primary serves normally.
+func (f *fixture) interrupt(cfg report.Config, n int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.primary.cancelAfter, f.primary.cancel = n, cancel
+	_, err := report.Run(ctx, cfg)
+	f.primary.cancel = nil
+	return err
+}
+
 func (f *fixture) config() report.Config {
 	return report.Config{
 		Primary:   report.Side{Store: f.primary, Name: "cloudflare_kv"},

@@ -65,15 +65,11 @@ func TestKeyListValidationAndCheckpoint(t *testing.T) {
 
 	// A checkpoint belongs to its list: another list refuses it.
 	path := filepath.Join(t.TempDir(), "keys.ckpt")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.primary.cancel, f.primary.cancelAfter = cancel, 2
 	cfg.Scope = report.Scope{Keys: []string{"wordle:a", "wordle:b", "wordle:c", "wordle:d"}}
 	cfg.BatchSize, cfg.Concurrency, cfg.Checkpoint = 1, 1, path
-	if _, err := report.Run(ctx, cfg); !errors.Is(err, report.ErrInterrupted) {
+	if err := f.interrupt(cfg, 2); !errors.Is(err, report.ErrInterrupted) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	f.primary.cancel = nil
 	other := cfg
 	other.Scope = report.Scope{Keys: []string{"wordle:a", "wordle:b"}}
 	if _, err := report.Run(context.Background(), other); !errors.Is(err, report.ErrCheckpoint) {
