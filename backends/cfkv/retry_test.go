@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/internal/report"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/kv"
 )

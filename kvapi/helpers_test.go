@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"

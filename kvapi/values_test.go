@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/kv"
 )
 

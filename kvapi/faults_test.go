@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/cfkv/kvapi"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // TestFaultLatency: with latency on, a request is answered only once the
