@@ -9,7 +9,9 @@
 //   - a value is at most 25 MiB of arbitrary bytes (empty is allowed);
 //   - an expiry is at least 60 s away (TTL or absolute time) and at most
 //     MaxTTL away;
-//   - a list page holds at most 1000 keys (0 asks for the default, 1000).
+//   - a list page holds at most 1000 keys (0 asks for the default, 1000);
+//   - a key's metadata, where a store keeps it, is one JSON value of at most
+//     1024 bytes.
 //
 // Validate* functions apply those rules; every backend calls them before any
 // I/O, so each backend refuses the same input with the same sentinel error.
@@ -23,7 +25,7 @@
 // Namespace gives a module its own view of a Store, prefixing "<module>:" to
 // every key and stripping it from listed keys, as the bot's createStore did.
 //
-// Optional abilities (bulk reads and writes, reads that return the expiry)
-// are separate interfaces a caller discovers by type assertion, in the manner
+// Optional abilities (bulk reads and writes, reads that return the expiry,
+// Workers KV's per-key metadata: MetadataStore) are separate interfaces a caller discovers by type assertion, in the manner
 // of database/sql/driver.
 package kv

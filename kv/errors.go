@@ -18,6 +18,9 @@ var (
 	// ErrInvalidTTL: the expiry is too close, too far, negative, or both a
 	// TTL and an absolute expiration were given.
 	ErrInvalidTTL = errors.New("kv: invalid expiry")
+	// ErrInvalidMetadata: metadata that is not one JSON value or is larger
+	// than MaxMetadataSize.
+	ErrInvalidMetadata = errors.New("kv: invalid metadata")
 	// ErrInvalidLimit: a list limit outside 0..MaxListLimit.
 	ErrInvalidLimit = errors.New("kv: invalid list limit")
 	// ErrInvalidPrefix: a list prefix that is not valid UTF-8 or is longer

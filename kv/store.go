@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -76,6 +77,9 @@ type Entry struct {
 	Value []byte
 	// Expiration is the absolute expiry; zero means none.
 	Expiration time.Time
+	// Metadata is the key's Workers KV metadata, one JSON value; nil means
+	// none. Only a MetadataStore reads or writes it.
+	Metadata json.RawMessage
 }
 
 // ExpiryGetter is a Store that can also return a key's expiry in the same
@@ -92,8 +96,10 @@ type BulkGetter interface {
 }
 
 // BulkPutter writes many entries at once, each with its absolute Expiration
-// (zero for none). Implementations split the batch into the backend's own
-// request limits.
+// (zero for none) and, when the store is a MetadataStore, its Metadata (a
+// store that is not one refuses an entry with metadata with
+// ErrMetadataUnsupported). Implementations split the batch into the
+// backend's own request limits.
 type BulkPutter interface {
 	PutMany(ctx context.Context, entries []Entry) error
 }

@@ -97,7 +97,7 @@ func ValidatePut(key string, value []byte, opts PutOptions, now time.Time) error
 // ValidateEntries checks every entry of a bulk Put made at now.
 func ValidateEntries(entries []Entry, now time.Time) error {
 	for i, e := range entries {
-		if err := ValidatePut(e.Key, e.Value, PutOptions{Expiration: e.Expiration}, now); err != nil {
+		if err := ValidateEntry(e, now); err != nil {
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
 	}

@@ -1,0 +1,74 @@
+package kv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxMetadataSize is the most bytes a key's metadata may take, serialized:
+// Workers KV's limit.
+const MaxMetadataSize = 1024
+
+// MetadataStore is a Store that keeps Workers KV's per-key metadata: one JSON
+// value beside the value, written and replaced with it. The bot never uses
+// metadata; REST clients (wrangler, the SDKs) do, and a proxy must keep it.
+//
+// A MetadataStore's GetEntry, and its GetMany when it has one, return each
+// key's metadata in Entry.Metadata (nil when the key has none); its PutMany
+// stores Entry.Metadata. Put stores a value with no metadata, clearing any
+// the key had, as a Workers KV write without metadata does.
+//
+// A store that is not a MetadataStore refuses an entry that carries
+// metadata (ErrMetadataUnsupported) rather than dropping it: PutEntry below
+// and every BulkPutter check it.
+type MetadataStore interface {
+	ExpiryGetter
+	// PutEntry stores e.Value under e.Key with e.Expiration (zero: none)
+	// and e.Metadata (nil: none), replacing all three.
+	PutEntry(ctx context.Context, e Entry) error
+}
+
+// ErrMetadataUnsupported: an entry with metadata was given to a store that
+// does not keep metadata. It matches errors.ErrUnsupported too.
+var ErrMetadataUnsupported = fmt.Errorf("kv: this store keeps no metadata: %w", errors.ErrUnsupported)
+
+// ValidateMetadata checks a key's metadata: nil (none), or one valid JSON
+// value of at most MaxMetadataSize bytes.
+func ValidateMetadata(md json.RawMessage) error {
+	switch {
+	case md == nil:
+		return nil
+	case len(md) > MaxMetadataSize:
+		return fmt.Errorf("%w: metadata is %d bytes, the limit is %d", ErrInvalidMetadata, len(md), MaxMetadataSize)
+	case !json.Valid(md):
+		return fmt.Errorf("%w: metadata is not one valid JSON value", ErrInvalidMetadata)
+	}
+	return nil
+}
+
+// ValidateEntry checks all the inputs of a PutEntry made at now.
+func ValidateEntry(e Entry, now time.Time) error {
+	if err := ValidatePut(e.Key, e.Value, PutOptions{Expiration: e.Expiration}, now); err != nil {
+		return err
+	}
+	return ValidateMetadata(e.Metadata)
+}
+
+// PutEntry writes e to s: through s's PutEntry when s keeps metadata, else
+// as a Put, refusing with ErrMetadataUnsupported an entry whose metadata s
+// would drop.
+func PutEntry(ctx context.Context, s Store, e Entry) error {
+	if s == nil {
+		return fmt.Errorf("%w: nil store", ErrInvalidArgument)
+	}
+	if ms, ok := s.(MetadataStore); ok {
+		return ms.PutEntry(ctx, e)
+	}
+	if e.Metadata != nil {
+		return ErrMetadataUnsupported
+	}
+	return s.Put(ctx, e.Key, e.Value, PutOptions{Expiration: e.Expiration})
+}
