@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"sync"
@@ -36,17 +37,34 @@ const sweepEvery = 4096
 
 type item struct {
 	value []byte
-	exp   time.Time // zero: no expiry
+	exp   time.Time       // zero: no expiry
+	md    json.RawMessage // nil: no metadata
+}
+
+// entry returns it as key's kv.Entry, with copies of its bytes.
+func (it item) entry(key string) kv.Entry {
+	return kv.Entry{Key: key, Value: bytes.Clone(it.value), Expiration: it.exp, Metadata: bytes.Clone(it.md)}
+}
+
+// newItem copies what e holds into an item; an absent value is stored
+// empty, since a key always has a value.
+func newItem(e kv.Entry) item {
+	v := bytes.Clone(e.Value)
+	if v == nil {
+		v = []byte{}
+	}
+	return item{value: v, exp: e.Expiration, md: bytes.Clone(e.Metadata)}
 }
 
 func (it item) live(now time.Time) bool { return it.exp.IsZero() || now.Before(it.exp) }
 
 var (
-	_ kv.Store        = (*Store)(nil)
-	_ kv.ExpiryGetter = (*Store)(nil)
-	_ kv.BulkGetter   = (*Store)(nil)
-	_ kv.BulkPutter   = (*Store)(nil)
-	_ kv.BulkDeleter  = (*Store)(nil)
+	_ kv.Store         = (*Store)(nil)
+	_ kv.ExpiryGetter  = (*Store)(nil)
+	_ kv.BulkGetter    = (*Store)(nil)
+	_ kv.BulkPutter    = (*Store)(nil)
+	_ kv.BulkDeleter   = (*Store)(nil)
+	_ kv.MetadataStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -60,7 +78,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return e.Value, err
 }
 
-// GetEntry implements kv.ExpiryGetter.
+// GetEntry implements kv.ExpiryGetter and returns the key's metadata too.
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
@@ -75,10 +93,10 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	if !ok || !it.live(now) {
 		return kv.Entry{}, kv.ErrNotFound
 	}
-	return kv.Entry{Key: key, Value: bytes.Clone(it.value), Expiration: it.exp}, nil
+	return it.entry(key), nil
 }
 
-// Put implements kv.Store.
+// Put implements kv.Store; it clears any metadata the key had.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
@@ -87,12 +105,22 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v := bytes.Clone(value)
-	if v == nil {
-		v = []byte{}
+	s.mu.Lock()
+	s.set(key, newItem(kv.Entry{Value: value, Expiration: opts.ExpiresAt(now)}))
+	s.mu.Unlock()
+	return nil
+}
+
+// PutEntry implements kv.MetadataStore.
+func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
+	if err := kv.ValidateEntry(e, s.clock.Now()); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	s.mu.Lock()
-	s.set(key, item{value: v, exp: opts.ExpiresAt(now)})
+	s.set(e.Key, newItem(e))
 	s.mu.Unlock()
 	return nil
 }
@@ -207,13 +235,13 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	defer s.mu.RUnlock()
 	for _, k := range keys {
 		if it, ok := s.data[k]; ok && it.live(now) {
-			out = append(out, kv.Entry{Key: k, Value: bytes.Clone(it.value), Expiration: it.exp})
+			out = append(out, it.entry(k))
 		}
 	}
 	return out, nil
 }
 
-// PutMany implements kv.BulkPutter.
+// PutMany implements kv.BulkPutter, storing each entry's metadata.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	now := s.clock.Now()
 	if err := kv.ValidateEntries(entries, now); err != nil {
@@ -225,11 +253,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range entries {
-		v := bytes.Clone(e.Value)
-		if v == nil {
-			v = []byte{}
-		}
-		s.set(e.Key, item{value: v, exp: e.Expiration})
+		s.set(e.Key, newItem(e))
 	}
 	return nil
 }
