@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
@@ -42,7 +43,7 @@ const (
 
 // DefaultBudget is Workers KV's account API limit: the primary's budget when
 // its Config leaves it zero.
-var DefaultBudget = Budget{Requests: 1200, Per: 5 * time.Minute}
+var DefaultBudget = budget.WorkersKV
 
 // Role names a side of the comparison. The roles are the stores' identities
 // (the primary is Workers KV, the shadow MongoDB), whichever is
@@ -66,17 +67,7 @@ func ParseRole(s string) (Role, error) {
 
 // Budget caps a side's requests: at most Requests in any window of Per.
 // The zero value means the side's default; Requests < 0 means no cap.
-type Budget struct {
-	Requests int
-	Per      time.Duration
-}
-
-func (b Budget) String() string {
-	if b.Requests < 0 {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%d/%s", b.Requests, b.Per)
-}
+type Budget = budget.Budget
 
 // Side is one store of the comparison.
 type Side struct {

@@ -66,7 +66,7 @@ func (e *engine) progressLine(scanned int64, module string, now time.Time) strin
 		fmt.Fprintf(&b, " · ~%s left", eta.Round(time.Second))
 	}
 	for _, s := range []*side{e.primary, e.shadow} {
-		used, max := s.limit.used()
+		used, max := s.limit.Used()
 		if max >= 0 {
 			fmt.Fprintf(&b, " · %s %d/%d requests per %s", s.name, used, max, s.budget.Per)
 		} else {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
@@ -44,7 +45,7 @@ type side struct {
 	bulkLimit int
 	retries   int
 	clock     clock.Clock
-	limit     *limiter
+	limit     *budget.Limiter
 	budget    Budget
 	notice    func(format string, args ...any)
 
@@ -54,7 +55,7 @@ type side struct {
 func newSide(role Role, s Side, retries int, clk clock.Clock, notice func(string, ...any)) *side {
 	sd := &side{
 		role: role, name: s.Name, store: s.Store, bulkLimit: s.BulkLimit,
-		retries: retries, clock: clk, limit: newLimiter(s.Budget, clk), budget: s.Budget, notice: notice,
+		retries: retries, clock: clk, limit: budget.New(s.Budget, clk), budget: s.Budget, notice: notice,
 	}
 	sd.bulk, _ = s.Store.(kv.BulkGetter)
 	sd.entries, _ = s.Store.(kv.ExpiryGetter)
@@ -76,7 +77,7 @@ func (s *side) requests() Requests {
 // unavailable and the retries last.
 func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if err := s.limit.wait(ctx); err != nil {
+		if err := s.limit.Wait(ctx); err != nil {
 			return err
 		}
 		counter.Add(1)
@@ -89,7 +90,7 @@ func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.C
 			return err
 		}
 		s.retried.Add(1)
-		s.limit.pause(after)
+		s.limit.Pause(after)
 		// Said on every retry: a long silence would look like a hang.
 		s.notice("%s unavailable (%s); pausing its requests for %s, retry %d of %d",
 			s.name, compare.ErrorClass(err), after, attempt+1, s.retries)
