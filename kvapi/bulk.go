@@ -64,6 +64,10 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 		entries = append(entries, e)
 	}
 	entries = lastOfEach(entries)
+	if e := refuseMetadata(req.store, entries...); e != nil {
+		writeError(w, e)
+		return
+	}
 	accepted, refused := s.limitWrites(req.ns, entries, func(e kv.Entry) string { return e.Key }, now)
 	if err := putEntries(r, req.store, accepted); err != nil {
 		writeError(w, storeError(err))
@@ -90,14 +94,15 @@ func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 	if len(value) > kv.MaxValueSize {
 		return kv.Entry{}, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: a value holds at most %d bytes", kv.MaxValueSize)
 	}
-	if len(p.Metadata) > MaxMetadata {
-		return kv.Entry{}, errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata: more than %d bytes", MaxMetadata)
+	md, e := checkMetadata(p.Metadata)
+	if e != nil {
+		return kv.Entry{}, e
 	}
 	opts, e := parseExpiry(p.Expiration.String(), p.ExpirationTTL.String(), now)
 	if e != nil {
 		return kv.Entry{}, e
 	}
-	return kv.Entry{Key: *p.Key, Value: value, Expiration: opts.ExpiresAt(now)}, nil
+	return kv.Entry{Key: *p.Key, Value: value, Expiration: opts.ExpiresAt(now), Metadata: md}, nil
 }
 
 // lastOfEach keeps the last item of each key, in order: a batch that names
@@ -128,7 +133,7 @@ func putEntries(r *http.Request, store kv.Store, entries []kv.Entry) error {
 		return bp.PutMany(r.Context(), entries)
 	}
 	for _, e := range entries {
-		if err := store.Put(r.Context(), e.Key, e.Value, kv.PutOptions{Expiration: e.Expiration}); err != nil {
+		if err := kv.PutEntry(r.Context(), store, e); err != nil {
 			return err
 		}
 	}
@@ -259,7 +264,7 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 			v = json.RawMessage(e.Value)
 		}
 		if body.WithMetadata {
-			bv := bulkValue{Value: v}
+			bv := bulkValue{Value: v, Metadata: metadataResult(e.Metadata)}
 			if !e.Expiration.IsZero() {
 				bv.Expiration = e.Expiration.Unix()
 			}

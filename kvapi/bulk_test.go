@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 type bulkResult struct {
@@ -74,7 +74,7 @@ func TestBulkWrite(t *testing.T) {
 		"bad base64":    {map[string]any{"key": "k", "value": "!!", "base64": true}, http.StatusBadRequest, kvapi.CodeMalformedValue},
 		"short ttl":     {map[string]any{"key": "k", "value": "v", "expiration_ttl": 30}, http.StatusBadRequest, kvapi.CodeExpirationTTL},
 		"past":          {map[string]any{"key": "k", "value": "v", "expiration": now - 1}, http.StatusBadRequest, kvapi.CodeExpiration},
-		"big metadata":  {map[string]any{"key": "k", "value": "v", "metadata": strings.Repeat("m", 2000)}, http.StatusBadRequest, kvapi.CodeMetadata},
+		"big metadata":  {map[string]any{"key": "k", "value": "v", "metadata": strings.Repeat("m", 2000)}, http.StatusRequestEntityTooLarge, kvapi.CodeMetadata},
 		"value too big": {map[string]any{"key": "k", "value": strings.Repeat("v", kv.MaxValueSize+1)}, http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge},
 	} {
 		body := jsonBody(t, []map[string]any{{"key": "fresh", "value": "v"}, c.pair})

@@ -44,7 +44,6 @@ const (
 	MaxBulkWrite   = 10_000
 	MaxBulkGet     = 100
 	MaxBulkBytes   = 100 << 20
-	MaxMetadata    = 1024
 	minExpirySecs  = 60
 	notFoundReason = "get: 'key not found'"
 )
@@ -121,6 +120,10 @@ func storeError(err error) *apiError {
 		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name")
 	case errors.Is(err, kv.ErrInvalidValue):
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large")
+	case errors.Is(err, kv.ErrMetadataUnsupported):
+		return metadataUnsupported()
+	case errors.Is(err, kv.ErrInvalidMetadata):
+		return errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata")
 	case errors.Is(err, kv.ErrInvalidTTL):
 		return errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl")
 	case errors.Is(err, kv.ErrInvalidLimit):

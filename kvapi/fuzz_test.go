@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // FuzzServer sends arbitrary requests: the server never panics, never

@@ -3,6 +3,7 @@ package kvapi
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -11,8 +12,9 @@ import (
 
 // keyInfo is one entry of a keys listing.
 type keyInfo struct {
-	Name       string `json:"name"`
-	Expiration int64  `json:"expiration,omitempty"`
+	Name       string          `json:"name"`
+	Expiration int64           `json:"expiration,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
 }
 
 // A server cursor is base64url of a state byte and the store's cursor, so
@@ -64,7 +66,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 		writeResult(w, []keyInfo{}, &resultInfo{Cursor: encodeCursor(cursorAfter, storeCursor)})
 		return
 	}
-	keys, err := s.withExpirations(r.Context(), req.store, res.Keys)
+	keys, err := withDetails(r.Context(), req.store, res.Keys)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
@@ -76,10 +78,10 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 	writeResult(w, keys, info)
 }
 
-// withExpirations pairs listed keys with their expiries, as Workers KV lists
-// them, reading them in one call when the store can. A key deleted since it
-// was listed keeps its place, without an expiry.
-func (s *Server) withExpirations(ctx context.Context, store kv.Store, keys []string) ([]keyInfo, error) {
+// withDetails pairs listed keys with their expiries and metadata, as
+// Workers KV lists them, reading them in one call when the store can. A key
+// deleted since it was listed keeps its place, without either.
+func withDetails(ctx context.Context, store kv.Store, keys []string) ([]keyInfo, error) {
 	out := make([]keyInfo, len(keys))
 	for i, k := range keys {
 		out[i].Name = k
@@ -87,7 +89,7 @@ func (s *Server) withExpirations(ctx context.Context, store kv.Store, keys []str
 	if len(keys) == 0 {
 		return out, nil
 	}
-	exp := make(map[string]int64, len(keys))
+	found := make(map[string]kv.Entry, len(keys))
 	switch st := store.(type) {
 	case kv.BulkGetter:
 		entries, err := st.GetMany(ctx, keys)
@@ -95,20 +97,21 @@ func (s *Server) withExpirations(ctx context.Context, store kv.Store, keys []str
 			return nil, err
 		}
 		for _, e := range entries {
-			if !e.Expiration.IsZero() {
-				exp[e.Key] = e.Expiration.Unix()
-			}
+			found[e.Key] = e
 		}
 	case kv.ExpiryGetter:
 		for _, k := range keys {
-			e, err := st.GetEntry(ctx, k)
-			if err == nil && !e.Expiration.IsZero() {
-				exp[k] = e.Expiration.Unix()
+			if e, err := st.GetEntry(ctx, k); err == nil {
+				found[k] = e
 			}
 		}
 	}
 	for i := range out {
-		out[i].Expiration = exp[out[i].Name]
+		e := found[out[i].Name]
+		if !e.Expiration.IsZero() {
+			out[i].Expiration = e.Expiration.Unix()
+		}
+		out[i].Metadata = e.Metadata
 	}
 	return out, nil
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 type listedKey struct {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 func TestAuthentication(t *testing.T) {

@@ -1,6 +1,7 @@
 package kvapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,15 +33,16 @@ func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request, req request) {
-	if _, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key); err != nil {
+	e, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key)
+	if err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	writeResult(w, nil, nil) // the store keeps no metadata
+	writeResult(w, metadataResult(e.Metadata), nil)
 }
 
 func (s *Server) putValue(w http.ResponseWriter, r *http.Request, req request) {
-	value, form, e := readPutBody(r)
+	value, md, form, e := readPutBody(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -56,15 +58,20 @@ func (s *Server) putValue(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
+	entry := kv.Entry{Key: req.key, Value: value, Expiration: opts.ExpiresAt(now), Metadata: md}
+	if e := refuseMetadata(req.store, entry); e != nil {
+		writeError(w, e)
+		return
+	}
 	if e := s.limitWrite(req.ns, req.key, now); e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := req.store.Put(r.Context(), req.key, value, opts); err != nil {
+	if err := putEntry(r.Context(), req.store, entry, opts); err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	s.wroteAt(req.ns, req.location, kv.Entry{Key: req.key, Value: value, Expiration: opts.ExpiresAt(now)}, true)
+	s.wroteAt(req.ns, req.location, entry, true)
 	writeResult(w, nil, nil)
 }
 
@@ -94,13 +101,23 @@ func (s *Server) limitWrite(ns, key string, now time.Time) *apiError {
 	return nil
 }
 
+// putEntry writes one value: a plain Put when it has no metadata, so that
+// a TTL stays relative to the store's own clock, else through the metadata
+// ability.
+func putEntry(ctx context.Context, store kv.Store, e kv.Entry, opts kv.PutOptions) error {
+	if e.Metadata == nil {
+		return store.Put(ctx, e.Key, e.Value, opts)
+	}
+	return kv.PutEntry(ctx, store, e)
+}
+
 // readPutBody reads a value sent raw or as multipart/form-data; form holds
 // the multipart's other text fields.
-func readPutBody(r *http.Request) (value []byte, form map[string]string, e *apiError) {
+func readPutBody(r *http.Request) (value []byte, md json.RawMessage, form map[string]string, e *apiError) {
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "multipart/form-data" {
 		value, e := readLimited(r.Body, kv.MaxValueSize)
-		return value, nil, e
+		return value, nil, nil, e
 	}
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	form = map[string]string{}
@@ -110,25 +127,27 @@ func readPutBody(r *http.Request) (value []byte, form map[string]string, e *apiE
 			break
 		}
 		if err != nil {
-			return nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: malformed multipart body")
+			return nil, nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: malformed multipart body")
 		}
 		switch name := part.FormName(); name {
 		case "value":
 			if value, e = readLimited(part, kv.MaxValueSize); e != nil {
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
 		case "metadata":
-			raw, e := readLimited(part, MaxMetadata)
+			// Read past the limit so that the refusal counts the bytes
+			// the same way as on the other paths.
+			raw, e := readLimited(part, 2*kv.MaxMetadataSize)
 			if e != nil {
-				return nil, nil, errorf(http.StatusRequestEntityTooLarge, CodeMetadata, "invalid metadata: more than %d bytes", MaxMetadata)
+				return nil, nil, nil, errorf(http.StatusRequestEntityTooLarge, CodeMetadata, "invalid metadata: more than %d bytes, the limit is %d", 2*kv.MaxMetadataSize, kv.MaxMetadataSize)
 			}
-			if !json.Valid(raw) {
-				return nil, nil, errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata: not JSON")
+			if md, e = checkMetadata(raw); e != nil {
+				return nil, nil, nil, e
 			}
 		case "expiration", "expiration_ttl":
 			raw, e := readLimited(part, 64)
 			if e != nil {
-				return nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %s too long", name)
+				return nil, nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %s too long", name)
 			}
 			form[name] = string(raw)
 		}
@@ -136,7 +155,7 @@ func readPutBody(r *http.Request) (value []byte, form map[string]string, e *apiE
 	if value == nil {
 		value = []byte{}
 	}
-	return value, form, nil
+	return value, md, form, nil
 }
 
 // readLimited reads at most limit bytes, refusing a longer body.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 func TestValueLifecycle(t *testing.T) {
@@ -170,9 +170,5 @@ func TestMultipartWrite(t *testing.T) {
 	if e, _ := a.mem.GetEntry(t.Context(), "f"); e.Expiration.Unix() != a.clk.Now().Unix()+120 {
 		t.Fatalf("form TTL ignored: %v", e.Expiration)
 	}
-	body, ct = form(map[string]string{"value": "v", "metadata": "{not json"})
-	wantError(t, "bad metadata", a.do("PUT", nsPath("values/b"), body, "Content-Type", ct), http.StatusBadRequest, kvapi.CodeMetadata)
-	body, ct = form(map[string]string{"value": "v", "metadata": `"` + strings.Repeat("m", kvapi.MaxMetadata) + `"`})
-	wantError(t, "metadata too large", a.do("PUT", nsPath("values/b"), body, "Content-Type", ct), http.StatusRequestEntityTooLarge, kvapi.CodeMetadata)
 	wantError(t, "broken multipart", a.do("PUT", nsPath("values/b"), []byte("--x\r\nnonsense"), "Content-Type", "multipart/form-data; boundary=x"), http.StatusBadRequest, kvapi.CodeInvalidRequest)
 }
