@@ -20,7 +20,8 @@
 // KV error codes: 10009 for a missing key (HTTP 404), 10013 for a missing
 // namespace, 10028 for a list limit outside 10..1000, 10033/10034 for bad
 // expirations, 10041 for a bad cursor, 10042 and 10030 for bad keys, 10024
-// for a payload too large, 10022 for the per-key write rate, 10001 for a
+// for a payload too large, 10047 for invalid metadata, 10022 for the
+// per-key write rate, 10001 for a
 // service failure, 10000 for a refused token, and the API's 7000-series
 // codes for a route it does not serve. Keys arrive URL-encoded in
 // the path and are decoded exactly once, so "a/../b", "?", "#", "%", spaces
@@ -30,14 +31,22 @@
 // cfkv tests and the kv-emulator command use; over the dual-write store it
 // is a proxy that any Workers KV REST client can be pointed at.
 //
-// # What it cannot keep
+// # Metadata
 //
-// kv.Store holds values and expiries, not Workers KV metadata: metadata sent
-// with a write is checked (valid JSON, at most 1024 bytes) and dropped, and
-// reads report it as null. Workers KV values are bytes, but bulk/get in
-// "text" mode returns JSON strings, so a value that is not valid UTF-8 comes
-// back with U+FFFD replacements there, as it does from Cloudflare; GET
-// values/{key} always returns the exact bytes.
+// Over a store that is a kv.MetadataStore the server keeps Workers KV
+// metadata on every path: the metadata field of a multipart PUT and of a
+// bulk pair, GET metadata/{key}, each key of a listing (omitted when it has
+// none) and bulk/get withMetadata. One rule checks it everywhere: one JSON
+// value, compacted, at most 1024 bytes (HTTP 413, code 10047, beyond; 400
+// with 10047 when it is not JSON); JSON null means none. A write without
+// metadata clears it. Over a store that keeps none, a write that carries
+// metadata is refused (400, 10047) rather than stored without it, and reads
+// report null.
+//
+// Workers KV values are bytes, but bulk/get in "text" mode returns JSON
+// strings, so a value that is not valid UTF-8 comes back with U+FFFD
+// replacements there, as it does from Cloudflare; GET values/{key} always
+// returns the exact bytes.
 //
 // # Faults
 //
