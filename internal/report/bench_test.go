@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // floorPer1000 is the fewest Workers KV requests a full comparison can make

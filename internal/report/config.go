@@ -164,7 +164,8 @@ type Config struct {
 	// count under OtherModules. Zero means DefaultMaxModules.
 	MaxModules int
 	Repair     Repair
-	// MinParity is the gate, in percent; zero means 100.
+	// MinParity is the gate, in percent, to at most 4 decimals (parity's
+	// precision); zero means 100, negative means 0 (every report passes).
 	MinParity float64
 	// Checkpoint is the path of the checkpoint file; empty means none. A
 	// run resumes from an existing one and removes it when it completes.
@@ -236,8 +237,11 @@ func (cfg Config) normalized() (Config, error) {
 	case c.MaxRecords < 0:
 		c.MaxRecords = 0
 	}
-	if c.MinParity == 0 {
+	switch {
+	case c.MinParity == 0:
 		c.MinParity = 100
+	case c.MinParity < 0:
+		c.MinParity = 0
 	}
 	if c.Repair.Authoritative == "" {
 		c.Repair.Authoritative = Primary
@@ -253,7 +257,7 @@ func (cfg Config) normalized() (Config, error) {
 		return c, fmt.Errorf("%w: batch size, concurrency and module cap must be positive", ErrConfig)
 	case c.ListLimit < 0 || c.ListLimit > kv.MaxListLimit:
 		return c, fmt.Errorf("%w: list limit %d outside 1..%d", ErrConfig, c.ListLimit, kv.MaxListLimit)
-	case c.MinParity < 0 || c.MinParity > 100:
+	case c.MinParity > 100:
 		return c, fmt.Errorf("%w: minimum parity %g%% outside 0..100", ErrConfig, c.MinParity)
 	}
 	c.Primary.BulkLimit = orInt(c.Primary.BulkLimit, c.BatchSize)

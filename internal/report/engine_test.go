@@ -79,6 +79,14 @@ func TestMinParityGate(t *testing.T) {
 	if r := run(t, cfg); r.Passed {
 		t.Fatalf("46.15%% passes a 46.2%% gate")
 	}
+	// 6 of 13 is 46.153846...%: the gate compares to the minimum's last
+	// decimal, and a negative minimum is no gate.
+	for min, want := range map[float64]bool{46.1538: true, 46.1539: false, -1: true} {
+		cfg.MinParity = min
+		if r := run(t, cfg); r.Passed != want {
+			t.Errorf("6 of 13 against %v%%: passed %v", min, r.Passed)
+		}
+	}
 	empty := newCounted(f.clk)
 	r := run(t, report.Config{Primary: report.Side{Store: empty}, Shadow: report.Side{Store: newCounted(f.clk)}, Clock: f.clk})
 	if !r.Passed || r.Parity != 100 || r.Totals.Compared != 0 {

@@ -73,9 +73,24 @@ func errorsOf(k KindCounts) int64 { return k[compare.PrimaryError] + k[compare.S
 
 // percent prints a parity with two decimals, truncated: 99.9999 is
 // "99.99%", never "100.00%".
-func percent(p float64) string {
+func percent(p float64) string { return percentN(p, 2) }
+
+// percentN prints a parity with n decimals (at most 4, parity's precision),
+// truncated.
+func percentN(p float64, n int) string {
+	n = min(max(n, 0), 4)
 	s := strconv.FormatFloat(p, 'f', 4, 64)
-	return s[:len(s)-2] + "%"
+	s = s[:len(s)-(4-n)]
+	return strings.TrimSuffix(s, ".") + "%"
+}
+
+// minimum prints the gate's minimum as given, every decimal kept, and
+// returns the decimals that the parity beside it needs (at least two) so
+// that "99.99% >= 99.995%" can never be printed for a passing gate.
+func minimum(m float64) (string, int) {
+	s := strconv.FormatFloat(m, 'f', -1, 64)
+	_, frac, _ := strings.Cut(s, ".")
+	return s + "%", max(len(frac), 2)
 }
 
 // moduleLabel names a module for people.
@@ -194,7 +209,10 @@ func repairLines(r *Report) []string {
 	}
 }
 
-// verdict is the gate's one line.
+// Verdict is the gate's one line, as every format ends or begins with it:
+// "PASS: parity 100.00% >= minimum 99.9%".
+func Verdict(r *Report) string { return verdict(r) }
+
 func verdict(r *Report) string {
 	word, op := "PASS", ">="
 	if !r.Passed {
@@ -204,5 +222,6 @@ func verdict(r *Report) string {
 	if r.Repair != nil && r.Repair.Applied {
 		which = "parity after repair"
 	}
-	return fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percent(r.Parity), op, percent(r.Options.MinParity))
+	m, decimals := minimum(r.Options.MinParity)
+	return fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percentN(r.Parity, decimals), op, m)
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"math/big"
 	"slices"
 	"time"
 
@@ -183,9 +184,16 @@ func parity(agree, compared int64) float64 {
 	return math.Floor(float64(agree)*100*10000/float64(compared)) / 10000
 }
 
-// passes compares exactly, not through the rounded percentage.
+// passes compares exactly, not through the rounded percentage: the minimum
+// is taken in units of 0.0001% and compared in integers, so that 99.9% of
+// 1,000 keys is 999 keys, whatever the float64 of 99.9.
 func passes(agree, compared int64, min float64) bool {
-	return compared == 0 || float64(agree)*100 >= min*float64(compared)
+	if compared == 0 {
+		return true
+	}
+	units := big.NewInt(int64(math.Round(min * 10000)))
+	lhs := new(big.Int).Mul(big.NewInt(agree), big.NewInt(100*10000))
+	return lhs.Cmp(units.Mul(units, big.NewInt(compared))) >= 0
 }
 
 // sortedModules returns the module counts in module order.

@@ -50,10 +50,10 @@ func TestScanCountsEveryKind(t *testing.T) {
 	}
 
 	// The gate.
-	if res := r.run(t, context.Background(), "--min-parity", "40.1"); res.code != cli.ExitOK {
+	if res := r.run(t, context.Background(), "--min-parity", "40.1%"); res.code != cli.ExitOK {
 		t.Errorf("40.16%% against a 40.1%% gate: exit %d", res.code)
 	}
-	if res := r.run(t, context.Background(), "--min-parity", "40.2"); res.code != cli.ExitBelowParity {
+	if res := r.run(t, context.Background(), "--min-parity", "40.2%"); res.code != cli.ExitBelowParity {
 		t.Errorf("40.16%% against a 40.2%% gate: exit %d", res.code)
 	}
 	if res := r.run(t, context.Background(), "--format", "yaml"); res.code != cli.ExitError || !strings.Contains(res.stderr, "--format") {

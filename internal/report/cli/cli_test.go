@@ -52,7 +52,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--keys", "clear"}, "--keys"},
 		{[]string{"--sample", "2"}, "--sample"},
 		{[]string{"--apply"}, "--apply needs --repair"},
-		{[]string{"--min-parity", "101"}, "--min-parity"},
+		{[]string{"--min-parity", "101%"}, "--min-parity 101%: a percentage is 0% to 100%"},
+		{[]string{"--min-parity", "99.9"}, "write 99.9% for 99.9 percent (or 0.999 as a fraction)"},
+		{[]string{"--min-parity", "1.5"}, "write 1.5% for 1.5 percent (or 0.015 as a fraction)"},
+		{[]string{"--min-parity", "ninety"}, "write a percentage such as 99.9% or a fraction such as 0.999"},
+		{[]string{"--min-parity", "-0.5"}, "--min-parity"},
+		{[]string{"--min-parity", "99.99995%"}, "finer than"},
 		{[]string{"--authoritative", "both"}, "--authoritative"},
 		{[]string{"--cf-budget", "12"}, "1200/5m"},
 		{[]string{"--batch", "101"}, "100 keys"},
@@ -80,7 +85,7 @@ func TestDemoGateAndRepair(t *testing.T) {
 	if !strings.Contains(errOut, "demo") || strings.Contains(errOut, "\r") {
 		t.Errorf("stderr = %q", errOut)
 	}
-	if _, _, code := runCLI(t, env(nil), "--demo", "--min-parity", "88"); code != cli.ExitOK {
+	if _, _, code := runCLI(t, env(nil), "--demo", "--min-parity", "88%"); code != cli.ExitOK {
 		t.Errorf("88%% against a 88%% gate: exit %d", code)
 	}
 	out, _, code = runCLI(t, env(nil), "--demo", "--repair")
@@ -90,6 +95,40 @@ func TestDemoGateAndRepair(t *testing.T) {
 	out, _, code = runCLI(t, env(nil), "--demo", "--repair", "--apply")
 	if code != cli.ExitOK || !strings.Contains(out, "PASS: parity after repair 100.00%") {
 		t.Errorf("repair: exit %d\n%s", code, out)
+	}
+}
+
+// The gate takes a percentage with its sign or a fraction of one, and shows
+// the minimum as given: 0.999 is 99.9%, never 0.999% (which would pass the
+// demo's 88%).
+func TestMinParityForms(t *testing.T) {
+	for _, c := range []struct {
+		arg, verdict string
+		code         int
+	}{
+		{"0.999", "FAIL: parity 88.00% < minimum 99.9%", cli.ExitBelowParity},
+		{"99.9%", "FAIL: parity 88.00% < minimum 99.9%", cli.ExitBelowParity},
+		{"0.88", "PASS: parity 88.00% >= minimum 88%", cli.ExitOK},
+		{"88.001%", "FAIL: parity 88.000% < minimum 88.001%", cli.ExitBelowParity},
+		{"1", "FAIL: parity 88.00% < minimum 100%", cli.ExitBelowParity},
+		{"0", "PASS: parity 88.00% >= minimum 0%", cli.ExitOK},
+		{"0%", "PASS: parity 88.00% >= minimum 0%", cli.ExitOK},
+	} {
+		out, errOut, code := runCLI(t, env(nil), "--demo", "--min-parity", c.arg, "--progress", "never")
+		if code != c.code || !strings.Contains(out, c.verdict) || !strings.Contains(errOut, "shadow-report: "+c.verdict+"\n") {
+			t.Errorf("--min-parity %s: exit %d, want %d and %q\nstdout %s\nstderr %s", c.arg, code, c.code, c.verdict, out, errOut)
+		}
+	}
+}
+
+// The verdict reaches stderr whatever the output: a file, JSON on stdout.
+func TestVerdictOnStderr(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.html")
+	for _, args := range [][]string{{"--out", path}, {"--format", "json"}, {}} {
+		_, errOut, code := runCLI(t, env(nil), append([]string{"--demo", "--progress", "never"}, args...)...)
+		if code != cli.ExitBelowParity || strings.Count(errOut, "FAIL: parity 88.00% < minimum 100%") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,7 +119,8 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.Float64Var(&sample, "sample", 1, "")
 	fs.StringVar(&keysFile, "keys-file", "", "")
 	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
-	fs.Float64Var(&o.minParity, "min-parity", 100, "")
+	o.minParity = 100
+	fs.Var(minParityFlag{&o.minParity}, "min-parity", "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&o.out, "out", "", "")
 	fs.StringVar(&keys, "keys", string(compare.KeyHMAC), "")
@@ -135,7 +137,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.BoolVar(&o.help, "help", false, "")
 	fs.BoolVar(&o.help, "h", false, "")
 	if err := fs.Parse(args); err != nil {
-		return nil, usage("%v", err)
+		return nil, usage("%s", flagError(err))
 	}
 	if o.help {
 		return o, nil
@@ -168,8 +170,6 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	switch {
 	case !(sample > 0 && sample <= 1):
 		return nil, usage("--sample %g: want a fraction in (0, 1], such as 0.01 for 1%%", sample)
-	case o.minParity < 0 || o.minParity > 100:
-		return nil, usage("--min-parity %g: want a percentage, 0 to 100", o.minParity)
 	case o.apply && !o.repair:
 		return nil, usage("--apply needs --repair (a repair is a dry run until --apply)")
 	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
@@ -205,6 +205,18 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// flagInvalid is how package flag words a refused value.
+var flagInvalid = regexp.MustCompile(`^invalid value "(.*)" for flag -(\S+): `)
+
+// flagError words package flag's errors as the help writes flags: --name.
+func flagError(err error) string {
+	msg := err.Error()
+	if m := flagInvalid.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("--%s %s: %s", m[2], m[1], msg[len(m[0]):])
+	}
+	return strings.Replace(msg, "provided but not defined: -", "provided but not defined: --", 1)
 }
 
 // formatOf guesses the format from an output file's extension.

@@ -34,7 +34,10 @@ SCOPE
 
 COMPARISON
   --ttl-tolerance D             expiries this close match (default 5s; 0s means exact)
-  --min-parity PCT              the gate: exit 0 at or above it (default 100)
+  --min-parity 99.9%|0.999      the gate: exit 0 at or above it (default 100%); a percentage
+                                with its % sign, or a fraction of 1: 0.999 is 99.9%, and a
+                                bare number above 1 is refused. The verdict line always goes
+                                to stderr, whatever the output
 
 OUTPUT
   --format table|json|markdown|html
@@ -86,7 +89,7 @@ EXAMPLES
     shadow-report --module wordle,trading --sample 0.01
 
   Gate a cutover in CI: fail the step below 99.9%, keep JSON for the record:
-    shadow-report --min-parity 99.9 --format json --out parity.json
+    shadow-report --min-parity 99.9% --format json --out parity.json
 
   Scan millions of keys in the background, resumable:
     shadow-report --checkpoint scan.ckpt --expected-keys 4000000 --out parity.html

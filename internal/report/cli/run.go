@@ -105,6 +105,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if o.maxKeys == 0 {
 		cfg.MaxRecords = -1
 	}
+	if o.minParity == 0 {
+		cfg.MinParity = -1 // the flag's 0% means no gate; the Config's zero means 100
+	}
 	if showProgress(o.progress, stderr) {
 		cfg.Progress = stderr
 	}
@@ -118,8 +121,12 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if o.out != "" {
 		fmt.Fprintf(stderr, "shadow-report: wrote %s\n", o.out)
 	}
+	// The verdict goes to stderr whatever went to stdout or --out, so that
+	// a log, a pipe into jq or a CI step always shows why it passed.
+	v := report.Verdict(r)
+	fmt.Fprintf(stderr, "shadow-report: %s\n", v)
 	if !r.Passed {
-		return fmt.Errorf("%w: %.2f%% < %.2f%%", ErrBelowParity, r.Parity, o.minParity)
+		return fmt.Errorf("%w (%s)", ErrBelowParity, v)
 	}
 	return nil
 }
