@@ -19,13 +19,28 @@ type config struct {
 	seed     uint64
 }
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `demo: the whole Workers KV -> MongoDB migration on one machine.
+// errUsage marks a command line the demo cannot run; main exits 2 on it,
+// as every command of the project does.
+var errUsage = errors.New("usage")
 
-Usage: go run ./demo [flags]      (from the repository: make demo)
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string   { return e.msg }
+func (e *usageError) Is(t error) bool { return t == errUsage }
+
+func usage(msg string) error { return &usageError{msg: msg + " (run with -help for the flags)"} }
+
+// parseFlags reads the flags. -help prints the usage on stdout and returns
+// flag.ErrHelp; a mistake returns an error matching errUsage.
+func parseFlags(args []string, stdout io.Writer) (config, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by main
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, `demo: the whole Workers KV -> MongoDB migration on one machine.
+
+Usage, from the repository:   make demo DEMO_FLAGS='-duration 30s'
+       or, in demo/:          go run . [flags]
 
 Starts a Workers KV emulator and an embedded MongoDB-compatible server, runs a
 bot-like workload through the dual-write store, takes the shadow down half way,
@@ -45,19 +60,22 @@ Flags:
 	fs.DurationVar(&c.window, "consistency-window", 2*time.Second, "how long the Workers KV emulator serves cached reads")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the workload")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usage(err.Error())
 	}
 	switch {
 	case fs.NArg() > 0:
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return c, usage(fmt.Sprintf("unexpected arguments %q", fs.Args()))
 	case c.duration < 10*time.Second:
-		return c, errors.New("-duration must be at least 10s: the stages need time to show")
+		return c, usage("-duration must be at least 10s: the stages need time to show")
 	case c.workers < 1 || c.rate <= 0:
-		return c, errors.New("-workers and -rate must be positive")
+		return c, usage("-workers and -rate must be positive")
 	case c.dir == "":
-		return c, errors.New("-dir is required")
+		return c, usage("-dir is required")
 	case c.latency < 0 || c.window < 0:
-		return c, errors.New("-latency and -consistency-window cannot be negative")
+		return c, usage("-latency and -consistency-window cannot be negative")
 	}
 	return c, nil
 }

@@ -39,7 +39,7 @@ func dualConfig(cfg config, primary, shadow kv.Store, red *compare.Redactor, sin
 
 // run is the whole demo; it returns an error when any guarantee failed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -96,11 +96,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The layer's warnings are told as the story's events.
+	w := &workload{}
+	st := &status{out: stdout, work: w, start: time.Now()}
 	dual, err := dualwriteotel.NewStore(dualConfig(cfg, botKV, shadow, red, layerSink), dualwriteotel.Config{},
-		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))))
+		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(logHandler{s: st}))))
 	if err != nil {
 		return err
 	}
+	st.dual = dual.Dual
 	closed := false
 	defer func() {
 		if !closed {
@@ -115,12 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	// The workload and the status line run until the timeline ends.
-	w := &workload{}
 	wctx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	var wg sync.WaitGroup
+	st.start = time.Now()
 	wg.Go(func() { w.run(wctx, stores, cfg) })
-	st := &status{out: stdout, dual: dual.Dual, work: w, start: time.Now()}
 	sctx, stopStatus := context.WithCancel(ctx)
 	var sg sync.WaitGroup
 	sg.Go(func() { st.loop(sctx) })
@@ -172,12 +175,14 @@ func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kv
 	if err := at(0.4); err != nil {
 		return err
 	}
+	st.outage.Store(true)
 	shadow.SetOutage(true)
-	st.event("MongoDB is down: copies fail, the breaker will open and keys are marked dirty")
+	st.event("MongoDB is down (planned): copies fail, the breaker will open and keys are marked dirty")
 	if err := at(0.6); err != nil {
 		return err
 	}
 	shadow.SetOutage(false)
+	st.outage.Store(false)
 	st.event("MongoDB is back: the breaker probes, closes, and repair copies the dirty keys")
 	if err := at(0.8); err != nil {
 		return err

@@ -4,20 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// status prints what happens as it happens: events as they occur and a
-// status line every second.
+// status prints what happens as it happens, in one voice: events as they
+// occur, the layer's own warnings (said to be expected while the outage is
+// planned), and a status line every second.
 type status struct {
 	out   io.Writer
 	dual  *dualwrite.Store
 	work  *workload
 	start time.Time
+	// outage is set while the demo holds MongoDB down on purpose.
+	outage atomic.Bool
 
 	mu          sync.Mutex
 	lastBreaker dualwrite.BreakerState
@@ -46,6 +52,13 @@ func (s *status) loop(ctx context.Context) {
 	}
 }
 
+// breakerNotes say why a breaker change is expected in the demo's story.
+var breakerNotes = map[dualwrite.BreakerState]string{
+	dualwrite.BreakerOpen:     "expected: MongoDB is down on purpose; copies are skipped and their keys marked dirty",
+	dualwrite.BreakerHalfOpen: "expected: a few copies probe whether MongoDB is back",
+	dualwrite.BreakerClosed:   "expected: MongoDB answers again; repair copies the dirty keys",
+}
+
 // print writes one status line, and an event when the breaker changed.
 func (s *status) print() {
 	st := s.dual.Stats()
@@ -62,16 +75,59 @@ func (s *status) print() {
 			pending += n
 		}
 	}
-	var repaired uint64
-	for _, n := range st.Repairs {
-		repaired += n
-	}
+	// Deferred repairs are keys put back to wait out the consistency
+	// window: not repaired yet.
+	repaired := st.Repairs[dualwrite.RepairCopied] + st.Repairs[dualwrite.RepairDeleted]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.Breaker != s.lastBreaker && s.lastBreaker != "" {
-		fmt.Fprintf(s.out, "%s  breaker %s -> %s\n", s.elapsed(), s.lastBreaker, st.Breaker)
+		fmt.Fprintf(s.out, "%s  breaker %s -> %s (%s)\n", s.elapsed(), s.lastBreaker, st.Breaker, breakerNotes[st.Breaker])
 	}
 	s.lastBreaker = st.Breaker
 	fmt.Fprintf(s.out, "%s  stage=%-9s ops=%-6d errors=%d breaker=%-9s queued=%-4d dirty=%-4d dropped=%-4d repaired=%-4d compared=%d (divergent %d, pending/inconclusive %d)\n",
 		s.elapsed(), st.Stage, s.work.ops.Load(), s.work.errs.Load(), st.Breaker, st.Queued, st.Dirty, drops, repaired, compared, divergent, pending)
 }
+
+// logHandler turns the dual-write layer's log records into the story's
+// events. Its breaker records are left to the status line, which says the
+// same in the story's words; every other warning is printed, said to be
+// expected while the outage is planned, and unexpected otherwise.
+type logHandler struct {
+	s     *status
+	attrs []slog.Attr
+}
+
+func (h logHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h logHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "dualwrite: circuit breaker") {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	// Copies queued during the outage fail until the breaker has closed
+	// again: that too is the outage.
+	h.s.mu.Lock()
+	recovering := h.s.lastBreaker != "" && h.s.lastBreaker != dualwrite.BreakerClosed
+	h.s.mu.Unlock()
+	note := "unexpected"
+	if h.s.outage.Load() || recovering {
+		note = "expected during the planned outage"
+	}
+	h.s.event("%s %s (%s)", strings.ToLower(r.Level.String()), b.String(), note)
+	return nil
+}
+
+func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return logHandler{s: h.s, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...)}
+}
+
+func (h logHandler) WithGroup(string) slog.Handler { return h }

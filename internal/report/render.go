@@ -71,8 +71,10 @@ var scanKinds = []compare.Kind{
 // errorsOf sums the error kinds, shown as one column.
 func errorsOf(k KindCounts) int64 { return k[compare.PrimaryError] + k[compare.ShadowError] }
 
-// percent prints a parity with two decimals, truncated: 99.9999 is
-// "99.99%", never "100.00%".
+// Percent prints a parity as every report does: two decimals, truncated,
+// so that 99.9999 is "99.99%", never "100.00%".
+func Percent(p float64) string { return percent(p) }
+
 func percent(p float64) string { return percentN(p, 2) }
 
 // percentN prints a parity with n decimals (at most 4, parity's precision),

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -28,6 +29,28 @@ func countsRow(label string, c Counts) []string {
 // so that it survives pipes and logs.
 func renderTable(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
+	if err := tableBody(bw, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(bw, "\n%s\n", verdict(r))
+	return bw.Flush()
+}
+
+// RenderTableBody writes the terminal table without its last line, the
+// verdict, for a caller that says what the verdict means in its own words
+// (the demo, whose gate is meant to fail before its repair).
+func RenderTableBody(w io.Writer, r *Report) error {
+	if r == nil || w == nil {
+		return errors.New("report: RenderTableBody needs a writer and a report")
+	}
+	bw := bufio.NewWriter(w)
+	if err := tableBody(bw, r); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func tableBody(bw *bufio.Writer, r *Report) error {
 	fmt.Fprintf(bw, "shadow-report: %s (primary) vs %s (shadow)\n", r.Primary.Name, r.Shadow.Name)
 	fmt.Fprintf(bw, "%s\n%s\n\n", timeLine(r), scopeLine(r))
 
@@ -72,6 +95,5 @@ func renderTable(w io.Writer, r *Report) error {
 	if lines := repairLines(r); lines != nil {
 		fmt.Fprintf(bw, "\nRepair\n  %s\n", strings.Join(lines, "\n  "))
 	}
-	fmt.Fprintf(bw, "\n%s\n", verdict(r))
-	return bw.Flush()
+	return nil
 }
