@@ -8,12 +8,24 @@ BENCHTIME ?= 1s
 # MongoDB-compatible server) never reaches a library user's build.
 MODULES := . tests demo
 
-.PHONY: demo test lint fmt-check vet staticcheck unit integration fuzz bench
+.PHONY: demo mongo test lint fmt-check vet staticcheck unit integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
+# Built first, saying so: the first build compiles the embedded server.
 DEMO_FLAGS ?=
+DEMO_BIN := $(CURDIR)/.demo/bin
 demo:
-	cd demo && $(GO) run . -dir $(CURDIR)/.demo $(DEMO_FLAGS)
+	@echo "make demo: building (the first time takes a few minutes: it compiles the embedded MongoDB-compatible server; later builds take seconds)"
+	@cd demo && $(GO) build -o $(DEMO_BIN)/kvshadow-demo .
+	@echo "make demo: running the migration (about a minute and a half)"
+	@$(DEMO_BIN)/kvshadow-demo -dir $(CURDIR)/.demo $(DEMO_FLAGS)
+
+# The embedded MongoDB-compatible server alone, for experiments: prints its
+# URI and serves until Ctrl-C.
+mongo:
+	@echo "make mongo: building (the first time takes a few minutes)"
+	@cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo
+	@$(DEMO_BIN)/embedded-mongo -dir $(CURDIR)/.demo/embedded-mongo
 
 test: lint unit integration fuzz
 
