@@ -107,8 +107,8 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 
 // PutMany implements kv.BulkPutter: per collection, unordered BulkWrites of
 // upserts, BatchSize entries each. When a key appears twice the last entry
-// wins, as if the entries were put in order. Values longer than the chunk
-// size, and upserts refused on a duplicate key (a chunked value, or a
+// wins, as if the entries were put in order. Values too large for one
+// document, and upserts refused on a duplicate key (a chunked value, or a
 // concurrent first insert), go through Put's own path.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	now := s.clock.Now()
@@ -138,7 +138,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		var inline []kv.Entry
 		for _, k := range byColl[c] {
 			e := entries[last[k]]
-			if len(e.Value) > s.chunkSize {
+			if !s.fitsInline(e.Key, e.Value, e.Expiration) {
 				if err := s.putChunked(ctx, db, c, e.Key, e.Value, e.Expiration, now); err != nil {
 					return err
 				}

@@ -2,6 +2,7 @@ package mongokv
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,16 +15,11 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// Chunk sizes. A chunk document must stay under MongoDB's 16 MiB limit with
-// its _id and field names; the least size keeps a 25 MiB value within 25,600
-// chunks, the most a chunk number's five digits allow.
 const (
-	DefaultChunkSize = 8 << 20
-	MaxChunkSize     = 15 << 20
-	MinChunkSize     = 1 << 10
 	// provisionalTTL is how long chunks written by a Put stay without the
 	// key's document pointing at them; a Put takes far less, so only the
-	// chunks of an interrupted Put ever reach it.
+	// chunks of an interrupted Put ever reach it. It is also how old a
+	// generation must be before the sweep may find it unreferenced.
 	provisionalTTL = time.Hour
 	// cleanupTimeout bounds the removal of replaced chunks, which goes on
 	// after the caller's context ends: the new state is already written.
@@ -51,6 +47,24 @@ func decodeChunkRef(v bson.RawValue) (*chunkRef, error) {
 		return nil, errBadDocument
 	}
 	return &chunkRef{gen: gen, n: int(n), size: int(size)}, nil
+}
+
+// newGeneration names the chunks of one Put: an ObjectID whose time is the
+// store's clock, so that the sweep can tell how old a generation is.
+func (s *Store) newGeneration() string {
+	id := bson.NewObjectID()
+	binary.BigEndian.PutUint32(id[:4], uint32(s.clock.Now().Unix()))
+	return id.Hex()
+}
+
+// generationTime is the time a generation was made, and false for a name
+// that is not one.
+func generationTime(gen string) (time.Time, bool) {
+	id, err := bson.ObjectIDFromHex(gen)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return id.Timestamp(), true
 }
 
 // chunkID names chunk i of gen. Chunks are always addressed by their exact
@@ -87,23 +101,31 @@ func (s *Store) readChunks(ctx context.Context, db *mongo.Database, ref *chunkRe
 	return value, nil
 }
 
-// putChunked writes a value longer than the chunk size: its chunks first,
-// with a provisional expiry; then the key's document, pointing at them; then
-// the chunks' final expiry. The chunks the document pointed at before are
-// deleted.
+// putChunked writes a value too large for one document: its generation
+// document and chunks first, with a provisional expiry; then the key's
+// document, pointing at them; then their final expiry. The chunks the
+// document pointed at before are deleted.
 func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key string, value []byte, exp, now time.Time) error {
-	if err := s.client.ensureTTL(ctx, db, ChunkCollection); err != nil {
-		return err
+	for _, c := range []string{ChunkCollection, GenerationCollection} {
+		if err := s.client.ensureTTL(ctx, db, c); err != nil {
+			return err
+		}
 	}
-	gen := bson.NewObjectID().Hex()
-	ref := &chunkRef{gen: gen, n: (len(value) + s.chunkSize - 1) / s.chunkSize, size: len(value)}
+	size := chunkDataSize(s.maxDoc)
+	gen := s.newGeneration()
+	ref := &chunkRef{gen: gen, n: (len(value) + size - 1) / size, size: len(value)}
+	provisional := now.Add(provisionalTTL)
+	generation := bson.D{{Key: fieldID, Value: gen}, {Key: "key", Value: key}, {Key: "n", Value: ref.n}, {Key: fieldExpires, Value: provisional}}
+	if _, err := db.Collection(GenerationCollection).InsertOne(ctx, generation); err != nil {
+		return s.client.opError(ctx, "put", err)
+	}
 	docs := make([]any, ref.n)
 	for i := range docs {
-		data := value[i*s.chunkSize : min((i+1)*s.chunkSize, len(value))]
+		data := value[i*size : min((i+1)*size, len(value))]
 		docs[i] = bson.D{
 			{Key: fieldID, Value: chunkID(gen, i)},
 			{Key: "data", Value: bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: data}},
-			{Key: fieldExpires, Value: now.Add(provisionalTTL)},
+			{Key: fieldExpires, Value: provisional},
 		}
 	}
 	if _, err := db.Collection(ChunkCollection).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
@@ -135,7 +157,7 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key st
 		// Only a refusal is sure not to have switched the document; after
 		// a lost connection the provisional expiry cleans up instead.
 		if !unreachable(err) && ctx.Err() == nil {
-			s.deleteChunks(context.WithoutCancel(ctx), db, ref)
+			_, _ = s.deleteChunks(context.WithoutCancel(ctx), db, ref) // else they expire
 		}
 		return s.client.opError(ctx, "put", err)
 	}
@@ -144,7 +166,13 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key st
 	if !exp.IsZero() {
 		final = bson.D{{Key: "$set", Value: bson.D{{Key: fieldExpires, Value: exp}}}}
 	}
-	if err := s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
+	// The generation first: cut short after it, the chunks expire under a
+	// key whose Put failed; the other way round, they could outlive every
+	// reference with no generation left to find them by.
+	if _, err := db.Collection(GenerationCollection).UpdateMany(ctx, byID(gen), final); err != nil {
+		return s.client.opError(ctx, "put", err)
+	}
+	if _, err := s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
 		return mongo.NewUpdateManyModel().SetFilter(byID(id)).SetUpdate(final)
 	}); err != nil {
 		return s.client.opError(ctx, "put", err)
@@ -152,32 +180,47 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key st
 	return nil
 }
 
-// eachChunk applies one write per chunk of ref, BatchSize a command.
-// UpdateMany and DeleteMany on an exact _id touch one document, as their
-// One forms would, without FerretDB's connection hold (see putBatch).
-func (s *Store) eachChunk(ctx context.Context, db *mongo.Database, ref *chunkRef, model func(id string) mongo.WriteModel) error {
+// eachChunk applies one write per chunk of ref, BatchSize a command, and
+// returns how many chunks it deleted. UpdateMany and DeleteMany on an exact
+// _id touch one document, as their One forms would, without FerretDB's
+// connection hold (see putBatch).
+func (s *Store) eachChunk(ctx context.Context, db *mongo.Database, ref *chunkRef, model func(id string) mongo.WriteModel) (int64, error) {
 	ids := make([]string, ref.n)
 	for i := range ids {
 		ids[i] = chunkID(ref.gen, i)
 	}
+	var deleted int64
 	for _, batch := range batches(ids) {
 		models := make([]mongo.WriteModel, len(batch))
 		for i, id := range batch {
 			models[i] = model(id)
 		}
-		if _, err := db.Collection(ChunkCollection).BulkWrite(ctx, models, unordered); err != nil {
-			return err
+		res, err := db.Collection(ChunkCollection).BulkWrite(ctx, models, unordered)
+		if err != nil {
+			return deleted, err
 		}
+		deleted += res.DeletedCount
 	}
-	return nil
+	return deleted, nil
 }
 
-func (s *Store) deleteChunks(ctx context.Context, db *mongo.Database, ref *chunkRef) error {
+// deleteChunks deletes a generation: its chunks, then its generation
+// document, so that an interrupted deletion stays visible to the sweep. It
+// returns how many documents it deleted.
+func (s *Store) deleteChunks(ctx context.Context, db *mongo.Database, ref *chunkRef) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	return s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
+	n, err := s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
 		return mongo.NewDeleteManyModel().SetFilter(byID(id))
 	})
+	if err != nil {
+		return n, err
+	}
+	res, err := db.Collection(GenerationCollection).DeleteMany(ctx, byID(ref.gen))
+	if err != nil {
+		return n, err
+	}
+	return n + res.DeletedCount, nil
 }
 
 // dropOldChunks deletes the chunks a replaced or deleted document pointed at.
@@ -193,7 +236,7 @@ func (s *Store) dropOldChunks(ctx context.Context, db *mongo.Database, before bs
 	if err != nil {
 		return
 	}
-	if err := s.deleteChunks(context.WithoutCancel(ctx), db, ref); err != nil {
+	if _, err := s.deleteChunks(context.WithoutCancel(ctx), db, ref); err != nil {
 		s.client.logger.Warn("mongokv: could not delete the chunks of a replaced value; they stay as garbage",
 			slog.String("database", s.db), slog.String("chunks", ref.gen), slog.String("error", s.client.redact.redact(err.Error())))
 	}

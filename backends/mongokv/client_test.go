@@ -47,6 +47,9 @@ func TestNewClientChecksWithoutIO(t *testing.T) {
 	if _, err := NewClient(ClientConfig{URI: "mongodb://h", ServerSelectionTimeout: -1}); err == nil {
 		t.Error("a negative timeout was accepted")
 	}
+	if DefaultDatabase != "miti99bot" {
+		t.Errorf("DefaultDatabase = %q, want the bot's, miti99bot", DefaultDatabase)
+	}
 	for uri, want := range map[string]string{
 		"mongodb://h":                        DefaultDatabase,
 		"mongodb://h/":                       DefaultDatabase,
@@ -73,12 +76,12 @@ func TestStoreConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []Config{{Database: "a.b"}, {Database: strings.Repeat("d", 64)}, {ChunkSize: MinChunkSize - 1}, {ChunkSize: MaxChunkSize + 1}, {ChunkSize: -1}} {
+	for _, cfg := range []Config{{Database: "a.b"}, {Database: strings.Repeat("d", 64)}, {MaxDocumentSize: MinDocumentSize - 1}, {MaxDocumentSize: MaxDocumentSize + 1}, {MaxDocumentSize: -1}} {
 		if _, err := c.Store(cfg); err == nil {
 			t.Errorf("Store(%+v) accepted it", cfg)
 		}
 	}
-	s, err := c.Store(Config{Database: "miti99bot", ChunkSize: MinChunkSize})
+	s, err := c.Store(Config{Database: "miti99bot", MaxDocumentSize: MinDocumentSize})
 	if err != nil || s.Database() != "miti99bot" {
 		t.Fatalf("Store = %v, %v", s, err)
 	}

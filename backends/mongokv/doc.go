@@ -17,18 +17,39 @@
 // expect) and BSON binary (subtype 0) otherwise; expiresAt is absent when the
 // key has no expiry.
 //
-// A BSON document holds at most 16 MiB and a value may be 25 MiB, so a value
-// longer than Config.ChunkSize (8 MiB by default) is split: its document
-// carries, instead of value, a reference
+// # What the bot can read
 //
-//	{ _id: "<key>", chunks: { gen: "<id>", n: 4, size: 26214400 }, expiresAt?: ... }
+// The bot's MongoKVStore (seed phase-02) reads value with findOne and returns
+// it as it is. It reads every value that this package wrote, byte for byte,
+// except:
+//   - a value that is not valid UTF-8: the bot only ever writes strings, and
+//     gets such a value as a BSON Binary object rather than a string;
+//   - a value too large for one document: the bot gets a document without
+//     value, so its get returns undefined.
+//
+// Every value that fits in one document is stored inline, as the bot would
+// store it (the bot cannot store a larger one at all): a value of up to
+// InlineLimit(Config.MaxDocumentSize, key, hasExpiry, metadata) bytes, which
+// is the document limit less 27 bytes of framing, less the key's bytes, less
+// 19 with an expiry. With MongoDB's 16 MiB (16,777,216 bytes) that is at
+// least 16,775,619 bytes whatever the key (at most 512 bytes), expiry and
+// metadata (see MetadataStore). Only a longer value (the contract allows
+// 25 MiB) is split: its document carries, instead of value, a reference
+//
+//	{ _id: "<key>", chunks: { gen: "<id>", n: 2, size: 26214400 }, expiresAt?: ... }
 //
 // to n documents { _id: "<id>:00000", data: Binary, expiresAt?: ... } in
-// ChunkCollection. Chunks are written first, with a provisional expiry, then
-// the key's document is switched to them, then the chunks get the key's
-// expiry; a Put interrupted half way leaves only chunks that expire by
-// themselves. Overwrites and deletes remove the chunks they replace. Readers
-// other than this package see no value for such a key.
+// ChunkCollection, and one { _id: "<id>", key: "<key>", n: 2 } in
+// GenerationCollection. The generation and chunks are written first, with a
+// provisional expiry, then the key's document is switched to them, then they
+// get the key's expiry; a Put interrupted half way leaves only chunks that
+// expire by themselves. Overwrites and deletes through this package remove
+// the chunks they replace. The bot knows nothing of chunks: when it deletes or
+// overwrites a chunked key, Sweep finds the generation that its key's
+// document no longer references (once it is an hour old, so a Put under way
+// keeps its chunks) and deletes it, and removes the stale chunks field that
+// the bot's overwrite left beside the new value; until then, a value in the
+// document always wins over a reference.
 //
 // # Expiry
 //
@@ -61,7 +82,7 @@
 //
 // # Round trips
 //
-// Get, Delete, Put of a value up to ChunkSize, and a List page under a
+// Get, Delete, Put of a value that fits in its document, and a List page under a
 // module prefix cost one round trip each (a prefix without ":" also lists
 // the collections, then reads each reachable one). Single-key reads and
 // writes filter on the bare _id, an index point lookup on MongoDB and the

@@ -11,24 +11,31 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// Names of the database and the collections that are not a module's. Both
-// collection names hold a ".", which no module's collection can, so neither
-// can be mistaken for one.
+// Names of the database and the collections that are not a module's. The
+// collection names hold a ".", which no module's collection can, so none can
+// be mistaken for one.
 const (
-	// DefaultDatabase is used when neither Config nor the URI names one.
-	DefaultDatabase = "kvshadow"
+	// DefaultDatabase is used when neither Config nor the URI names one:
+	// the JavaScript bot's own database.
+	DefaultDatabase = "miti99bot"
 	// DefaultCollection holds the keys that have no module prefix.
 	DefaultCollection = "kvshadow.default"
-	// ChunkCollection holds the pieces of values longer than ChunkSize.
+	// ChunkCollection holds the pieces of values too large for one
+	// document.
 	ChunkCollection = "kvshadow.chunks"
+	// GenerationCollection holds one small document per chunked value
+	// (its generation): the owner key and the number of chunks, which the
+	// sweep uses to find chunks that no document references.
+	GenerationCollection = "kvshadow.chunkgens"
 )
 
 // The fields of a key's document.
 const (
-	fieldID      = "_id"
-	fieldValue   = "value"
-	fieldExpires = "expiresAt"
-	fieldChunks  = "chunks"
+	fieldID       = "_id"
+	fieldValue    = "value"
+	fieldExpires  = "expiresAt"
+	fieldChunks   = "chunks"
+	fieldMetadata = "metadata"
 )
 
 // isModuleByte reports the bytes of ^[a-z0-9_-]+$.

@@ -27,7 +27,7 @@ func TestCollectionOf(t *testing.T) {
 			t.Errorf("collectionOf(%q) = %q, want %q", key, got, want)
 		}
 	}
-	for _, name := range []string{DefaultCollection, ChunkCollection} {
+	for _, name := range []string{DefaultCollection, ChunkCollection, GenerationCollection} {
 		if isModuleCollection(name) {
 			t.Errorf("%q could be mistaken for a module's collection", name)
 		}

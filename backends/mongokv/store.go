@@ -14,26 +14,29 @@ import (
 )
 
 // Config configures a Store. The zero value is a store on the URI's database
-// (or DefaultDatabase), on the system clock, with DefaultChunkSize.
+// (or DefaultDatabase), on the system clock, for MongoDB's document limit.
 type Config struct {
 	// Database holds the store's collections; empty means the database
-	// named in the URI, else DefaultDatabase. The bot's is "miti99bot".
+	// named in the URI, else DefaultDatabase (the bot's, "miti99bot").
 	Database string
 	// Clock decides what has expired; nil means the system clock.
 	Clock clock.Clock
-	// ChunkSize is the longest value stored inline; longer values are
-	// split into chunks of this size. Zero means DefaultChunkSize; else
-	// MinChunkSize..MaxChunkSize.
-	ChunkSize int
+	// MaxDocumentSize is the server's limit on a document: every value
+	// that fits in one document of this size with its key (see
+	// InlineLimit) is stored inline, as the bot stores it, and only larger
+	// ones are chunked. Zero means MaxDocumentSize (MongoDB's 16 MiB); a
+	// smaller limit (MinDocumentSize..MaxDocumentSize) is for servers that
+	// have one.
+	MaxDocumentSize int
 }
 
 // Store is a kv.Store over one MongoDB database. It is safe for concurrent
 // use and has nothing to close: its Client does.
 type Store struct {
-	client    *Client
-	db        string
-	clock     clock.Clock
-	chunkSize int
+	client *Client
+	db     string
+	clock  clock.Clock
+	maxDoc int
 }
 
 var (
@@ -53,14 +56,14 @@ func (c *Client) Store(cfg Config) (*Store, error) {
 	if err := validateDatabase(db); err != nil {
 		return nil, fmt.Errorf("mongokv: %w", err)
 	}
-	size := cfg.ChunkSize
+	size := cfg.MaxDocumentSize
 	switch {
 	case size == 0:
-		size = DefaultChunkSize
-	case size < MinChunkSize || size > MaxChunkSize:
-		return nil, fmt.Errorf("mongokv: ChunkSize %d is outside %d..%d", size, MinChunkSize, MaxChunkSize)
+		size = MaxDocumentSize
+	case size < MinDocumentSize || size > MaxDocumentSize:
+		return nil, fmt.Errorf("mongokv: MaxDocumentSize %d is outside %d..%d", size, MinDocumentSize, MaxDocumentSize)
 	}
-	return &Store{client: c, db: db, clock: clock.OrReal(cfg.Clock), chunkSize: size}, nil
+	return &Store{client: c, db: db, clock: clock.OrReal(cfg.Clock), maxDoc: size}, nil
 }
 
 // Database names the store's database.
@@ -132,8 +135,8 @@ func (s *Store) getEntry(ctx context.Context, db *mongo.Database, key string) (k
 	}
 }
 
-// Put implements kv.Store. A value up to the chunk size costs one round
-// trip: an upsert by _id.
+// Put implements kv.Store. A value that fits in the key's document costs one
+// round trip: an upsert by _id.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
@@ -148,7 +151,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 		return err
 	}
 	exp := opts.ExpiresAt(now)
-	if len(value) > s.chunkSize {
+	if !s.fitsInline(key, value, exp) {
 		return s.putChunked(ctx, db, coll, key, value, exp, now)
 	}
 	return s.putInline(ctx, db, coll, key, value, exp)
@@ -195,6 +198,11 @@ func (s *Store) replaceChunked(ctx context.Context, db *mongo.Database, c *mongo
 		}
 		return s.client.opError(ctx, "put", err)
 	}
+}
+
+// fitsInline reports whether key's document can hold value inline.
+func (s *Store) fitsInline(key string, value []byte, exp time.Time) bool {
+	return len(value) <= InlineLimit(s.maxDoc, key, !exp.IsZero(), nil)
 }
 
 // Delete implements kv.Store in one round trip, returning the deleted

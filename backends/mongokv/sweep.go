@@ -10,16 +10,19 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // DefaultSweepInterval is RunSweeper's interval when given none: MongoDB's
 // own TTL monitor's.
 const DefaultSweepInterval = 60 * time.Second
 
-// Sweep deletes the expired documents of every collection of the store (and
-// expired or abandoned chunks) and returns how many it deleted. Only documents
-// whose _id belongs to the collection's module are touched, so that other
-// collections of the database (the bot's trades) are safe.
+// Sweep deletes the expired documents of every collection of the store, the
+// expired chunks, and the chunk generations that no document references any
+// more (see sweepOrphans), and returns how many documents it deleted. Only
+// documents whose _id belongs to the collection's module are touched, so
+// that other collections of the database (the bot's trades) are safe.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	db, err := s.database(ctx)
 	if err != nil {
@@ -34,7 +37,7 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	for _, name := range names {
 		var filter bson.D
 		switch {
-		case name == DefaultCollection, name == ChunkCollection:
+		case name == DefaultCollection, name == ChunkCollection, name == GenerationCollection:
 			filter = bson.D{expired}
 		case isModuleCollection(name):
 			filter = bson.D{{Key: fieldID, Value: moduleIDFilter(name)}, expired}
@@ -46,6 +49,104 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 			return total, s.client.opError(ctx, "sweep", err)
 		}
 		total += res.DeletedCount
+	}
+	n, err := s.sweepOrphans(ctx, db)
+	return total + n, err
+}
+
+// generation is a chunk generation's document.
+type generation struct {
+	gen, key string
+	n        int
+}
+
+// sweepOrphans deletes the generations whose key's document no longer
+// points at them: the bot, which knows nothing of chunks, deleted the key or
+// overwrote it with an inline value (its document then keeps a stale chunks
+// field beside value, which is removed too), or a deletion of chunks was cut
+// short. Only generations older than provisionalTTL are considered, so the
+// chunks of a Put under way are never touched. The cost is one read of
+// GenerationCollection (a document per chunked value) and, when some
+// generation is old enough, one $in query per collection and BatchSize
+// owners.
+func (s *Store) sweepOrphans(ctx context.Context, db *mongo.Database) (int64, error) {
+	cutoff := s.clock.Now().Add(-provisionalTTL)
+	cur, err := db.Collection(GenerationCollection).Find(ctx, bson.D{})
+	if err != nil {
+		return 0, s.client.opError(ctx, "sweep", err)
+	}
+	byColl := make(map[string][]generation)
+	var order []string
+	for cur.Next(ctx) {
+		gen, _ := cur.Current.Lookup(fieldID).StringValueOK()
+		key, _ := cur.Current.Lookup("key").StringValueOK()
+		n, _ := cur.Current.Lookup("n").AsInt64OK()
+		made, ok := generationTime(gen)
+		if !ok || key == "" || n < 1 || n > 99_999 || made.After(cutoff) {
+			continue
+		}
+		c := collectionOf(key)
+		if _, ok := byColl[c]; !ok {
+			order = append(order, c)
+		}
+		byColl[c] = append(byColl[c], generation{gen: gen, key: key, n: int(n)})
+	}
+	err = cur.Err()
+	cur.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return 0, s.client.opError(ctx, "sweep", err)
+	}
+	var total int64
+	for _, c := range order {
+		for _, batch := range batches(byColl[c]) {
+			n, err := s.dropUnreferenced(ctx, db, db.Collection(c), batch)
+			total += n
+			if err != nil {
+				return total, s.client.opError(ctx, "sweep", err)
+			}
+		}
+	}
+	return total, nil
+}
+
+// dropUnreferenced deletes the generations of gens that their owners'
+// documents do not reference: a document references its generation when it
+// holds no value of its own.
+func (s *Store) dropUnreferenced(ctx context.Context, db *mongo.Database, coll *mongo.Collection, gens []generation) (int64, error) {
+	owners := make([]string, len(gens))
+	for i, g := range gens {
+		owners[i] = g.key
+	}
+	filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: owners}}}, {Key: fieldValue, Value: bson.D{{Key: "$exists", Value: false}}}}
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: fieldChunks, Value: 1}}))
+	if err != nil {
+		return 0, err
+	}
+	live := make(map[string]bool)
+	for cur.Next(ctx) {
+		if ref, err := decodeChunkRef(cur.Current.Lookup(fieldChunks)); err == nil {
+			live[ref.gen] = true
+		}
+	}
+	err = cur.Err()
+	cur.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, g := range gens {
+		if live[g.gen] {
+			continue
+		}
+		stale := bson.D{{Key: fieldID, Value: g.key}, {Key: fieldChunks + ".gen", Value: g.gen}, {Key: fieldValue, Value: bson.D{{Key: "$exists", Value: true}}}}
+		if _, err := coll.UpdateMany(ctx, stale, bson.D{{Key: "$unset", Value: bson.D{{Key: fieldChunks, Value: ""}}}}); err != nil {
+			return total, err
+		}
+		n, err := s.deleteChunks(ctx, db, &chunkRef{gen: g.gen, n: g.n})
+		total += n
+		if err != nil {
+			return total, err
+		}
 	}
 	return total, nil
 }

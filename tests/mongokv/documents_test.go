@@ -10,6 +10,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestDocumentShape reads back what the store wrote, through the driver
@@ -134,27 +135,52 @@ func fieldNames(t *testing.T, doc bson.Raw) []string {
 	return names
 }
 
-// TestChunkedValues checks the layout of values longer than ChunkSize and
-// that overwrites and deletes leave no chunk behind.
+// smallDocs is a document limit small enough to chunk values cheaply; the
+// layout arithmetic is the same at MongoDB's 16 MiB.
+const smallDocs = mongokv.MinDocumentSize
+
+// chunkData is the data a chunk holds under smallDocs: the limit less the
+// chunk document's 75 bytes of _id, field names and expiry.
+const chunkData = smallDocs - 75
+
+// TestChunkedValues checks that every value that fits in one document is
+// stored inline, the layout of the larger ones, and that overwrites and
+// deletes leave no chunk behind.
 func TestChunkedValues(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, ChunkSize: mongokv.MinChunkSize})
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
 	db := rawDB(t, s.Database())
 	chunks := func() int64 { return rawCount(t, db, mongokv.ChunkCollection, nil) }
+	gens := func() int64 { return rawCount(t, db, mongokv.GenerationCollection, nil) }
 
-	// A value of exactly ChunkSize stays inline, in the seed's shape.
-	if err := s.Put(ctx, "wordle:edge", bytes.Repeat([]byte("e"), mongokv.MinChunkSize), kv.PutOptions{}); err != nil {
-		t.Fatal(err)
+	// A value of exactly the inline limit stays inline, in the seed's
+	// shape, filling its document to the byte; with an expiry the limit is
+	// 19 bytes lower.
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		limit := mongokv.InlineLimit(smallDocs, "wordle:edge", ttl != 0, nil)
+		if err := s.Put(ctx, "wordle:edge", bytes.Repeat([]byte("e"), limit), kv.PutOptions{TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+		doc := rawDoc(t, db, "wordle", "wordle:edge")
+		if v, ok := doc.Lookup("value").StringValueOK(); !ok || len(v) != limit || len(doc) != smallDocs {
+			t.Errorf("TTL %v: a value of exactly InlineLimit (%d) is not inline in a full document (document %d bytes)", ttl, limit, len(doc))
+		}
+		if err := s.Put(ctx, "wordle:edge", bytes.Repeat([]byte("e"), limit+1), kv.PutOptions{TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+		if doc := rawDoc(t, db, "wordle", "wordle:edge"); doc.Lookup("value").Type != 0 || doc.Lookup("chunks").Type == 0 {
+			t.Errorf("TTL %v: a value one byte over InlineLimit is not chunked", ttl)
+		}
+		if err := s.Delete(ctx, "wordle:edge"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if v, ok := rawDoc(t, db, "wordle", "wordle:edge").Lookup("value").StringValueOK(); !ok || len(v) != mongokv.MinChunkSize {
-		t.Errorf("a value of exactly ChunkSize is not stored inline")
-	}
-	if err := s.Delete(ctx, "wordle:edge"); err != nil {
-		t.Fatal(err)
+	if chunks() != 0 || gens() != 0 {
+		t.Fatalf("%d chunks and %d generations left after Delete", chunks(), gens())
 	}
 
-	big := bytes.Repeat([]byte("0123456789abcdef"), 5*mongokv.MinChunkSize/16+3) // 5 chunks and 48 bytes
+	big := bytes.Repeat([]byte("0123456789abcdef"), 5*chunkData/16+3) // 5 chunks and a bit
 	if err := s.Put(ctx, "wordle:big", big, kv.PutOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +197,20 @@ func TestChunkedValues(t *testing.T) {
 		t.Errorf("%d chunk documents, want 6", got)
 	}
 	exp := clk.Now().Add(time.Hour)
+	g := rawDoc(t, db, mongokv.GenerationCollection, gen)
+	if g.Lookup("key").StringValue() != "wordle:big" || g.Lookup("n").AsInt64() != 6 || !g.Lookup("expiresAt").Time().Equal(exp) {
+		t.Errorf("generation document = %v, want the owner key, n 6 and the key's expiry", g)
+	}
 	for i := range 6 {
 		c := rawDoc(t, db, mongokv.ChunkCollection, chunkID(gen, i))
 		if c == nil {
 			t.Fatalf("chunk %d missing", i)
 		}
+		if i == 0 && len(c) != smallDocs {
+			t.Errorf("a full chunk is a %d-byte document, want %d", len(c), smallDocs)
+		}
 		_, data, _ := c.Lookup("data").BinaryOK()
-		if want := big[i*mongokv.MinChunkSize : min((i+1)*mongokv.MinChunkSize, len(big))]; !bytes.Equal(data, want) {
+		if want := big[i*chunkData : min((i+1)*chunkData, len(big))]; !bytes.Equal(data, want) {
 			t.Errorf("chunk %d holds %d bytes, not its part of the value", i, len(data))
 		}
 		// The chunks expire with their key, so a TTL monitor removes them.
@@ -203,11 +236,13 @@ func TestChunkedValues(t *testing.T) {
 	if err := s.Put(ctx, "wordle:big", big2, kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := chunks(); got != 6 {
-		t.Errorf("%d chunk documents after a chunked overwrite, want 6", got)
+	if got := chunks(); got != 6 || gens() != 1 {
+		t.Errorf("%d chunk documents and %d generations after a chunked overwrite, want 6 and 1", got, gens())
 	}
-	if n := rawCount(t, db, mongokv.ChunkCollection, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$exists", Value: true}}}}); n != 0 {
-		t.Errorf("%d chunks keep an expiry after a Put without TTL", n)
+	for _, c := range []string{mongokv.ChunkCollection, mongokv.GenerationCollection} {
+		if n := rawCount(t, db, c, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$exists", Value: true}}}}); n != 0 {
+			t.Errorf("%d documents of %s keep an expiry after a Put without TTL", n, c)
+		}
 	}
 	if v, err := s.Get(ctx, "wordle:big"); err != nil || !bytes.Equal(v, big2) {
 		t.Fatalf("Get after chunked overwrite = %d bytes, %v", len(v), err)
@@ -216,8 +251,8 @@ func TestChunkedValues(t *testing.T) {
 	if err := s.Put(ctx, "wordle:big", []byte("small"), kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := chunks(); got != 0 {
-		t.Errorf("%d chunk documents after an inline overwrite, want 0", got)
+	if got := chunks(); got != 0 || gens() != 0 {
+		t.Errorf("%d chunk documents and %d generations after an inline overwrite, want 0", got, gens())
 	}
 	if keys := fieldNames(t, rawDoc(t, db, "wordle", "wordle:big")); !slices.Equal(keys, []string{"_id", "value"}) {
 		t.Errorf("fields after inline overwrite = %q", keys)
@@ -243,8 +278,8 @@ func TestChunkedValues(t *testing.T) {
 	if err := s.DeleteMany(ctx, []string{"wordle:c", "wordle:new", "wordle:missing"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := chunks(); got != 0 {
-		t.Errorf("%d chunk documents after deleting every chunked key, want 0", got)
+	if got := chunks(); got != 0 || gens() != 0 {
+		t.Errorf("%d chunk documents and %d generations after deleting every chunked key, want 0", got, gens())
 	}
 	res, err = s.List(ctx, kv.ListOptions{})
 	if err != nil || !slices.Equal(res.Keys, []string{"wordle:a", "wordle:big"}) {
@@ -252,7 +287,85 @@ func TestChunkedValues(t *testing.T) {
 	}
 }
 
+// TestSweepOrphanedChunks: the bot deletes one chunked key and overwrites
+// another with an inline value, knowing nothing of chunks. The sweep leaves
+// young generations alone (a Put may be under way) and deletes the ones no
+// document references once they are old enough, keeping the live one.
+func TestSweepOrphanedChunks(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
+	db := rawDB(t, s.Database())
+	big := bytes.Repeat([]byte("x"), 2*chunkData) // two chunks each
+	for _, k := range []string{"wordle:deleted", "wordle:overwritten", "wordle:live"} {
+		if err := s.Put(ctx, k, big, kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll := db.Collection("wordle")
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: "wordle:deleted"}}); err != nil {
+		t.Fatal(err)
+	}
+	botPut := bson.D{{Key: "$set", Value: bson.D{{Key: "value", Value: "the bot's"}}}, {Key: "$unset", Value: bson.D{{Key: "expiresAt", Value: ""}}}}
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "wordle:overwritten"}}, botPut, options.UpdateOne().SetUpsert(true)); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get(ctx, "wordle:overwritten"); err != nil || string(v) != "the bot's" {
+		t.Fatalf("Get after the bot's overwrite = %q, %v; the value in the document wins", v, err)
+	}
+
+	if n, err := s.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("Sweep of young generations = %d, %v; want 0", n, err)
+	}
+	clk.Advance(61 * time.Minute)
+	n, err := s.Sweep(ctx)
+	if err != nil || n != 2*(2+1) {
+		t.Fatalf("Sweep = %d, %v; want the 2 chunks and the generation of each orphan", n, err)
+	}
+	if got := rawCount(t, db, mongokv.ChunkCollection, nil); got != 2 {
+		t.Errorf("%d chunks left, want the live key's 2", got)
+	}
+	if keys := fieldNames(t, rawDoc(t, db, "wordle", "wordle:overwritten")); !slices.Equal(keys, []string{"_id", "value"}) {
+		t.Errorf("fields of the bot's overwrite after the sweep = %q, want the seed's shape", keys)
+	}
+	if v, err := s.Get(ctx, "wordle:live"); err != nil || !bytes.Equal(v, big) {
+		t.Fatalf("Get(live chunked key) after the sweep = %d bytes, %v", len(v), err)
+	}
+	if n, err := s.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("second Sweep = %d, %v; want 0", n, err)
+	}
+}
+
 // chunkID is the documented chunk _id: "<gen>:<5-digit index>".
 func chunkID(gen string, i int) string {
 	return gen + ":" + string([]byte{'0' + byte(i/10000%10), '0' + byte(i/1000%10), '0' + byte(i/100%10), '0' + byte(i/10%10), '0' + byte(i%10)})
+}
+
+// TestInlineUpToMongoDBsLimit writes a value that fills a document to
+// MongoDB's 16 MiB exactly, which the server must accept inline where the bot
+// reads it, and one byte more, which is chunked.
+func TestInlineUpToMongoDBsLimit(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{})
+	db := rawDB(t, s.Database())
+	const key = "wordle:full"
+	limit := mongokv.InlineLimit(mongokv.MaxDocumentSize, key, true, nil)
+	value := bytes.Repeat([]byte("f"), limit)
+	if err := s.Put(ctx, key, value, kv.PutOptions{TTL: time.Hour}); err != nil {
+		t.Fatalf("Put of %d bytes (a full document): %v", limit, err)
+	}
+	doc := rawDoc(t, db, "wordle", key)
+	if v, ok := doc.Lookup("value").StringValueOK(); !ok || len(v) != limit || len(doc) != mongokv.MaxDocumentSize {
+		t.Fatalf("value of %d bytes: document of %d bytes, inline %v; want inline in exactly %d", limit, len(doc), ok, mongokv.MaxDocumentSize)
+	}
+	value = append(value, 'f')
+	if err := s.Put(ctx, key, value, kv.PutOptions{TTL: time.Hour}); err != nil {
+		t.Fatalf("Put of %d bytes: %v", len(value), err)
+	}
+	if doc := rawDoc(t, db, "wordle", key); doc.Lookup("value").Type != 0 || doc.Lookup("chunks").Document().Lookup("n").AsInt64() != 2 {
+		t.Fatalf("a value one byte over the limit: %v, want two chunks", doc.Lookup("chunks"))
+	}
+	if got, err := s.Get(ctx, key); err != nil || !bytes.Equal(got, value) {
+		t.Fatalf("Get = %d bytes, %v", len(got), err)
+	}
 }

@@ -69,14 +69,14 @@ func TestTTLIndexOncePerCollection(t *testing.T) {
 func TestSweep(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, ChunkSize: mongokv.MinChunkSize})
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
 	db := rawDB(t, s.Database())
 	for k, ttl := range map[string]time.Duration{"wordle:short": time.Minute, "wordle:long": time.Hour, "wordle:none": 0, "plain:short": time.Minute, "loldle-emoji:short": time.Minute} {
 		if err := s.Put(ctx, k, []byte("v"), kv.PutOptions{TTL: ttl}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	big := make([]byte, 3*mongokv.MinChunkSize)
+	big := make([]byte, 3*chunkData)
 	if err := s.Put(ctx, "wordle:big", big, kv.PutOptions{TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +95,14 @@ func TestSweep(t *testing.T) {
 	}
 	clk.Advance(2 * time.Minute)
 	n, err := s.Sweep(ctx)
-	if err != nil || n != 3+1+3 {
-		t.Fatalf("Sweep = %d, %v; want 3 expired keys, a chunked key and its 3 chunks", n, err)
+	if err != nil || n != 3+1+3+1 {
+		t.Fatalf("Sweep = %d, %v; want 3 expired keys, a chunked key, its 3 chunks and its generation", n, err)
 	}
 	if got := rawCount(t, db, "wordle", nil); got != 2 {
 		t.Errorf("wordle holds %d documents after the sweep, want 2", got)
 	}
-	if got := rawCount(t, db, mongokv.ChunkCollection, nil); got != 0 {
-		t.Errorf("%d chunks left after their key expired", got)
+	if got := rawCount(t, db, mongokv.ChunkCollection, nil) + rawCount(t, db, mongokv.GenerationCollection, nil); got != 0 {
+		t.Errorf("%d chunks and generations left after their key expired", got)
 	}
 	if got := rawCount(t, db, "trades", nil); got != 2 {
 		t.Errorf("the sweep deleted %d documents of another application", 2-got)

@@ -218,3 +218,22 @@ func TestTelemetryFollowsTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysWhichDatabase: a URI that names no database means the bot's,
+// miti99bot, and the command says so at start, before it connects (here it
+// cannot: nothing listens).
+func TestSaysWhichDatabase(t *testing.T) {
+	for uri, want := range map[string]string{
+		"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50":          "database miti99bot\n",
+		"mongodb://127.0.0.1:1/botdb?serverSelectionTimeoutMS=50":     "database botdb\n",
+		"mongodb://u:SECRET@127.0.0.1:1/?serverSelectionTimeoutMS=50": "database miti99bot\n",
+	} {
+		_, errOut, code := runCLI(t, env(map[string]string{
+			"CLOUDFLARE_ACCOUNT_ID": "a", "CLOUDFLARE_KV_NAMESPACE_ID": "n", "CLOUDFLARE_API_TOKEN": "t",
+			"CLOUDFLARE_BASE_URL": "http://127.0.0.1:1", "MONGODB_URI": uri,
+		}), "--progress", "never")
+		if code != cli.ExitError || !strings.Contains(errOut, "shadow-report: MongoDB "+want) || strings.Contains(errOut, "SECRET") {
+			t.Errorf("%s: exit %d, stderr %q; want it to name %q", uri, code, errOut, want)
+		}
+	}
+}

@@ -59,6 +59,9 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 		return nil, err
 	}
 	s.shadow = shadow
+	// Said before connecting, so that a failed start says it too: a URI
+	// that names no database means the bot's, not whatever one expected.
+	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", shadow.Database())
 	if err := client.Connect(ctx); err != nil {
 		s.close()
 		return nil, fmt.Errorf("connecting to MongoDB: %w", err)
