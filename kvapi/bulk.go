@@ -1,10 +1,8 @@
 package kvapi
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -14,7 +12,7 @@ import (
 
 // bulkPair is one pair of a bulk write, as the API takes it.
 type bulkPair struct {
-	Key           *string         `json:"key"`
+	Key           *bodyKey        `json:"key"`
 	Value         *string         `json:"value"`
 	Base64        bool            `json:"base64"`
 	Expiration    json.Number     `json:"expiration"`
@@ -28,28 +26,10 @@ type bulkResult struct {
 	UnsuccessfulKeys   []string `json:"unsuccessful_keys"`
 }
 
-// decodeBody decodes a JSON request body of at most MaxBulkBytes.
-func decodeBody(r *http.Request, v any) *apiError {
-	raw, e := readLimited(r.Body, MaxBulkBytes)
-	if e != nil {
-		return e
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body is not the expected JSON")
-	}
-	return nil
-}
-
 func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
-	var pairs []bulkPair
-	if e := decodeBody(r, &pairs); e != nil {
+	pairs, e := decodeArray[bulkPair](r, MaxBulkWrite, "write")
+	if e != nil {
 		writeError(w, e)
-		return
-	}
-	if len(pairs) > MaxBulkWrite {
-		writeError(w, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %d pairs, a bulk write takes at most %d", len(pairs), MaxBulkWrite))
 		return
 	}
 	now := s.clock.Now()
@@ -64,12 +44,12 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 		entries = append(entries, e)
 	}
 	entries = lastOfEach(entries)
-	if e := refuseMetadata(req.store, entries...); e != nil {
+	if e := refuseMetadata(req.ns.store, entries...); e != nil {
 		writeError(w, e)
 		return
 	}
-	accepted, refused := s.limitWrites(req.ns, entries, func(e kv.Entry) string { return e.Key }, now)
-	if err := putEntries(r, req.store, accepted); err != nil {
+	accepted, refused := s.limitWrites(req.ns.id, entries, func(e kv.Entry) string { return e.Key }, now)
+	if err := putEntries(r, req.ns.store, accepted); err != nil {
 		writeError(w, storeError(err))
 		return
 	}
@@ -81,7 +61,8 @@ func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 	if p.Key == nil || p.Value == nil {
 		return kv.Entry{}, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: key and value are required")
 	}
-	if e := checkKey(*p.Key); e != nil {
+	key := string(*p.Key)
+	if e := checkKey(key); e != nil {
 		return kv.Entry{}, e
 	}
 	value := []byte(*p.Value)
@@ -102,7 +83,7 @@ func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 	if e != nil {
 		return kv.Entry{}, e
 	}
-	return kv.Entry{Key: *p.Key, Value: value, Expiration: opts.ExpiresAt(now), Metadata: md}, nil
+	return kv.Entry{Key: key, Value: value, Expiration: opts.ExpiresAt(now), Metadata: md}, nil
 }
 
 // lastOfEach keeps the last item of each key, in order: a batch that names
@@ -159,27 +140,23 @@ func (s *Server) limitWrites(ns string, items []kv.Entry, key func(kv.Entry) str
 }
 
 func (s *Server) bulkDelete(w http.ResponseWriter, r *http.Request, req request) {
-	var keys []string
-	if e := decodeBody(r, &keys); e != nil {
+	raw, e := decodeArray[bodyKey](r, MaxBulkWrite, "delete")
+	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if len(keys) > MaxBulkWrite {
-		writeError(w, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %d keys, a bulk delete takes at most %d", len(keys), MaxBulkWrite))
+	keys, e := keyList(raw)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	items := make([]kv.Entry, len(keys))
 	for i, k := range keys {
-		if e := checkKey(k); e != nil {
-			e.message = fmt.Sprintf("key %d: %s", i, e.message)
-			writeError(w, e)
-			return
-		}
 		items[i].Key = k
 	}
 	items = lastOfEach(items)
-	accepted, refused := s.limitWrites(req.ns, items, func(e kv.Entry) string { return e.Key }, s.clock.Now())
-	if err := deleteKeys(r, req.store, accepted); err != nil {
+	accepted, refused := s.limitWrites(req.ns.id, items, func(e kv.Entry) string { return e.Key }, s.clock.Now())
+	if err := deleteKeys(r, req.ns.store, accepted); err != nil {
 		writeError(w, storeError(err))
 		return
 	}
@@ -203,102 +180,4 @@ func deleteKeys(r *http.Request, store kv.Store, items []kv.Entry) error {
 		}
 	}
 	return nil
-}
-
-// bulkGetBody is the request of bulk/get.
-type bulkGetBody struct {
-	Keys         []string `json:"keys"`
-	Type         string   `json:"type"`
-	WithMetadata bool     `json:"withMetadata"`
-}
-
-// bulkValue is one value of bulk/get withMetadata.
-type bulkValue struct {
-	Value      any   `json:"value"`
-	Metadata   any   `json:"metadata"`
-	Expiration int64 `json:"expiration,omitempty"`
-}
-
-func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
-	var body bulkGetBody
-	if e := decodeBody(r, &body); e != nil {
-		writeError(w, e)
-		return
-	}
-	switch {
-	case body.Type == "":
-		body.Type = "text"
-	case body.Type != "text" && body.Type != "json":
-		writeError(w, errorf(http.StatusBadRequest, CodeInvalidRequest, `invalid request: type must be "text" or "json"`))
-		return
-	}
-	if len(body.Keys) > MaxBulkGet {
-		writeError(w, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %d keys, a bulk get takes at most %d", len(body.Keys), MaxBulkGet))
-		return
-	}
-	for i, k := range body.Keys {
-		if e := checkKey(k); e != nil {
-			e.message = fmt.Sprintf("key %d: %s", i, e.message)
-			writeError(w, e)
-			return
-		}
-	}
-	found, err := s.readMany(r, req, body.Keys)
-	if err != nil {
-		writeError(w, storeError(err))
-		return
-	}
-	values := make(map[string]any, len(body.Keys))
-	for _, k := range body.Keys {
-		e, ok := found[k]
-		if !ok {
-			values[k] = nil
-			continue
-		}
-		var v any = string(e.Value) // text: invalid UTF-8 becomes U+FFFD, as in Workers KV
-		if body.Type == "json" {
-			if !json.Valid(e.Value) {
-				writeError(w, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: at least one of the requested keys holds a value that is not JSON"))
-				return
-			}
-			v = json.RawMessage(e.Value)
-		}
-		if body.WithMetadata {
-			bv := bulkValue{Value: v, Metadata: metadataResult(e.Metadata)}
-			if !e.Expiration.IsZero() {
-				bv.Expiration = e.Expiration.Unix()
-			}
-			v = bv
-		}
-		values[k] = v
-	}
-	writeResult(w, map[string]any{"values": values}, nil)
-}
-
-// readMany reads keys in one store call when it can; reads from an edge
-// location go through its cache one key at a time.
-func (s *Server) readMany(r *http.Request, req request, keys []string) (map[string]kv.Entry, error) {
-	found := make(map[string]kv.Entry, len(keys))
-	bg, bulk := req.store.(kv.BulkGetter)
-	if bulk && (req.location == "" || s.faults.consistencyWindow() <= 0) {
-		entries, err := bg.GetMany(r.Context(), keys)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			found[e.Key] = e
-		}
-		return found, nil
-	}
-	for _, k := range keys {
-		e, err := s.readAt(r.Context(), req.ns, req.store, req.location, k)
-		switch {
-		case err == nil:
-			e.Key = k
-			found[k] = e
-		case !errors.Is(err, kv.ErrNotFound):
-			return nil, err
-		}
-	}
-	return found, nil
 }

@@ -13,59 +13,35 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// The Workers KV error codes the server answers with, from Cloudflare's
-// published table of KV API codes.
-const (
-	CodeAuthentication = 10000 // "Authentication error" (HTTP 403)
-	CodeUnavailable    = 10001 // service temporarily unavailable (5xx)
-	CodeKeyNotFound    = 10009 // HTTP 404
-	CodeNamespaceID    = 10011 // malformed namespace ID
-	CodeMalformedValue = 10012 // a bulk value that is not base64
-	CodeNoNamespace    = 10013 // namespace not found (HTTP 404)
-	CodeTooManyWrites  = 10022 // the per-key write rate (HTTP 429)
-	CodeTooLarge       = 10024 // payload too large (HTTP 413)
-	CodeInvalidLimit   = 10028 // list limit outside 10..1000
-	CodeInvalidRequest = 10029 // malformed body, too many keys in a bulk call
-	CodeKeyTooLong     = 10030 // HTTP 414
-	CodeExpiration     = 10033 // invalid expiration
-	CodeExpirationTTL  = 10034 // invalid expiration_ttl
-	CodeInvalidCursor  = 10041 // invalid "list keys" cursor
-	CodeIllegalKey     = 10042 // illegal key name
-	CodeMetadata       = 10047 // invalid metadata
-	CodeNoRoute        = 7000  // no route for the URI
-	CodeBadAccount     = 7003  // unknown account identifier
-	CodeMethod         = 7001  // method not allowed for the route
-)
-
-// The request limits of the API.
-const (
-	MinListLimit   = 10
-	MaxListLimit   = 1000
-	MaxBulkWrite   = 10_000
-	MaxBulkGet     = 100
-	MaxBulkBytes   = 100 << 20
-	minExpirySecs  = 60
-	notFoundReason = "get: 'key not found'"
-)
-
 // message is one entry of an envelope's errors or messages.
 type message struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code       int       `json:"code"`
+	Message    string    `json:"message"`
+	ErrorChain []message `json:"error_chain,omitempty"`
 }
 
-type resultInfo struct {
+// cursorInfo is the result_info of a keys listing.
+type cursorInfo struct {
 	Count  int    `json:"count"`
 	Cursor string `json:"cursor"`
 }
 
+// pageInfo is the result_info of a paged listing.
+type pageInfo struct {
+	Page       int `json:"page"`
+	PerPage    int `json:"per_page"`
+	Count      int `json:"count"`
+	TotalCount int `json:"total_count"`
+	TotalPages int `json:"total_pages"`
+}
+
 // envelope is Cloudflare's response body for everything but a raw value.
 type envelope struct {
-	Success    bool        `json:"success"`
-	Errors     []message   `json:"errors"`
-	Messages   []message   `json:"messages"`
-	Result     any         `json:"result"`
-	ResultInfo *resultInfo `json:"result_info,omitempty"`
+	Success    bool      `json:"success"`
+	Errors     []message `json:"errors"`
+	Messages   []message `json:"messages"`
+	Result     any       `json:"result"`
+	ResultInfo any       `json:"result_info,omitempty"`
 }
 
 // apiError is a refusal with its HTTP status and Cloudflare code. Messages
@@ -75,6 +51,7 @@ type apiError struct {
 	code       int
 	message    string
 	retryAfter time.Duration
+	chain      []message // the error's error_chain, if any
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %d %s", e.status, e.code, e.message) }
@@ -83,7 +60,9 @@ func errorf(status, code int, format string, args ...any) *apiError {
 	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
 }
 
-func writeResult(w http.ResponseWriter, result any, info *resultInfo) {
+// writeResult answers success with result; info is the result_info, nil
+// for none.
+func writeResult(w http.ResponseWriter, result any, info any) {
 	writeJSON(w, http.StatusOK, envelope{Success: true, Errors: []message{}, Messages: []message{}, Result: result, ResultInfo: info})
 }
 
@@ -91,7 +70,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds()))))
 	}
-	writeJSON(w, e.status, envelope{Errors: []message{{Code: e.code, Message: e.message}}, Messages: []message{}})
+	writeJSON(w, e.status, envelope{Errors: []message{{Code: e.code, Message: e.message, ErrorChain: e.chain}}, Messages: []message{}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, body envelope) {

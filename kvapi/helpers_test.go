@@ -105,7 +105,7 @@ func (a *api) do(method, path string, body []byte, header ...string) response {
 		a.t.Fatal(err)
 	}
 	r := response{status: resp.StatusCode, header: resp.Header, body: raw}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if method != "HEAD" && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(raw, &r.env); err != nil {
 			a.t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
 		}

@@ -57,21 +57,25 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 		return
 	}
 	prefix := q.Get("prefix")
-	res, err := req.store.List(r.Context(), kv.ListOptions{Prefix: prefix, Limit: limit, Cursor: storeCursor})
+	if len(prefix) > kv.MaxKeySize {
+		writeError(w, errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "prefix too long: %d bytes, the limit is %d", len(prefix), kv.MaxKeySize))
+		return
+	}
+	res, err := req.ns.store.List(r.Context(), kv.ListOptions{Prefix: prefix, Limit: limit, Cursor: storeCursor})
 	if err != nil {
 		writeError(w, storeError(err))
 		return
 	}
 	if s.faults.emptyListPages() && state != cursorAfter && !res.Done {
-		writeResult(w, []keyInfo{}, &resultInfo{Cursor: encodeCursor(cursorAfter, storeCursor)})
+		writeResult(w, []keyInfo{}, &cursorInfo{Cursor: encodeCursor(cursorAfter, storeCursor)})
 		return
 	}
-	keys, err := withDetails(r.Context(), req.store, res.Keys)
+	keys, err := withDetails(r.Context(), req.ns.store, res.Keys)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	info := &resultInfo{Count: len(keys)}
+	info := &cursorInfo{Count: len(keys)}
 	if !res.Done {
 		info.Cursor = encodeCursor(cursorNext, res.Cursor)
 	}

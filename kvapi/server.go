@@ -1,14 +1,11 @@
 package kvapi
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
-	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kvshadow/kvshadow/clock"
@@ -19,15 +16,26 @@ import (
 // package documentation on the consistency window.
 const LocationHeader = "X-Kvapi-Location"
 
+// AnyAccount is the account ID that /memberships reports for a server that
+// serves any account (Config.AccountID empty).
+const AnyAccount = "any-account"
+
 // Config configures a Server.
 type Config struct {
 	// Namespaces maps each namespace ID the server serves to its store. It
-	// must hold at least one.
+	// must hold at least one, unless NewStore is set.
 	Namespaces map[string]kv.Store
+	// NewStore, when set, makes the server own its namespaces, as the
+	// emulator does: the API may create namespaces (each a store NewStore
+	// returns), rename and delete them. Without it the namespaces are fixed
+	// and those calls are refused with 405.
+	NewStore func() kv.Store
 	// AccountID is the account the server answers for; empty accepts any.
 	AccountID string
 	// Token, when set, must come as "Authorization: Bearer <Token>" on every
-	// request; empty turns the check off.
+	// request; empty turns the check off. An HTTPServer refuses to serve a
+	// Server without a token unless told that it runs unauthenticated on
+	// loopback (ServeConfig.Unauthenticated).
 	Token string
 	// Clock checks expirations and paces the faults; nil is the system
 	// clock. Share it with the stores' clock so both agree on "now".
@@ -44,25 +52,36 @@ var ErrConfig = errors.New("kvapi: invalid config")
 // Cloudflare's are 32 hex digits; the emulator allows readable names too.
 var identifier = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// namespace is one served namespace.
+type namespace struct {
+	id, title string
+	store     kv.Store
+}
+
 // Server is the Workers KV REST API handler. It is safe for concurrent use.
 type Server struct {
-	namespaces map[string]kv.Store
-	account    string
-	token      []byte
-	clock      clock.Clock
-	faults     *Faults
-	requests   atomic.Int64
-	limiter    writeLimiter
-	locations  locations
+	account  string
+	token    []byte
+	newStore func() kv.Store
+	clock    clock.Clock
+	faults   *Faults
+	requests atomic.Int64
+
+	mu         sync.RWMutex
+	namespaces map[string]*namespace
+
+	limiter   writeLimiter
+	locations locations
 }
 
 var _ http.Handler = (*Server)(nil)
 
 // New returns a Server for cfg.
 func New(cfg Config) (*Server, error) {
-	if len(cfg.Namespaces) == 0 {
+	if len(cfg.Namespaces) == 0 && cfg.NewStore == nil {
 		return nil, fmt.Errorf("%w: no namespaces", ErrConfig)
 	}
+	namespaces := make(map[string]*namespace, len(cfg.Namespaces))
 	for id, st := range cfg.Namespaces {
 		if !identifier.MatchString(id) {
 			return nil, fmt.Errorf("%w: namespace ID %q must match %s", ErrConfig, id, identifier)
@@ -70,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		if st == nil {
 			return nil, fmt.Errorf("%w: namespace %q has a nil store", ErrConfig, id)
 		}
+		namespaces[id] = &namespace{id: id, title: id, store: st}
 	}
 	if cfg.AccountID != "" && !identifier.MatchString(cfg.AccountID) {
 		return nil, fmt.Errorf("%w: account ID %q must match %s", ErrConfig, cfg.AccountID, identifier)
@@ -79,11 +99,12 @@ func New(cfg Config) (*Server, error) {
 		f = &Faults{}
 	}
 	return &Server{
-		namespaces: maps.Clone(cfg.Namespaces),
 		account:    cfg.AccountID,
 		token:      []byte(cfg.Token),
+		newStore:   cfg.NewStore,
 		clock:      clock.OrReal(cfg.Clock),
 		faults:     f,
+		namespaces: namespaces,
 	}, nil
 }
 
@@ -94,18 +115,15 @@ func (s *Server) Faults() *Faults { return s.faults }
 // ones included: the unit in which Workers KV bills and rate-limits.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
+// RequiresToken reports whether the server checks a client token.
+func (s *Server) RequiresToken() bool { return len(s.token) > 0 }
+
 // String names the server without its token.
 func (s *Server) String() string {
-	return fmt.Sprintf("kvapi.Server{account: %q, namespaces: %d, auth: %t}", s.account, len(s.namespaces), len(s.token) > 0)
-}
-
-// request is one routed API call.
-type request struct {
-	ns       string
-	store    kv.Store
-	endpoint string // "values", "metadata", "keys", "bulk", "bulk/delete", "bulk/get"
-	key      string // for values and metadata
-	location string
+	s.mu.RLock()
+	n := len(s.namespaces)
+	s.mu.RUnlock()
+	return fmt.Sprintf("kvapi.Server{account: %q, namespaces: %d, auth: %t}", s.account, n, s.RequiresToken())
 }
 
 // ServeHTTP implements http.Handler.
@@ -119,8 +137,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if !s.authorized(r) {
-		writeError(w, errorf(http.StatusForbidden, CodeAuthentication, "Authentication error"))
+	if e := s.authorize(r); e != nil {
+		writeError(w, e)
 		return
 	}
 	req, e := s.route(r)
@@ -128,102 +146,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	var handler func(http.ResponseWriter, *http.Request, request)
-	switch req.endpoint + " " + r.Method {
-	case "values GET":
-		handler = s.getValue
-	case "values PUT":
-		handler = s.putValue
-	case "values DELETE":
-		handler = s.deleteValue
-	case "metadata GET":
-		handler = s.getMetadata
-	case "keys GET":
-		handler = s.listKeys
-	case "bulk PUT":
-		handler = s.bulkPut
-	case "bulk/delete POST", "bulk DELETE":
-		handler = s.bulkDelete
-	case "bulk/get POST":
-		handler = s.bulkGet
-	default:
-		writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method not allowed for this route"))
+	h, e := s.handler(w, req.endpoint, r.Method)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	handler(w, r, req)
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	if len(s.token) == 0 {
-		return true
+	if e := limitBody(w, r, bodyLimit(req.endpoint, r)); e != nil {
+		writeError(w, e)
+		return
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
-}
-
-const apiRoot = "/client/v4/accounts/"
-
-// route splits the escaped path, so that an encoded "/" inside a key stays
-// inside the key, and decodes each part exactly once.
-func (s *Server) route(r *http.Request) (request, *apiError) {
-	noRoute := errorf(http.StatusNotFound, CodeNoRoute, "No route for that URI")
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), apiRoot)
-	if !ok {
-		return request{}, noRoute
-	}
-	account, rest, ok := strings.Cut(rest, "/")
-	if !ok {
-		return request{}, noRoute
-	}
-	rest, ok = strings.CutPrefix(rest, "storage/kv/namespaces/")
-	if !ok {
-		return request{}, noRoute
-	}
-	nsPart, endpoint, ok := strings.Cut(rest, "/")
-	if !ok {
-		return request{}, noRoute
-	}
-	if acc, err := url.PathUnescape(account); err != nil || (s.account != "" && acc != s.account) {
-		return request{}, errorf(http.StatusNotFound, CodeBadAccount, "Could not route to the account, perhaps your object identifier is invalid?")
-	}
-	ns, err := url.PathUnescape(nsPart)
-	if err != nil || !identifier.MatchString(ns) {
-		return request{}, errorf(http.StatusBadRequest, CodeNamespaceID, "malformed namespace ID")
-	}
-	req := request{ns: ns, location: r.Header.Get(LocationHeader)}
-	switch {
-	case endpoint == "keys" || endpoint == "bulk" || endpoint == "bulk/delete" || endpoint == "bulk/get":
-		req.endpoint = endpoint
-	case strings.HasPrefix(endpoint, "values/"), strings.HasPrefix(endpoint, "metadata/"):
-		var escaped string
-		req.endpoint, escaped, _ = strings.Cut(endpoint, "/")
-		key, err := url.PathUnescape(escaped)
-		if err != nil {
-			return request{}, errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: could not URL-decode it")
-		}
-		if e := checkKey(key); e != nil {
-			return request{}, e
-		}
-		req.key = key
-	default:
-		return request{}, noRoute
-	}
-	st, ok := s.namespaces[ns]
-	if !ok {
-		return request{}, errorf(http.StatusNotFound, CodeNoNamespace, "namespace not found")
-	}
-	req.store = st
-	return req, nil
-}
-
-// checkKey applies the key rules with the API's codes; the store checks
-// them again.
-func checkKey(key string) *apiError {
-	if len(key) > kv.MaxKeySize {
-		return errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "key too long: %d bytes, the limit is %d", len(key), kv.MaxKeySize)
-	}
-	if err := kv.ValidateKey(key); err != nil {
-		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name")
-	}
-	return nil
+	h(s, w, r, req)
 }

@@ -12,19 +12,37 @@ import (
 	"github.com/kvshadow/kvshadow/kvapi"
 )
 
+// TestAuthentication: the refusals Cloudflare gives: no credentials 400
+// code 9106; a header that is not a bearer token 400 code 6003 with 6111 in
+// its error chain; a wrong token 403 code 10000. None quotes the token.
 func TestAuthentication(t *testing.T) {
 	a := newAPI(t, nil)
-	for name, auth := range map[string]string{
-		"no header":    "",
-		"wrong token":  "Bearer nope",
-		"token prefix": "Bearer " + token[:5],
-		"not bearer":   token,
-		"basic":        "Basic " + token,
+	for name, c := range map[string]struct {
+		header, value string
+		status, code  int
+	}{
+		"no header":      {"Authorization", "", http.StatusBadRequest, kvapi.CodeMissingAuth},
+		"not bearer":     {"Authorization", token, http.StatusBadRequest, kvapi.CodeInvalidHeaders},
+		"basic":          {"Authorization", "Basic " + token, http.StatusBadRequest, kvapi.CodeInvalidHeaders},
+		"bearer alone":   {"Authorization", "Bearer ", http.StatusBadRequest, kvapi.CodeInvalidHeaders},
+		"space in token": {"Authorization", "Bearer a b", http.StatusBadRequest, kvapi.CodeInvalidHeaders},
+		"wrong token":    {"Authorization", "Bearer nope", http.StatusForbidden, kvapi.CodeAuthentication},
+		"token prefix":   {"Authorization", "Bearer " + token[:5], http.StatusForbidden, kvapi.CodeAuthentication},
+		"legacy api key": {"X-Auth-Key", "k", http.StatusForbidden, kvapi.CodeAuthentication},
 	} {
-		r := a.do("GET", nsPath("keys"), nil, "Authorization", auth)
-		wantError(t, name, r, http.StatusForbidden, kvapi.CodeAuthentication)
+		hdr := []string{"Authorization", ""}
+		if c.header == "Authorization" {
+			hdr[1] = c.value
+		} else {
+			hdr = append(hdr, c.header, c.value)
+		}
+		r := a.do("GET", nsPath("keys"), nil, hdr...)
+		wantError(t, name, r, c.status, c.code)
 		if strings.Contains(string(r.body), token) {
 			t.Fatalf("%s: the refusal quotes the token", name)
+		}
+		if c.code == kvapi.CodeInvalidHeaders && !strings.Contains(string(r.body), `"error_chain":[{"code":6111,`) {
+			t.Fatalf("%s: no 6111 in the error chain: %s", name, r.body)
 		}
 	}
 	wantOK(t, "right token", a.do("GET", nsPath("keys"), nil))
@@ -34,7 +52,7 @@ func TestAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := open.String(); strings.Contains(s, "auth: true") {
+	if s := open.String(); strings.Contains(s, "auth: true") || open.RequiresToken() {
 		t.Fatalf("String() = %s", s)
 	}
 }
@@ -47,17 +65,22 @@ func TestRouting(t *testing.T) {
 	wantError(t, "missing namespace", a.do("GET", missingNS, nil), http.StatusNotFound, kvapi.CodeNoNamespace)
 	badNS := "/client/v4/accounts/" + account + "/storage/kv/namespaces/a.b/keys"
 	wantError(t, "malformed namespace", a.do("GET", badNS, nil), http.StatusBadRequest, kvapi.CodeNamespaceID)
-	for _, path := range []string{"/", "/client/v4/", "/client/v4/accounts/" + account, nsPath("nothing"), nsPath("bulk/nothing"), "/client/v4/accounts/" + account + "/workers/scripts"} {
+	for _, path := range []string{"/", "/client/v4/", "/client/v4/accounts/" + account, nsPath("nothing"), nsPath("bulk/nothing"), "/client/v4/accounts/" + account + "/workers/scripts", "/client/v4/accounts/" + account + "/storage/kv/namespacesX"} {
 		wantError(t, path, a.do("GET", path, nil), http.StatusNotFound, kvapi.CodeNoRoute)
 	}
-	for _, c := range []struct{ method, path string }{
-		{"POST", nsPath("values/k")}, {"PATCH", nsPath("values/k")}, {"PUT", nsPath("keys")},
-		{"GET", nsPath("bulk")}, {"GET", nsPath("bulk/get")}, {"PUT", nsPath("metadata/k")},
+	for _, c := range []struct{ method, path, allow string }{
+		{"POST", nsPath("values/k"), "DELETE, GET, HEAD, PUT"}, {"PATCH", nsPath("values/k"), "DELETE, GET, HEAD, PUT"},
+		{"PUT", nsPath("keys"), "GET, HEAD"}, {"GET", nsPath("bulk"), "DELETE, PUT"}, {"GET", nsPath("bulk/get"), "POST"},
+		{"PUT", nsPath("metadata/k"), "GET, HEAD"}, {"DELETE", strings.TrimSuffix(nsPath(""), "/"), "GET, HEAD"},
 	} {
-		wantError(t, c.method+" "+c.path, a.do(c.method, c.path, nil), http.StatusMethodNotAllowed, kvapi.CodeMethod)
+		r := a.do(c.method, c.path, nil)
+		wantError(t, c.method+" "+c.path, r, http.StatusMethodNotAllowed, kvapi.CodeMethod)
+		if got := r.header.Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, got, c.allow)
+		}
 	}
-	if n := a.server.Requests(); n != 15 {
-		t.Fatalf("Requests() = %d, want the 15 sent", n)
+	if n := a.server.Requests(); n != 17 {
+		t.Fatalf("Requests() = %d, want the 17 sent", n)
 	}
 }
 

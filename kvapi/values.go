@@ -17,7 +17,7 @@ import (
 )
 
 func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
-	e, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key)
+	e, err := s.readAt(r.Context(), req.ns.id, req.ns.store, req.location, req.key)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
@@ -33,7 +33,7 @@ func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request, req request) {
-	e, err := s.readAt(r.Context(), req.ns, req.store, req.location, req.key)
+	e, err := s.readAt(r.Context(), req.ns.id, req.ns.store, req.location, req.key)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
@@ -59,32 +59,32 @@ func (s *Server) putValue(w http.ResponseWriter, r *http.Request, req request) {
 		return
 	}
 	entry := kv.Entry{Key: req.key, Value: value, Expiration: opts.ExpiresAt(now), Metadata: md}
-	if e := refuseMetadata(req.store, entry); e != nil {
+	if e := refuseMetadata(req.ns.store, entry); e != nil {
 		writeError(w, e)
 		return
 	}
-	if e := s.limitWrite(req.ns, req.key, now); e != nil {
+	if e := s.limitWrite(req.ns.id, req.key, now); e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := putEntry(r.Context(), req.store, entry, opts); err != nil {
+	if err := putEntry(r.Context(), req.ns.store, entry, opts); err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	s.wroteAt(req.ns, req.location, entry, true)
+	s.wroteAt(req.ns.id, req.location, entry, true)
 	writeResult(w, nil, nil)
 }
 
 func (s *Server) deleteValue(w http.ResponseWriter, r *http.Request, req request) {
-	if e := s.limitWrite(req.ns, req.key, s.clock.Now()); e != nil {
+	if e := s.limitWrite(req.ns.id, req.key, s.clock.Now()); e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := req.store.Delete(r.Context(), req.key); err != nil {
+	if err := req.ns.store.Delete(r.Context(), req.key); err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	s.wroteAt(req.ns, req.location, kv.Entry{Key: req.key}, false)
+	s.wroteAt(req.ns.id, req.location, kv.Entry{Key: req.key}, false)
 	writeResult(w, nil, nil)
 }
 
@@ -156,18 +156,6 @@ func readPutBody(r *http.Request) (value []byte, md json.RawMessage, form map[st
 		value = []byte{}
 	}
 	return value, md, form, nil
-}
-
-// readLimited reads at most limit bytes, refusing a longer body.
-func readLimited(r io.Reader, limit int) ([]byte, *apiError) {
-	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: body could not be read")
-	}
-	if len(b) > limit {
-		return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the limit is %d bytes", limit)
-	}
-	return b, nil
 }
 
 // parseExpiry applies the API's expiration rules: expiration_ttl wins over

@@ -59,8 +59,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("request without the token: %d, want 403", resp.StatusCode)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("request without the token: %d, want 400", resp.StatusCode)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("run after cancel = %v, want nil", err)

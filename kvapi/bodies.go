@@ -1,0 +1,209 @@
+package kvapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The body limits. A request that declares a longer body is refused before
+// any of it is read; one that sends more than it declared, or declares
+// nothing, is cut off at the limit.
+const (
+	// MaxBulkBytes bounds a bulk write or delete: Workers KV's 100 MB.
+	MaxBulkBytes = 100 << 20
+	// MaxBulkGetBytes bounds a bulk/get request: 100 keys of 512 bytes,
+	// each JSON-escaped at most 6 times over, fit in it.
+	MaxBulkGetBytes = 1 << 20
+	// MaxMultipartBytes bounds a multipart PUT: a value of 25 MiB and the
+	// small fields beside it.
+	MaxMultipartBytes = kv.MaxValueSize + 1<<20
+	// maxSmallBody bounds every other body (namespace titles) and bodies
+	// sent where none is read.
+	maxSmallBody = 64 << 10
+)
+
+// bodyLimit is the most bytes the request's body may hold.
+func bodyLimit(ep endpoint, r *http.Request) int64 {
+	switch ep {
+	case epValues:
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+			return MaxMultipartBytes
+		}
+		return kv.MaxValueSize
+	case epBulk, epBulkDelete:
+		return MaxBulkBytes
+	case epBulkGet:
+		return MaxBulkGetBytes
+	}
+	return maxSmallBody
+}
+
+// limitBody refuses a declared length over limit and caps what is read.
+func limitBody(w http.ResponseWriter, r *http.Request, limit int64) *apiError {
+	if r.ContentLength > limit {
+		return tooLarge(limit)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	return nil
+}
+
+func tooLarge(limit int64) *apiError {
+	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the limit is %d bytes", limit)
+}
+
+// readError is the answer to a body that could not be read.
+func readError(err error) *apiError {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit)
+	}
+	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body could not be read")
+}
+
+// readLimited reads at most limit bytes, refusing a longer body.
+func readLimited(r io.Reader, limit int) ([]byte, *apiError) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, readError(err)
+	}
+	if len(b) > limit {
+		return nil, tooLarge(int64(limit))
+	}
+	return b, nil
+}
+
+// decoder reads one strict JSON document from the request body: numbers
+// kept exact, nothing but white space after it.
+type decoder struct{ *json.Decoder }
+
+func newDecoder(r *http.Request) decoder {
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	return decoder{dec}
+}
+
+// fail turns a decoding error into the API's answer.
+func (decoder) fail(err error) *apiError {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit)
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body is not the expected JSON")
+}
+
+// end checks that the document is followed by nothing but white space.
+func (d decoder) end() *apiError {
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("trailing data")
+		}
+		return d.fail(err)
+	}
+	return nil
+}
+
+// decodeObject decodes the body as one JSON document into v.
+func decodeObject(r *http.Request, v any) *apiError {
+	d := newDecoder(r)
+	if err := d.Decode(v); err != nil {
+		return d.fail(err)
+	}
+	return d.end()
+}
+
+// decodeArray decodes the body as a JSON array of at most max elements,
+// one element at a time, so that an oversized batch is refused as soon as
+// its element max+1 arrives, without reading the rest.
+func decodeArray[T any](r *http.Request, max int, what string) ([]T, *apiError) {
+	d := newDecoder(r)
+	if tok, err := d.Token(); err != nil || tok != json.Delim('[') {
+		return nil, d.fail(err)
+	}
+	var out []T
+	for d.More() {
+		if len(out) == max {
+			return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: a bulk %s takes at most %d", what, max)
+		}
+		var v T
+		if err := d.Decode(&v); err != nil {
+			return nil, d.fail(err)
+		}
+		out = append(out, v)
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, d.fail(err)
+	}
+	if e := d.end(); e != nil {
+		return nil, e
+	}
+	return out, nil
+}
+
+// bodyKey is a key in a JSON body, refused when it is not valid UTF-8
+// rather than decoded with U+FFFD replacements: two different keys would
+// become one.
+type bodyKey string
+
+func (k *bodyKey) UnmarshalJSON(raw []byte) error {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	if !utf8.Valid(raw) || countReplacements(raw) != countRunes(s, utf8.RuneError) {
+		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: not valid UTF-8")
+	}
+	*k = bodyKey(s)
+	return nil
+}
+
+// countReplacements counts the U+FFFD the raw JSON string spells itself,
+// as UTF-8 or as an escape; any other U+FFFD after decoding stands for an
+// invalid byte or a lone surrogate.
+func countReplacements(raw []byte) int {
+	n := bytes.Count(raw, []byte("\uFFFD"))
+	for i := 0; i+6 <= len(raw); i++ {
+		if raw[i] == '\\' {
+			if bytes.EqualFold(raw[i:i+6], []byte(`\ufffd`)) {
+				n++
+			}
+			i++ // skip the escaped character, so that `\\ufffd` is text
+		}
+	}
+	return n
+}
+
+func countRunes(s string, r rune) int {
+	n := 0
+	for _, c := range s {
+		if c == r {
+			n++
+		}
+	}
+	return n
+}
+
+// keyList turns decoded keys into strings, checking each with the API's
+// codes.
+func keyList(keys []bodyKey) ([]string, *apiError) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		if e := checkKey(string(k)); e != nil {
+			e.message = fmt.Sprintf("key %d: %s", i, e.message)
+			return nil, e
+		}
+		out[i] = string(k)
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package kvapi
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// endpoint is one route of the API, whatever its method.
+type endpoint int
+
+const (
+	epVerify      endpoint = iota // user/tokens/verify
+	epMemberships                 // memberships
+	epNamespaces                  // accounts/{a}/storage/kv/namespaces
+	epNamespace                   // .../namespaces/{ns}
+	epValues                      // .../{ns}/values/{key}
+	epMetadata                    // .../{ns}/metadata/{key}
+	epKeys                        // .../{ns}/keys
+	epBulk                        // .../{ns}/bulk
+	epBulkDelete                  // .../{ns}/bulk/delete
+	epBulkGet                     // .../{ns}/bulk/get
+)
+
+// handlerFunc serves one method of one endpoint.
+type handlerFunc func(*Server, http.ResponseWriter, *http.Request, request)
+
+// routes holds what each endpoint serves. HEAD is served wherever GET is,
+// as GET without the body.
+var routes = map[endpoint]map[string]handlerFunc{
+	epVerify:      {"GET": (*Server).verifyToken},
+	epMemberships: {"GET": (*Server).memberships},
+	epNamespaces:  {"GET": (*Server).listNamespaces, "POST": (*Server).createNamespace},
+	epNamespace:   {"GET": (*Server).getNamespace, "PUT": (*Server).renameNamespace, "DELETE": (*Server).deleteNamespace},
+	epValues:      {"GET": (*Server).getValue, "PUT": (*Server).putValue, "DELETE": (*Server).deleteValue},
+	epMetadata:    {"GET": (*Server).getMetadata},
+	epKeys:        {"GET": (*Server).listKeys},
+	epBulk:        {"PUT": (*Server).bulkPut, "DELETE": (*Server).bulkDelete},
+	epBulkDelete:  {"POST": (*Server).bulkDelete},
+	epBulkGet:     {"POST": (*Server).bulkGet},
+}
+
+// owning are the calls served only by a server that owns its namespaces.
+var owning = map[endpoint][]string{epNamespaces: {"POST"}, epNamespace: {"PUT", "DELETE"}}
+
+// request is one routed API call.
+type request struct {
+	endpoint endpoint
+	ns       *namespace // nil for the account-level endpoints
+	key      string     // for values and metadata
+	location string
+}
+
+// methods returns what ep serves on s.
+func (s *Server) methods(ep endpoint) map[string]handlerFunc {
+	if s.newStore != nil || owning[ep] == nil {
+		return routes[ep]
+	}
+	m := make(map[string]handlerFunc, len(routes[ep]))
+	for method, h := range routes[ep] {
+		if !slices.Contains(owning[ep], method) {
+			m[method] = h
+		}
+	}
+	return m
+}
+
+// handler returns what serves method on ep, or the 405 with its Allow
+// header set.
+func (s *Server) handler(w http.ResponseWriter, ep endpoint, method string) (handlerFunc, *apiError) {
+	m := s.methods(ep)
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if h, ok := m[method]; ok {
+		return h, nil
+	}
+	allow := make([]string, 0, len(m)+1)
+	for method := range m {
+		allow = append(allow, method)
+		if method == http.MethodGet {
+			allow = append(allow, http.MethodHead)
+		}
+	}
+	slices.Sort(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	return nil, errorf(http.StatusMethodNotAllowed, CodeMethod, "method not allowed for this route")
+}
+
+const apiRoot = "/client/v4/"
+
+// route splits the escaped path, so that an encoded "/" inside a key stays
+// inside the key, and decodes each part exactly once.
+func (s *Server) route(r *http.Request) (request, *apiError) {
+	noRoute := errorf(http.StatusNotFound, CodeNoRoute, "No route for that URI")
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), apiRoot)
+	if !ok {
+		return request{}, noRoute
+	}
+	switch rest {
+	case "user/tokens/verify":
+		return request{endpoint: epVerify}, nil
+	case "memberships":
+		return request{endpoint: epMemberships}, nil
+	}
+	rest, ok = strings.CutPrefix(rest, "accounts/")
+	if !ok {
+		return request{}, noRoute
+	}
+	account, rest, ok := strings.Cut(rest, "/")
+	if !ok {
+		return request{}, noRoute
+	}
+	rest, ok = strings.CutPrefix(rest, "storage/kv/namespaces")
+	if !ok || (rest != "" && rest[0] != '/') {
+		return request{}, noRoute
+	}
+	if acc, err := url.PathUnescape(account); err != nil || (s.account != "" && acc != s.account) {
+		return request{}, errorf(http.StatusNotFound, CodeBadAccount, "Could not route to the account, perhaps your object identifier is invalid?")
+	}
+	if rest == "" {
+		return request{endpoint: epNamespaces}, nil
+	}
+	nsPart, sub, hasSub := strings.Cut(rest[1:], "/")
+	id, err := url.PathUnescape(nsPart)
+	if err != nil || !identifier.MatchString(id) {
+		return request{}, errorf(http.StatusBadRequest, CodeNamespaceID, "malformed namespace ID")
+	}
+	req := request{location: r.Header.Get(LocationHeader)}
+	switch {
+	case !hasSub:
+		req.endpoint = epNamespace
+	case sub == "keys":
+		req.endpoint = epKeys
+	case sub == "bulk":
+		req.endpoint = epBulk
+	case sub == "bulk/delete":
+		req.endpoint = epBulkDelete
+	case sub == "bulk/get":
+		req.endpoint = epBulkGet
+	case strings.HasPrefix(sub, "values/"), strings.HasPrefix(sub, "metadata/"):
+		kind, escaped, _ := strings.Cut(sub, "/")
+		req.endpoint = epValues
+		if kind == "metadata" {
+			req.endpoint = epMetadata
+		}
+		key, err := url.PathUnescape(escaped)
+		if err != nil {
+			return request{}, errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: could not URL-decode it")
+		}
+		if e := checkKey(key); e != nil {
+			return request{}, e
+		}
+		req.key = key
+	default:
+		return request{}, noRoute
+	}
+	if req.ns = s.lookup(id); req.ns == nil {
+		return request{}, errorf(http.StatusNotFound, CodeNoNamespace, "namespace not found")
+	}
+	return req, nil
+}
+
+// checkKey applies the key rules with the API's codes; the store checks
+// them again.
+func checkKey(key string) *apiError {
+	if len(key) > kv.MaxKeySize {
+		return errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "key too long: %d bytes, the limit is %d", len(key), kv.MaxKeySize)
+	}
+	if err := kv.ValidateKey(key); err != nil {
+		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name")
+	}
+	return nil
+}
