@@ -1,0 +1,80 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The errors of this package.
+var (
+	// ErrConflict: the Document's generation was not the one expected:
+	// another change won. Read it again and decide anew.
+	ErrConflict = errors.New("control: the stage document changed meanwhile")
+	// ErrNotDrained: a flip was refused because an instance is not drained
+	// and clean. It matches dualwrite.ErrUnsynced too.
+	ErrNotDrained = errors.New("control: an instance is not drained and clean")
+	// ErrBoard: the Board could not be read or written.
+	ErrBoard = errors.New("control: the control board is unavailable")
+	// ErrConfig: a Config that NewFollower refuses.
+	ErrConfig = errors.New("control: invalid config")
+)
+
+// Document is the stage every instance runs.
+type Document struct {
+	Stage dualwrite.Stage
+	// Generation grows by one at each change; 0 means no document yet.
+	Generation uint64
+	UpdatedAt  time.Time
+	// UpdatedBy is the instance that made the change.
+	UpdatedBy string
+}
+
+// Heartbeat is what an instance reports about itself.
+type Heartbeat struct {
+	Instance string
+	// Generation and Stage are what the instance runs.
+	Generation uint64
+	Stage      dualwrite.Stage
+	At         time.Time
+	// Drained: every copy queued before At had reached the other store.
+	Drained bool
+	// Dirty keys (copy known lost) and Unsettled keys (copy sent, not yet
+	// verified); ReconciliationNeeded after the dirty set overflowed.
+	Dirty                int
+	Unsettled            int
+	ReconciliationNeeded bool
+	// Draining: the instance is shutting down; Stopped: it has stopped and
+	// this is its last report.
+	Draining bool
+	Stopped  bool
+	// Lag says why the instance does not run the Document's generation,
+	// when it does not.
+	Lag string
+}
+
+// Clean reports no dirty or unsettled key and no pending reconciliation.
+func (h Heartbeat) Clean() bool {
+	return h.Dirty == 0 && h.Unsettled == 0 && !h.ReconciliationNeeded
+}
+
+// Board is where the instances share the Document and their heartbeats. The
+// MongoDB implementation is NewMongoBoard; NewMemoryBoard serves one
+// process.
+type Board interface {
+	// Load returns the Document; a zero Document (Generation 0) when there
+	// is none yet.
+	Load(ctx context.Context) (Document, error)
+	// Swap writes next if the Document's generation is still expect (0:
+	// there is none), else fails with ErrConflict.
+	Swap(ctx context.Context, expect uint64, next Document) error
+	// Beat writes an instance's heartbeat, replacing its previous one.
+	Beat(ctx context.Context, h Heartbeat) error
+	// Instances returns every heartbeat on the board.
+	Instances(ctx context.Context) ([]Heartbeat, error)
+	// Forget removes an instance's heartbeat; forgetting an unknown
+	// instance is not an error.
+	Forget(ctx context.Context, instance string) error
+}

@@ -1,0 +1,48 @@
+// Package control keeps several kvshadow-proxy instances on one migration
+// stage. The stage lives in one control Document on a shared Board (the
+// shadow database, in production), numbered by a generation that grows by
+// one at each change; each instance keeps a Heartbeat there.
+//
+// A Follower is one instance's side. It polls the Board every PollInterval
+// and applies a newer generation to its Target (the instance's dual-write
+// stores), so that every instance runs a change within one poll interval
+// plus the time its stores take to drain. It writes its Heartbeat every
+// HeartbeatInterval: the generation it runs, whether its lanes drained (each
+// copy queued before the heartbeat reached the other store), and its dirty
+// and unsettled keys.
+//
+// # Changing the stage
+//
+// Follower.SetStage is the one way to change the Document. It applies the
+// dual-write store's transition rules (CheckTransition), and it refuses a
+// flip of the authoritative store (shadow to live, rampdown to dualwrite...)
+// unless every instance that counts reports itself drained and clean:
+//
+//   - a live instance (its heartbeat younger than LiveFor) must report
+//     drained lanes, no dirty or unsettled key and no pending
+//     reconciliation, and run the current generation;
+//   - an instance that stopped, or whose heartbeat went stale, blocks a
+//     flip only if its last report was not clean: its journal still holds
+//     keys to settle. Restart it on its journal, or reconcile those keys
+//     and Forget it.
+//
+// The calling instance checks itself afresh rather than by its heartbeat.
+// The change is a compare-and-swap on the generation (ErrConflict when
+// another change won), after which the caller applies it at once and the
+// others within a poll.
+//
+// A heartbeat is up to HeartbeatInterval old, so an instance may have
+// written since it reported clean. Its own store then refuses the flip
+// (dualwrite.ErrUnsynced), and the instance keeps its previous stage,
+// reports the generation it lags behind (Status.Lag) and retries at every
+// poll, after its repairs. The service reports itself not ready meanwhile,
+// so that a load balancer stops sending it traffic until it runs the
+// Document's stage.
+//
+// What the Board does not give, the package does not claim: two instances
+// may run different stages for up to one poll interval, during which both
+// stores are written by every instance whatever the stage (a flip is only
+// allowed between stages that write both), so no write is lost; only the
+// order of two instances' writes to one key may differ between the stores,
+// which is what durable settling verifies and repairs.
+package control

@@ -1,0 +1,328 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The defaults of a zero Config field.
+const (
+	DefaultPollInterval      = 2 * time.Second
+	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultBoardTimeout bounds each read or write of the Board.
+	DefaultBoardTimeout = 5 * time.Second
+)
+
+// Target is what a Follower drives: the instance's dual-write stores.
+type Target interface {
+	// Apply moves every store to stage; it fails as
+	// dualwrite.Store.SetStage does, and is retried at the next poll.
+	Apply(ctx context.Context, stage dualwrite.Stage) error
+	// Report returns the instance's state for its heartbeat: Drained,
+	// Dirty, Unsettled and ReconciliationNeeded; the Follower fills in the
+	// rest. It may wait for the lanes, within ctx.
+	Report(ctx context.Context) Heartbeat
+}
+
+// Config configures a Follower; zero fields mean the defaults.
+type Config struct {
+	// Board and Target are required; Instance names this instance on the
+	// Board and is required.
+	Board    Board
+	Target   Target
+	Instance string
+	// Initial is the stage written when the Board has no Document yet. An
+	// instance that finds one follows it, whatever Initial says.
+	Initial dualwrite.Stage
+	// PollInterval bounds how long a change takes to reach this instance.
+	// Default DefaultPollInterval.
+	PollInterval time.Duration
+	// HeartbeatInterval is how often the heartbeat is written. Default
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// LiveFor is the age under which a heartbeat counts as a live
+	// instance. Default three HeartbeatIntervals.
+	LiveFor time.Duration
+	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
+	BoardTimeout time.Duration
+}
+
+// Status is what the Follower knows of its own instance.
+type Status struct {
+	Instance string
+	// Generation is the generation the instance runs, Stage its stage.
+	Generation uint64
+	Stage      dualwrite.Stage
+	// Document is the last Document read from the Board, and Polled when.
+	Document Document
+	Polled   time.Time
+	// Lag says why the instance does not run Document, when it does not;
+	// BoardErr is the last failure to reach the Board, cleared by a
+	// success.
+	Lag      string
+	BoardErr string
+	Draining bool
+}
+
+// InSync reports whether the instance runs the Document it last read.
+func (s Status) InSync() bool { return s.Lag == "" && s.Generation == s.Document.Generation }
+
+// Follower keeps one instance on the Board's Document. Start it with Start,
+// stop it with Close.
+type Follower struct {
+	cfg   Config
+	clock clock.Clock
+	log   *slog.Logger
+
+	mu     sync.Mutex // guards status
+	status Status
+	sync   sync.Mutex // serializes applying a Document
+
+	beatNow chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	started atomic.Bool
+}
+
+// Option sets a piece of plumbing.
+type Option func(*Follower)
+
+// WithClock sets the clock of the poll and heartbeat timers and of the
+// heartbeats' times.
+func WithClock(c clock.Clock) Option { return func(f *Follower) { f.clock = c } }
+
+// WithLogger sets the logger of stage changes and Board failures.
+func WithLogger(l *slog.Logger) Option { return func(f *Follower) { f.log = l } }
+
+// NewFollower checks cfg; Start begins following.
+func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
+	switch {
+	case cfg.Board == nil || cfg.Target == nil:
+		return nil, fmt.Errorf("%w: Board and Target are required", ErrConfig)
+	case cfg.Instance == "":
+		return nil, fmt.Errorf("%w: Instance is required", ErrConfig)
+	case !cfg.Initial.Valid():
+		return nil, fmt.Errorf("%w: unknown initial stage %s", ErrConfig, cfg.Initial)
+	case cfg.PollInterval < 0 || cfg.HeartbeatInterval < 0 || cfg.LiveFor < 0 || cfg.BoardTimeout < 0:
+		return nil, fmt.Errorf("%w: intervals must not be negative", ErrConfig)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.LiveFor == 0 {
+		cfg.LiveFor = 3 * cfg.HeartbeatInterval
+	}
+	if cfg.BoardTimeout == 0 {
+		cfg.BoardTimeout = DefaultBoardTimeout
+	}
+	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		if o != nil {
+			o(f)
+		}
+	}
+	f.clock = clock.OrReal(f.clock)
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	f.status = Status{Instance: cfg.Instance, Stage: cfg.Initial}
+	return f, nil
+}
+
+// Start reads the Document (writing Initial as generation 1 when there is
+// none), applies it, writes the first heartbeat and starts following. It
+// fails if the Board cannot be read or the stage cannot be applied: an
+// instance must not serve in a stage other than the Document's.
+func (f *Follower) Start(ctx context.Context) error {
+	doc, err := f.load(ctx)
+	if err == nil && doc.Generation == 0 {
+		next := Document{Stage: f.cfg.Initial, Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
+		err = f.swap(ctx, 0, next)
+		if errors.Is(err, ErrConflict) { // another instance started first
+			doc, err = f.load(ctx)
+		} else if err == nil {
+			doc = next
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.apply(ctx, doc); err != nil {
+		return err
+	}
+	f.beat(ctx)
+	f.started.Store(true)
+	go f.loop()
+	return nil
+}
+
+// Close stops following and waits for the goroutine Start began. It
+// writes nothing: call Leave after the stores are closed.
+func (f *Follower) Close() {
+	f.once.Do(func() { close(f.quit) })
+	if f.started.Load() {
+		<-f.done
+	}
+}
+
+// Status returns a snapshot.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+// SetDraining marks the instance as shutting down and reports it at once.
+func (f *Follower) SetDraining() {
+	f.mu.Lock()
+	f.status.Draining = true
+	f.mu.Unlock()
+	select {
+	case f.beatNow <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Follower) loop() {
+	defer close(f.done)
+	poll := f.clock.NewTimer(f.cfg.PollInterval)
+	beat := f.clock.NewTimer(f.cfg.HeartbeatInterval)
+	defer func() { poll.Stop(); beat.Stop() }()
+	for {
+		select {
+		case <-f.quit:
+			return
+		case <-poll.C():
+			f.Poll(context.Background())
+			poll = f.clock.NewTimer(f.cfg.PollInterval)
+		case <-beat.C():
+			f.beat(context.Background())
+			beat = f.clock.NewTimer(f.cfg.HeartbeatInterval)
+		case <-f.beatNow:
+			f.beat(context.Background())
+		}
+	}
+}
+
+// Poll reads the Document and applies it if this instance does not run it
+// yet. The Follower polls by itself; call Poll to follow now.
+func (f *Follower) Poll(ctx context.Context) {
+	doc, err := f.load(ctx)
+	if err != nil {
+		return
+	}
+	if st := f.Status(); st.Lag == "" && st.Generation == doc.Generation {
+		f.setPolled(doc)
+		return
+	}
+	_ = f.apply(ctx, doc)
+}
+
+func (f *Follower) setPolled(doc Document) {
+	f.mu.Lock()
+	f.status.Document, f.status.Polled = doc, f.clock.Now()
+	f.mu.Unlock()
+}
+
+// apply runs doc's stage on the Target, or records why it could not.
+func (f *Follower) apply(ctx context.Context, doc Document) error {
+	f.sync.Lock()
+	defer f.sync.Unlock()
+	f.setPolled(doc)
+	err := f.cfg.Target.Apply(ctx, doc.Stage)
+	f.mu.Lock()
+	from := f.status.Stage
+	if err != nil {
+		f.status.Lag = fmt.Sprintf("generation %d (%s) not applied: %v", doc.Generation, doc.Stage, err)
+	} else {
+		f.status.Lag, f.status.Generation, f.status.Stage = "", doc.Generation, doc.Stage
+	}
+	f.mu.Unlock()
+	if err != nil {
+		f.log.Warn("control: the stage document is not applied yet; retrying at the next poll",
+			slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()), slog.String("error", err.Error()))
+		return err
+	}
+	if from != doc.Stage {
+		f.log.Info("control: following the stage document",
+			slog.Uint64("generation", doc.Generation), slog.String("from", from.String()), slog.String("to", doc.Stage.String()))
+	}
+	return nil
+}
+
+// report is the instance's heartbeat now.
+func (f *Follower) report(ctx context.Context) Heartbeat {
+	h := f.cfg.Target.Report(ctx)
+	st := f.Status()
+	h.Instance, h.Generation, h.Stage, h.At = f.cfg.Instance, st.Generation, st.Stage, f.clock.Now()
+	h.Draining, h.Lag = st.Draining, st.Lag
+	return h
+}
+
+func (f *Follower) beat(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
+	defer cancel()
+	h := f.report(ctx)
+	f.boardDone(f.cfg.Board.Beat(ctx, h))
+}
+
+// Leave writes the instance's last heartbeat, after its stores are closed,
+// with h's counts: it removes the heartbeat if h is clean, else marks it
+// stopped, so that a flip waits until the keys it left are settled.
+func (f *Follower) Leave(ctx context.Context, h Heartbeat) error {
+	f.Close()
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
+	defer cancel()
+	if h.Clean() {
+		return f.boardDone(f.cfg.Board.Forget(ctx, f.cfg.Instance))
+	}
+	st := f.Status()
+	h.Instance, h.Generation, h.Stage, h.At = f.cfg.Instance, st.Generation, st.Stage, f.clock.Now()
+	h.Draining, h.Stopped, h.Lag = true, true, st.Lag
+	return f.boardDone(f.cfg.Board.Beat(ctx, h))
+}
+
+func (f *Follower) load(ctx context.Context) (Document, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
+	defer cancel()
+	doc, err := f.cfg.Board.Load(ctx)
+	return doc, f.boardDone(err)
+}
+
+func (f *Follower) swap(ctx context.Context, expect uint64, next Document) error {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
+	defer cancel()
+	err := f.cfg.Board.Swap(ctx, expect, next)
+	if errors.Is(err, ErrConflict) {
+		return err
+	}
+	return f.boardDone(err)
+}
+
+// boardDone records the outcome of a Board call and returns err.
+func (f *Follower) boardDone(err error) error {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	f.mu.Lock()
+	was := f.status.BoardErr
+	f.status.BoardErr = msg
+	f.mu.Unlock()
+	if err != nil && was == "" {
+		f.log.Warn("control: the control board cannot be reached", slog.String("error", msg))
+	}
+	return err
+}

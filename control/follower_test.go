@@ -1,0 +1,265 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// fakeTarget records the stages applied and reports what a test sets.
+type fakeTarget struct {
+	mu      sync.Mutex
+	stage   dualwrite.Stage
+	applied []dualwrite.Stage
+	refuse  error
+	report  Heartbeat
+}
+
+func (t *fakeTarget) Apply(_ context.Context, s dualwrite.Stage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.refuse != nil {
+		return t.refuse
+	}
+	t.stage = s
+	t.applied = append(t.applied, s)
+	return nil
+}
+
+func (t *fakeTarget) Report(context.Context) Heartbeat {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.report
+}
+
+func (t *fakeTarget) set(f func(t *fakeTarget)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(t)
+}
+
+func (t *fakeTarget) current() dualwrite.Stage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stage
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func start(t *testing.T, board Board, clk *clock.Fake, id string, initial dualwrite.Stage) (*Follower, *fakeTarget) {
+	t.Helper()
+	tgt := &fakeTarget{report: Heartbeat{Drained: true}}
+	f, err := NewFollower(Config{Board: board, Target: tgt, Instance: id, Initial: initial}, WithClock(clk), WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f, tgt
+}
+
+func TestFirstInstanceWritesTheDocumentOthersFollowIt(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, ta := start(t, board, clk, "a", dualwrite.DualWrite)
+	b, tb := start(t, board, clk, "b", dualwrite.Off) // its Initial loses to the document
+	if ta.current() != dualwrite.DualWrite || tb.current() != dualwrite.DualWrite {
+		t.Fatalf("stages %s, %s; want dualwrite for both", ta.current(), tb.current())
+	}
+	if a.Status().Generation != 1 || b.Status().Generation != 1 {
+		t.Fatalf("generations %d, %d", a.Status().Generation, b.Status().Generation)
+	}
+	c, err := a.SetStage(t.Context(), dualwrite.Shadow)
+	if err != nil || !c.Changed || !c.Applied || c.Document.Generation != 2 {
+		t.Fatalf("SetStage = %+v, %v", c, err)
+	}
+	if tb.current() != dualwrite.DualWrite {
+		t.Fatal("b changed before its poll")
+	}
+	for clk.Timers() < 4 { // both loops parked on their poll and heartbeat timers
+		time.Sleep(time.Millisecond)
+	}
+	clk.Advance(DefaultPollInterval)
+	waitFor(t, func() bool { return b.Status().Generation == 2 })
+	if tb.current() != dualwrite.Shadow || !b.Status().InSync() {
+		t.Fatalf("b after a poll: %s, %+v", tb.current(), b.Status())
+	}
+	// The same stage again changes nothing.
+	if c, err := a.SetStage(t.Context(), dualwrite.Shadow); err != nil || c.Changed || c.Document.Generation != 2 {
+		t.Fatalf("same stage: %+v, %v", c, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestFlipWaitsForEveryInstance(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
+	b, tb := start(t, board, clk, "b", dualwrite.Shadow)
+
+	// b reports dirty keys in its heartbeat.
+	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Dirty: 3} })
+	b.beat(t.Context())
+	_, err := a.SetStage(t.Context(), dualwrite.Live)
+	if !errors.Is(err, ErrNotDrained) || !errors.Is(err, dualwrite.ErrUnsynced) || !strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), "3 dirty") {
+		t.Fatalf("flip with b dirty: %v", err)
+	}
+	if doc, _ := board.Load(t.Context()); doc.Stage != dualwrite.Shadow {
+		t.Fatalf("the document moved to %s", doc.Stage)
+	}
+
+	// Not drained blocks too.
+	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: false} })
+	b.beat(t.Context())
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "not drained") {
+		t.Fatalf("flip with b not drained: %v", err)
+	}
+
+	// The calling instance is checked afresh, not by its heartbeat.
+	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true} })
+	b.beat(t.Context())
+	a.cfg.Target.(*fakeTarget).set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Unsettled: 1} })
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("flip with a unsettled: %v", err)
+	}
+	a.cfg.Target.(*fakeTarget).set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true} })
+
+	c, err := a.SetStage(t.Context(), dualwrite.Live)
+	if err != nil || !c.Applied || c.Document.Stage != dualwrite.Live {
+		t.Fatalf("flip with all clean: %+v, %v", c, err)
+	}
+}
+
+func TestStoppedOrSilentInstances(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
+	at := clk.Now()
+	// A stopped instance that left dirty keys blocks; a silent clean one
+	// does not, whatever generation it ran.
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "gone", At: at, Stopped: true, Dirty: 2, Stage: dualwrite.Shadow, Generation: 1}))
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Stage: dualwrite.Off, Generation: 0}))
+	_, err := a.SetStage(t.Context(), dualwrite.Live)
+	if !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"gone" (stopped`) || strings.Contains(err.Error(), "silent") {
+		t.Fatalf("flip: %v", err)
+	}
+	// A silent instance that was dirty blocks too.
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Dirty: 1}))
+	must(t, a.Forget(t.Context(), "gone"))
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"silent" (silent for 1h0m0s`) {
+		t.Fatalf("flip: %v", err)
+	}
+	must(t, a.Forget(t.Context(), "silent"))
+	views, err := a.Instances(t.Context())
+	if err != nil || len(views) != 1 || views[0].Instance != "a" || !views[0].Live {
+		t.Fatalf("instances = %+v, %v", views, err)
+	}
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); err != nil {
+		t.Fatalf("flip after forgetting: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTransitionRules(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.Off)
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "go through dualwrite") {
+		t.Fatalf("off to live: %v", err)
+	}
+	if _, err := a.SetStage(t.Context(), dualwrite.Stage(42)); !errors.Is(err, dualwrite.ErrInvalidConfig) {
+		t.Fatalf("unknown stage: %v", err)
+	}
+	for _, to := range []dualwrite.Stage{dualwrite.DualWrite, dualwrite.Live, dualwrite.Complete} {
+		if _, err := a.SetStage(t.Context(), to); err != nil {
+			t.Fatalf("to %s: %v", to, err)
+		}
+	}
+	if _, err := a.SetStage(t.Context(), dualwrite.Shadow); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "go through rampdown") {
+		t.Fatalf("complete to shadow: %v", err)
+	}
+}
+
+func TestApplyFailureLagsAndRetries(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
+	b, tb := start(t, board, clk, "b", dualwrite.Shadow)
+	tb.set(func(t *fakeTarget) { t.refuse = dualwrite.ErrUnsynced })
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); err != nil {
+		t.Fatal(err)
+	}
+	b.Poll(t.Context())
+	st := b.Status()
+	if st.InSync() || st.Generation != 1 || st.Document.Generation != 2 || !strings.Contains(st.Lag, "generation 2 (live) not applied") {
+		t.Fatalf("b refusing: %+v", st)
+	}
+	b.beat(t.Context())
+	beats, _ := board.Instances(t.Context())
+	if beats[1].Lag == "" || beats[1].Generation != 1 {
+		t.Fatalf("b's heartbeat does not say it lags: %+v", beats[1])
+	}
+	// A flip back is refused while b lags.
+	if _, err := a.SetStage(t.Context(), dualwrite.Shadow); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "runs generation 1, not 2") {
+		t.Fatalf("flip while b lags: %v", err)
+	}
+	tb.set(func(t *fakeTarget) { t.refuse = nil })
+	b.Poll(t.Context())
+	if st := b.Status(); !st.InSync() || tb.current() != dualwrite.Live {
+		t.Fatalf("b after retry: %+v, %s", st, tb.current())
+	}
+}
+
+func TestConflictAndLeave(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.DualWrite)
+	if err := board.Swap(t.Context(), 7, Document{Generation: 8}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("swap on a stale generation: %v", err)
+	}
+	b, _ := start(t, board, clk, "b", dualwrite.DualWrite)
+	a.SetDraining()
+	waitFor(t, func() bool {
+		beats, _ := board.Instances(t.Context())
+		return len(beats) == 2 && beats[0].Draining
+	})
+	must(t, a.Leave(t.Context(), Heartbeat{}))
+	must(t, b.Leave(t.Context(), Heartbeat{Dirty: 4}))
+	beats, _ := board.Instances(t.Context())
+	if len(beats) != 1 || beats[0].Instance != "b" || !beats[0].Stopped || beats[0].Dirty != 4 {
+		t.Fatalf("after leaving: %+v", beats)
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no board":    {Target: &fakeTarget{}, Instance: "a"},
+		"no instance": {Board: NewMemoryBoard(), Target: &fakeTarget{}},
+		"bad stage":   {Board: NewMemoryBoard(), Target: &fakeTarget{}, Instance: "a", Initial: 9},
+		"negative":    {Board: NewMemoryBoard(), Target: &fakeTarget{}, Instance: "a", PollInterval: -1},
+	} {
+		if _, err := NewFollower(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The collections of a MongoBoard. Their names hold a ".", which no
+// module's collection can (see backends/mongokv), so neither is ever taken
+// for a module's keys.
+const (
+	ControlCollection   = "kvshadow.control"
+	InstancesCollection = "kvshadow.instances"
+	// controlID is the _id of the one control Document.
+	controlID = "stage"
+)
+
+// MongoBoard is a Board in a MongoDB database: the Document is one document
+// of ControlCollection, each heartbeat one document of InstancesCollection.
+type MongoBoard struct {
+	db *mongo.Database
+}
+
+var _ Board = (*MongoBoard)(nil)
+
+// NewMongoBoard returns a Board in db.
+func NewMongoBoard(db *mongo.Database) *MongoBoard { return &MongoBoard{db: db} }
+
+type controlDoc struct {
+	ID         string    `bson:"_id"`
+	Stage      string    `bson:"stage"`
+	Generation int64     `bson:"generation"`
+	UpdatedAt  time.Time `bson:"updatedAt"`
+	UpdatedBy  string    `bson:"updatedBy"`
+}
+
+type beatDoc struct {
+	ID                   string    `bson:"_id"`
+	Generation           int64     `bson:"generation"`
+	Stage                string    `bson:"stage"`
+	At                   time.Time `bson:"at"`
+	Drained              bool      `bson:"drained"`
+	Dirty                int64     `bson:"dirty"`
+	Unsettled            int64     `bson:"unsettled"`
+	ReconciliationNeeded bool      `bson:"reconciliationNeeded"`
+	Draining             bool      `bson:"draining"`
+	Stopped              bool      `bson:"stopped"`
+	Lag                  string    `bson:"lag,omitempty"`
+}
+
+func boardErr(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrBoard, what, err)
+}
+
+// Load implements Board.
+func (b *MongoBoard) Load(ctx context.Context) (Document, error) {
+	var d controlDoc
+	err := b.db.Collection(ControlCollection).FindOne(ctx, bson.D{{Key: "_id", Value: controlID}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return Document{}, nil
+	}
+	if err != nil {
+		return Document{}, boardErr("reading the stage document", err)
+	}
+	stage, err := dualwrite.ParseStage(d.Stage)
+	if err != nil || d.Generation < 1 {
+		return Document{}, fmt.Errorf("%w: the stage document is malformed (stage %q, generation %d)", ErrBoard, d.Stage, d.Generation)
+	}
+	return Document{Stage: stage, Generation: uint64(d.Generation), UpdatedAt: d.UpdatedAt, UpdatedBy: d.UpdatedBy}, nil
+}
+
+// Swap implements Board: an insert when expect is 0 (a duplicate _id means
+// another instance won), else an update filtered on the generation.
+func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) error {
+	coll := b.db.Collection(ControlCollection)
+	d := controlDoc{ID: controlID, Stage: next.Stage.String(), Generation: int64(next.Generation), UpdatedAt: next.UpdatedAt.UTC(), UpdatedBy: next.UpdatedBy}
+	if expect == 0 {
+		_, err := coll.InsertOne(ctx, d)
+		switch {
+		case mongo.IsDuplicateKeyError(err):
+			return fmt.Errorf("%w: a stage document exists already", ErrConflict)
+		case err != nil:
+			return boardErr("writing the stage document", err)
+		}
+		return nil
+	}
+	res, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: controlID}, {Key: "generation", Value: int64(expect)}}, d)
+	if err != nil {
+		return boardErr("writing the stage document", err)
+	}
+	if res.MatchedCount == 0 {
+		return fmt.Errorf("%w: generation %d is no longer current", ErrConflict, expect)
+	}
+	return nil
+}
+
+// Beat implements Board.
+func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
+	d := beatDoc{
+		ID: h.Instance, Generation: int64(h.Generation), Stage: h.Stage.String(), At: h.At.UTC(),
+		Drained: h.Drained, Dirty: int64(h.Dirty), Unsettled: int64(h.Unsettled), ReconciliationNeeded: h.ReconciliationNeeded,
+		Draining: h.Draining, Stopped: h.Stopped, Lag: h.Lag,
+	}
+	coll := b.db.Collection(InstancesCollection)
+	replace := func() error {
+		_, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: h.Instance}}, d, options.Replace().SetUpsert(true))
+		return err
+	}
+	err := replace()
+	if mongo.IsDuplicateKeyError(err) {
+		// Two upserts of one new _id can race (MongoDB retries such an
+		// upsert once; FerretDB does not).
+		err = replace()
+	}
+	if err != nil {
+		return boardErr("writing the heartbeat", err)
+	}
+	return nil
+}
+
+// Instances implements Board, in instance order.
+func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
+	cur, err := b.db.Collection(InstancesCollection).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, boardErr("reading the heartbeats", err)
+	}
+	var docs []beatDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, boardErr("reading the heartbeats", err)
+	}
+	out := make([]Heartbeat, 0, len(docs))
+	for _, d := range docs {
+		stage, err := dualwrite.ParseStage(d.Stage)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the heartbeat of %q is malformed: %w", ErrBoard, d.ID, err)
+		}
+		out = append(out, Heartbeat{
+			Instance: d.ID, Generation: uint64(max(d.Generation, 0)), Stage: stage, At: d.At,
+			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
+			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
+		})
+	}
+	return out, nil
+}
+
+// Forget implements Board.
+func (b *MongoBoard) Forget(ctx context.Context, instance string) error {
+	if _, err := b.db.Collection(InstancesCollection).DeleteOne(ctx, bson.D{{Key: "_id", Value: instance}}); err != nil {
+		return boardErr("removing the heartbeat", err)
+	}
+	return nil
+}
