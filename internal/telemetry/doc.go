@@ -18,6 +18,10 @@
 // _TIMEOUT, _COMPRESSION, _CERTIFICATE and their per-signal forms. The SDK
 // reads OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_METRIC_EXPORT_INTERVAL.
 //
+// A service that Prometheus scrapes sets Config.Prometheus and serves
+// MetricsHandler: the same instruments, in the names the OpenTelemetry
+// Collector's Prometheus exporter gives them.
+//
 // One deliberate departure from the specification: when a signal's
 // exporter variable is unset and no OTLP endpoint is configured for it, the
 // signal is not exported, rather than sent to localhost:4318. A command run

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 
@@ -37,6 +38,10 @@ type Config struct {
 	// Console receives the console exporters' JSON; nil means os.Stderr,
 	// because the commands print their reports on standard output.
 	Console io.Writer
+	// Prometheus adds a reader that serves the same instruments for a
+	// Prometheus scrape (MetricsHandler), whatever OTEL_METRICS_EXPORTER
+	// says; OTEL_SDK_DISABLED=true still disables it.
+	Prometheus bool
 }
 
 // Telemetry is the SDK set up for one process.
@@ -46,6 +51,7 @@ type Telemetry struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 
+	metrics   http.Handler
 	shutdowns []func(context.Context) error
 	once      sync.Once
 	err       error
@@ -54,7 +60,7 @@ type Telemetry struct {
 // Setup builds the providers from cfg and the environment. The exporters
 // connect lazily: an unreachable collector fails exports, never Setup.
 func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
-	t := &Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+	t := &Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider(), metrics: emptyMetrics()}
 	if disabled() {
 		return t, nil
 	}
@@ -72,7 +78,16 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	t.TracerProvider = tp
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
-	mp, err := newMeterProvider(ctx, res, console)
+	var readers []sdkmetric.Reader
+	if cfg.Prometheus {
+		reader, handler, err := newPrometheus()
+		if err != nil {
+			_ = tp.Shutdown(ctx)
+			return nil, err
+		}
+		readers, t.metrics = append(readers, reader), handler
+	}
+	mp, err := newMeterProvider(ctx, res, console, readers)
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, err
@@ -157,12 +172,15 @@ func newTracerProvider(ctx context.Context, res *resource.Resource, console io.W
 	return sdktrace.NewTracerProvider(opts...), nil
 }
 
-func newMeterProvider(ctx context.Context, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {
+func newMeterProvider(ctx context.Context, res *resource.Resource, console io.Writer, readers []sdkmetric.Reader) (*sdkmetric.MeterProvider, error) {
 	chosen, err := exporters(metrics)
 	if err != nil {
 		return nil, err
 	}
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	for _, r := range readers {
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
 	for _, e := range chosen {
 		var exp sdkmetric.Exporter
 		switch e {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -228,4 +230,38 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func TestPrometheusServesTheSameInstruments(t *testing.T) {
+	clearEnv(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{ServiceName: "kvshadow-test", Prometheus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	exercise(t, tel.TracerProvider, tel.MeterProvider)
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`kvshadow_store_operations_total{`, `db_operation_name="put"`, `kvshadow_role="primary"`,
+		`kvshadow_store_operation_duration_seconds_bucket{`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape lacks %s:\n%s", want, body)
+		}
+	}
+
+	// Without Config.Prometheus the handler serves an empty exposition.
+	plain, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Shutdown(context.Background())
+	exercise(t, plain.TracerProvider, plain.MeterProvider)
+	rec = httptest.NewRecorder()
+	plain.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "kvshadow_") {
+		t.Fatalf("without Prometheus: %d %q", rec.Code, rec.Body.String())
+	}
 }
