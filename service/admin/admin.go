@@ -1,0 +1,273 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// Stager is the instance's side of the stage document: a *control.Follower.
+type Stager interface {
+	Status() control.Status
+	SetStage(ctx context.Context, to dualwrite.Stage) (control.Change, error)
+	Instances(ctx context.Context) ([]control.InstanceView, error)
+	Forget(ctx context.Context, instance string) error
+}
+
+// Store is one namespace's dual-write store: a *dualwrite.Store.
+type Store interface {
+	Stats() dualwrite.Stats
+	DirtyKeys() []string
+	RepairDirty() int
+}
+
+// Namespace is one served namespace.
+type Namespace struct {
+	ID    string
+	Store Store
+}
+
+// Config configures the Handler.
+type Config struct {
+	// Token, when set, is required on every route but the probes.
+	Token      string
+	Stager     Stager
+	Namespaces []Namespace
+	// Redactor renders keys for GET /dirty unless plain keys are asked
+	// for; nil means an HMAC with a random secret.
+	Redactor *compare.Redactor
+	// Ready returns the reasons the instance should get no traffic; none
+	// means ready.
+	Ready func(ctx context.Context) []string
+	// Metrics serves GET /metrics; nil answers 404.
+	Metrics http.Handler
+}
+
+// MaxBody bounds a request body: the one body the API reads is a stage.
+const MaxBody = 4 << 10
+
+// DefaultDirtyLimit is how many keys GET /dirty lists without ?limit=.
+const DefaultDirtyLimit = 1000
+
+// Handler serves the admin API.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns the Handler for cfg.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Stager == nil || len(cfg.Namespaces) == 0 || cfg.Ready == nil {
+		return nil, errors.New("admin: Stager, Ready and at least one Namespace are required")
+	}
+	if cfg.Redactor == nil {
+		r, err := compare.NewRedactor(compare.KeyHMAC, nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Redactor = r
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.HandleFunc("GET /stage", h.auth(h.getStage))
+	h.mux.HandleFunc("PUT /stage", h.auth(h.putStage))
+	h.mux.HandleFunc("GET /stats", h.auth(h.stats))
+	h.mux.HandleFunc("GET /dirty", h.auth(h.dirty))
+	h.mux.HandleFunc("POST /repair", h.auth(h.repair))
+	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(h.forget))
+	if cfg.Metrics != nil {
+		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, POST /repair, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+	})
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.cfg.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="kvshadow-admin"`)
+				writeError(w, http.StatusUnauthorized, "the admin API needs Authorization: Bearer <admin token>")
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	reasons := h.cfg.Ready(r.Context())
+	if len(reasons) > 0 {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": reasons})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+}
+
+func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
+	views, err := h.cfg.Stager.Instances(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	out := stageView{Self: statusOf(h.cfg.Stager.Status())}
+	for _, v := range views {
+		out.Instances = append(out.Instances, instanceOf(v))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Stage string `json:"stage"`
+	}
+	if err := decodeStrict(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	to, err := dualwrite.ParseStage(req.Stage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, live, rampdown, complete", req.Stage))
+		return
+	}
+	c, err := h.cfg.Stager.SetStage(r.Context(), to)
+	switch {
+	case errors.Is(err, dualwrite.ErrStageTransition), errors.Is(err, control.ErrNotDrained), errors.Is(err, control.ErrConflict), errors.Is(err, dualwrite.ErrUnsynced):
+		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "stage": c.Document.Stage.String(), "generation": c.Document.Generation})
+		return
+	case errors.Is(err, dualwrite.ErrInvalidConfig):
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	status := http.StatusOK
+	if !c.Applied {
+		status = http.StatusAccepted // the document changed; this instance follows when it can
+	}
+	writeJSON(w, status, changeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
+}
+
+func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
+	st := h.cfg.Stager.Status()
+	out := statsView{Instance: st.Instance, Generation: st.Generation, Namespaces: map[string]storeStats{}}
+	var all []dualwrite.Stats
+	for _, ns := range h.cfg.Namespaces {
+		s := ns.Store.Stats()
+		all = append(all, s)
+		out.Namespaces[ns.ID] = statsOf(s)
+	}
+	out.Total = statsOf(Sum(all...))
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) dirty(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	plain := false
+	switch k := q.Get("keys"); k {
+	case "", string(compare.KeyHMAC):
+	case string(compare.KeyPlain):
+		plain = true
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("keys=%q: want hmac (the default) or plain", k))
+		return
+	}
+	limit := DefaultDirtyLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a number of keys, 0 or more", v))
+			return
+		}
+		limit = n
+	}
+	out := dirtyView{Keys: "hmac", Namespaces: map[string]dirtyList{}}
+	if plain {
+		out.Keys = "plain"
+	}
+	for _, ns := range h.cfg.Namespaces {
+		keys := ns.Store.DirtyKeys()
+		l := dirtyList{Count: len(keys), Keys: []string{}}
+		for _, k := range keys[:min(limit, len(keys))] {
+			if !plain {
+				k = h.cfg.Redactor.Key(k)
+			}
+			l.Keys = append(l.Keys, k)
+		}
+		l.Truncated = len(keys) > limit
+		out.Namespaces[ns.ID] = l
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) repair(w http.ResponseWriter, _ *http.Request) {
+	out := map[string]int{}
+	for _, ns := range h.cfg.Namespaces {
+		out[ns.ID] = ns.Store.RepairDirty()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queued": out})
+}
+
+func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == h.cfg.Stager.Status().Instance {
+		writeError(w, http.StatusConflict, fmt.Sprintf("instance %q is this one; it forgets itself when it stops clean", id))
+		return
+	}
+	if err := h.cfg.Stager.Forget(r.Context(), id); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeStrict reads one JSON object of known fields and nothing after it.
+func decodeStrict(r *http.Request, dst any) error {
+	if r.ContentLength > MaxBody {
+		return fmt.Errorf("the body is %d bytes; the limit is %d", r.ContentLength, MaxBody)
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, MaxBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf(`the body must be one JSON object such as {"stage": "shadow"}: %v`, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("the body holds data after its JSON object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// seconds renders a duration for JSON.
+func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }

@@ -1,0 +1,189 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The JSON the API answers with; field names are part of the API.
+
+type statusView struct {
+	Instance   string       `json:"instance"`
+	Stage      string       `json:"stage"`
+	Generation uint64       `json:"generation"`
+	InSync     bool         `json:"in_sync"`
+	Lag        string       `json:"lag,omitempty"`
+	Draining   bool         `json:"draining"`
+	BoardError string       `json:"board_error,omitempty"`
+	Polled     *time.Time   `json:"polled_at,omitempty"`
+	Document   documentView `json:"document"`
+}
+
+type documentView struct {
+	Stage      string     `json:"stage"`
+	Generation uint64     `json:"generation"`
+	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	UpdatedBy  string     `json:"updated_by,omitempty"`
+}
+
+type instanceView struct {
+	Instance             string    `json:"instance"`
+	Stage                string    `json:"stage"`
+	Generation           uint64    `json:"generation"`
+	At                   time.Time `json:"at"`
+	AgeSeconds           float64   `json:"age_seconds"`
+	Live                 bool      `json:"live"`
+	Drained              bool      `json:"drained"`
+	Clean                bool      `json:"clean"`
+	Dirty                int       `json:"dirty"`
+	Unsettled            int       `json:"unsettled"`
+	ReconciliationNeeded bool      `json:"reconciliation_needed"`
+	Draining             bool      `json:"draining"`
+	Stopped              bool      `json:"stopped"`
+	Lag                  string    `json:"lag,omitempty"`
+}
+
+type stageView struct {
+	Self      statusView     `json:"self"`
+	Instances []instanceView `json:"instances"`
+}
+
+type changeView struct {
+	Stage      string `json:"stage"`
+	Generation uint64 `json:"generation"`
+	Changed    bool   `json:"changed"`
+	Applied    bool   `json:"applied"`
+	Lag        string `json:"lag,omitempty"`
+}
+
+type storeStats struct {
+	Stage                string            `json:"stage"`
+	Queued               int64             `json:"queued"`
+	QueuedBytes          int64             `json:"queued_bytes"`
+	MaxLaneDepth         int               `json:"max_lane_depth"`
+	Lanes                int               `json:"lanes"`
+	LaneCapacity         int               `json:"lane_capacity"`
+	Drops                map[string]uint64 `json:"drops"`
+	Dirty                int               `json:"dirty"`
+	DirtyOverflow        uint64            `json:"dirty_overflow"`
+	ReconciliationNeeded bool              `json:"reconciliation_needed"`
+	Repairs              map[string]uint64 `json:"repairs"`
+	Comparisons          map[string]uint64 `json:"comparisons"`
+	Divergences          uint64            `json:"divergences"`
+	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
+	Breaker              string            `json:"breaker"`
+	Breakers             map[string]string `json:"breakers"`
+	LeftAtClose          uint64            `json:"left_at_close"`
+	LostEvents           uint64            `json:"lost_events"`
+}
+
+type statsView struct {
+	Instance   string                `json:"instance"`
+	Generation uint64                `json:"generation"`
+	Total      storeStats            `json:"total"`
+	Namespaces map[string]storeStats `json:"namespaces"`
+}
+
+type dirtyList struct {
+	Count     int      `json:"count"`
+	Keys      []string `json:"keys"`
+	Truncated bool     `json:"truncated"`
+}
+
+type dirtyView struct {
+	Keys       string               `json:"keys"` // "hmac" or "plain"
+	Namespaces map[string]dirtyList `json:"namespaces"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func statusOf(s control.Status) statusView {
+	return statusView{
+		Instance: s.Instance, Stage: s.Stage.String(), Generation: s.Generation, InSync: s.InSync(), Lag: s.Lag,
+		Draining: s.Draining, BoardError: s.BoardErr, Polled: timePtr(s.Polled),
+		Document: documentView{Stage: s.Document.Stage.String(), Generation: s.Document.Generation,
+			UpdatedAt: timePtr(s.Document.UpdatedAt), UpdatedBy: s.Document.UpdatedBy},
+	}
+}
+
+func instanceOf(v control.InstanceView) instanceView {
+	return instanceView{
+		Instance: v.Instance, Stage: v.Stage.String(), Generation: v.Generation, At: v.At, AgeSeconds: seconds(v.Age),
+		Live: v.Live, Drained: v.Drained, Clean: v.Clean(), Dirty: v.Dirty, Unsettled: v.Unsettled,
+		ReconciliationNeeded: v.ReconciliationNeeded, Draining: v.Draining, Stopped: v.Stopped, Lag: v.Lag,
+	}
+}
+
+func counts[K ~string](m map[K]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
+}
+
+func statsOf(s dualwrite.Stats) storeStats {
+	breakers := map[string]string{}
+	for r, b := range s.Breakers {
+		breakers[r.String()] = string(b)
+	}
+	return storeStats{
+		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
+		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Dirty: s.Dirty, DirtyOverflow: s.DirtyOverflow,
+		ReconciliationNeeded: s.ReconciliationNeeded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons),
+		Divergences: s.Divergences(), ComparisonsSkipped: s.ComparisonsSkipped, Breaker: string(s.Breaker),
+		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
+	}
+}
+
+// Sum adds up the snapshots of several stores: counts add up, the fullest
+// lane and the worst breaker win, the stage is the first's.
+func Sum(all ...dualwrite.Stats) dualwrite.Stats {
+	var sum dualwrite.Stats
+	for i, st := range all {
+		if i == 0 {
+			sum = st
+			continue
+		}
+		sum.Queued += st.Queued
+		sum.QueuedBytes += st.QueuedBytes
+		sum.MaxLaneDepth = max(sum.MaxLaneDepth, st.MaxLaneDepth)
+		sum.Lanes += st.Lanes
+		sum.Dirty += st.Dirty
+		sum.DirtyOverflow += st.DirtyOverflow
+		sum.ReconciliationNeeded = sum.ReconciliationNeeded || st.ReconciliationNeeded
+		sum.ComparisonsSkipped += st.ComparisonsSkipped
+		sum.LeftAtClose += st.LeftAtClose
+		sum.LostEvents += st.LostEvents
+		addCounts(sum.Drops, st.Drops)
+		addCounts(sum.Repairs, st.Repairs)
+		addCounts(sum.Comparisons, st.Comparisons)
+		for r, b := range st.Breakers {
+			sum.Breakers[r] = worse(sum.Breakers[r], b)
+		}
+		sum.Breaker = worse(sum.Breaker, st.Breaker)
+	}
+	return sum
+}
+
+func addCounts[K comparable](dst, src map[K]uint64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}
+
+var breakerRank = map[dualwrite.BreakerState]int{dualwrite.BreakerClosed: 0, dualwrite.BreakerHalfOpen: 1, dualwrite.BreakerOpen: 2}
+
+func worse(a, b dualwrite.BreakerState) dualwrite.BreakerState {
+	if breakerRank[b] > breakerRank[a] {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,390 @@
+package service
+
+import (
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The environment variables the service reads besides Cloudflare's
+// (cfkv.EnvAccountID, EnvAPIToken, EnvNamespaceID, EnvBaseURL) and the
+// OTEL_* ones. Secrets come from the environment or a file, never a flag: a
+// flag shows in ps.
+const (
+	EnvToken      = "KVSHADOW_TOKEN"       // the clients' token
+	EnvAdminToken = "KVSHADOW_ADMIN_TOKEN" // the admin API's token
+	EnvKeySecret  = "KVSHADOW_KEY_SECRET"  // the HMAC secret of redacted keys
+	EnvMongoURI   = "MONGODB_URI"
+	EnvMongoDB    = "MONGODB_DB"
+)
+
+// Defaults of the flags.
+const (
+	DefaultListen       = "127.0.0.1:8790"
+	DefaultAdminListen  = "127.0.0.1:8791"
+	DefaultDrainTimeout = 20 * time.Second
+	DefaultGrace        = 10 * time.Second
+	DefaultProbe        = 15 * time.Second
+	DefaultCompareRate  = 0.05
+)
+
+// ErrUsage marks a command line or environment that the service refuses
+// before it starts: exit status 2.
+var ErrUsage = errors.New("usage")
+
+func usage(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Namespace is one served namespace ID and the shadow database of its keys.
+type Namespace struct {
+	ID       string
+	Database string
+}
+
+// Config is the service's resolved configuration.
+type Config struct {
+	Listen, AdminListen string
+	TLSCert, TLSKey     string
+	// Unauthenticated serves without tokens, on loopback only.
+	Unauthenticated bool
+
+	Account    string
+	Namespaces []Namespace
+	PrimaryURL string
+	ControlDB  string
+
+	Stage         dualwrite.Stage
+	Instance      string
+	Poll, Beat    time.Duration
+	Probe         time.Duration
+	Drain, Grace  time.Duration
+	ShutdownDelay time.Duration
+	DirtyDir     string
+
+	Lanes, LaneDepth  int
+	ShadowTimeout     time.Duration
+	CompareRate       float64
+	ConsistencyWindow time.Duration
+	RepairInterval    time.Duration
+
+	Demo bool
+	Help bool
+
+	secrets secrets
+}
+
+// secrets are never printed, logged or put in an error.
+type secrets struct {
+	token, admin, cfToken, mongoURI, keySecret string
+}
+
+// String keeps the secrets out of any accidental print.
+func (s secrets) String() string { return "secrets{redacted}" }
+
+// listFlag collects a repeatable, comma-separated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for p := range strings.SplitSeq(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// Parse reads args and the environment (getenv). Its errors wrap ErrUsage,
+// or flag.ErrHelp for --help, and quote no secret.
+func Parse(args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet("kvshadow-proxy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var namespaces listFlag
+	var tokenFile, adminFile, cfFile, mongoFile, secretFile, mongoDB, stage string
+	fs.StringVar(&c.Listen, "listen", DefaultListen, "")
+	fs.StringVar(&c.AdminListen, "admin-listen", DefaultAdminListen, "")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "")
+	fs.BoolVar(&c.Unauthenticated, "unauthenticated-loopback", false, "")
+	fs.StringVar(&c.Account, "account", "", "")
+	fs.Var(&namespaces, "namespace", "")
+	fs.StringVar(&c.PrimaryURL, "primary-url", "", "")
+	fs.StringVar(&mongoDB, "mongo-db", "", "")
+	fs.StringVar(&c.ControlDB, "control-db", "", "")
+	fs.StringVar(&tokenFile, "token-file", "", "")
+	fs.StringVar(&adminFile, "admin-token-file", "", "")
+	fs.StringVar(&cfFile, "cf-token-file", "", "")
+	fs.StringVar(&mongoFile, "mongo-uri-file", "", "")
+	fs.StringVar(&secretFile, "key-secret-file", "", "")
+	fs.StringVar(&stage, "stage", "", "")
+	fs.StringVar(&c.Instance, "instance", "", "")
+	fs.DurationVar(&c.Poll, "poll-interval", control.DefaultPollInterval, "")
+	fs.DurationVar(&c.Beat, "heartbeat-interval", control.DefaultHeartbeatInterval, "")
+	fs.DurationVar(&c.Probe, "probe-interval", DefaultProbe, "")
+	fs.DurationVar(&c.Drain, "drain-timeout", DefaultDrainTimeout, "")
+	fs.DurationVar(&c.Grace, "shutdown-grace", DefaultGrace, "")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "")
+	fs.StringVar(&c.DirtyDir, "dirty-dir", "", "")
+	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
+	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
+	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
+	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
+	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
+	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
+	fs.BoolVar(&c.Demo, "demo", false, "")
+	fs.BoolVar(&c.Help, "help", false, "")
+	fs.BoolVar(&c.Help, "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, usage("%v", err)
+	}
+	if c.Help {
+		return c, flag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return nil, usage("unexpected argument %q (every option is a flag)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var err error
+	if c.Stage, err = parseStage(stage, c.Demo); err != nil {
+		return nil, err
+	}
+	if err := c.checkNumbers(); err != nil {
+		return nil, err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, usage("--tls-cert and --tls-key go together")
+	}
+	if c.Demo {
+		return c, c.demoDefaults(set, namespaces)
+	}
+
+	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	c.Account = cmpOr(c.Account, env(cfkv.EnvAccountID))
+	c.PrimaryURL = cmpOr(c.PrimaryURL, env(cfkv.EnvBaseURL))
+	if len(namespaces) == 0 {
+		namespaces.Set(env(cfkv.EnvNamespaceID))
+	}
+	mongoDB = cmpOr(mongoDB, env(EnvMongoDB))
+	read := func(file, name string, dst *string) {
+		if err != nil {
+			return
+		}
+		*dst, err = secret(file, name, getenv)
+	}
+	read(tokenFile, EnvToken, &c.secrets.token)
+	read(adminFile, EnvAdminToken, &c.secrets.admin)
+	read(cfFile, cfkv.EnvAPIToken, &c.secrets.cfToken)
+	read(mongoFile, EnvMongoURI, &c.secrets.mongoURI)
+	read(secretFile, EnvKeySecret, &c.secrets.keySecret)
+	if err != nil {
+		return nil, err
+	}
+	if c.Namespaces, err = parseNamespaces(namespaces, mongoDB); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for name, v := range map[string]string{
+		cfkv.EnvAccountID + " (or --account)":               c.Account,
+		cfkv.EnvNamespaceID + " (or --namespace)":           strings.Join(namespaces, ","),
+		cfkv.EnvAPIToken + " (or --cf-token-file)":          c.secrets.cfToken,
+		EnvMongoURI + " (or --mongo-uri-file)":              c.secrets.mongoURI,
+		EnvToken + " (or --token-file), the clients' token": orIf(c.Unauthenticated, c.secrets.token),
+		EnvAdminToken + " (or --admin-token-file)":          orIf(c.Unauthenticated, c.secrets.admin),
+	} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, usage("missing %s; or try --demo, which needs no account", strings.Join(missing, ", "))
+	}
+	if c.Unauthenticated {
+		if err := loopbackOnly(c.Listen, c.AdminListen); err != nil {
+			return nil, err
+		}
+		if c.secrets.token != "" || c.secrets.admin != "" {
+			return nil, usage("--unauthenticated-loopback and a token (%s or %s) contradict each other", EnvToken, EnvAdminToken)
+		}
+	}
+	if c.secrets.token != "" && c.secrets.token == c.secrets.admin {
+		return nil, usage("%s and %s must differ: a client must not be able to change the stage", EnvToken, EnvAdminToken)
+	}
+	if c.Instance == "" {
+		c.Instance = defaultInstance(c.AdminListen)
+	}
+	return c, nil
+}
+
+// orIf stands in a value for a token the operator chose to go without.
+func orIf(waived bool, v string) string {
+	if waived {
+		return "waived"
+	}
+	return v
+}
+
+func parseStage(name string, demo bool) (dualwrite.Stage, error) {
+	if name == "" {
+		if demo {
+			return dualwrite.Shadow, nil
+		}
+		return dualwrite.Off, nil
+	}
+	s, err := dualwrite.ParseStage(name)
+	if err != nil {
+		return 0, usage("--stage %q: want one of off, dualwrite, shadow, live, rampdown, complete", name)
+	}
+	return s, nil
+}
+
+func (c *Config) checkNumbers() error {
+	switch {
+	case c.Lanes < 1 || c.LaneDepth < 1:
+		return usage("--lanes and --lane-depth take positive numbers")
+	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
+		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
+	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:
+		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout and --repair-interval take positive durations")
+	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0:
+		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay and --consistency-window must not be negative")
+	}
+	return nil
+}
+
+// parseNamespaces reads "id" or "id=database" items; namespaces must not
+// share a database, where their keys would mix.
+func parseNamespaces(items []string, db string) ([]Namespace, error) {
+	var out []Namespace
+	seen, dbs := map[string]bool{}, map[string]string{}
+	for _, it := range items {
+		id, database, _ := strings.Cut(it, "=")
+		id, database = strings.TrimSpace(id), strings.TrimSpace(database)
+		if database == "" {
+			database = db
+		}
+		if seen[id] {
+			return nil, usage("--namespace %q is given twice", id)
+		}
+		seen[id] = true
+		if other, ok := dbs[database]; ok {
+			name := database
+			if name == "" {
+				name = "the default database"
+			}
+			return nil, usage("namespaces %q and %q would share %s: give each its own with --namespace ID=DATABASE", other, id, name)
+		}
+		dbs[database] = id
+		out = append(out, Namespace{ID: id, Database: database})
+	}
+	return out, nil
+}
+
+// secret reads a secret from file when given, else from the environment.
+func secret(file, env string, getenv func(string) string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(getenv(env)), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usage("reading the file that holds %s: %v", env, errors.Unwrap(err))
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", usage("the file that holds %s is empty", env)
+	}
+	return v, nil
+}
+
+// loopbackOnly refuses an address reachable from elsewhere.
+func loopbackOnly(addrs ...string) error {
+	for _, addr := range addrs {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return usage("address %q: %v", addr, err)
+		}
+		if host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return usage("address %q: without tokens the service listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
+		}
+	}
+	return nil
+}
+
+func defaultInstance(admin string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "kvshadow-proxy"
+	}
+	if _, port, err := net.SplitHostPort(admin); err == nil && port != "0" {
+		return host + ":" + port
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// The demo's names.
+const (
+	DemoAccount   = "demo-account"
+	DemoNamespace = "demo-kv"
+)
+
+// demoDefaults configures the demo: loopback, an emulated account, tokens
+// drawn for this run (printed: they guard a throwaway in-memory service).
+func (c *Config) demoDefaults(set map[string]bool, namespaces []string) error {
+	if err := loopbackOnly(c.Listen, c.AdminListen); err != nil {
+		return err
+	}
+	c.Account = cmpOr(c.Account, DemoAccount)
+	if len(namespaces) == 0 {
+		namespaces = []string{DemoNamespace}
+	}
+	var err error
+	if c.Namespaces, err = parseNamespaces(namespaces, ""); err != nil {
+		return err
+	}
+	for i := range c.Namespaces {
+		c.Namespaces[i].Database = "demo_" + strings.ReplaceAll(c.Namespaces[i].ID, "-", "_")
+	}
+	if !c.Unauthenticated {
+		c.secrets.token, c.secrets.admin = randomToken("demo-client-"), randomToken("demo-admin-")
+	}
+	c.secrets.cfToken = randomToken("demo-primary-")
+	if !set["consistency-window"] {
+		c.ConsistencyWindow = time.Second // the emulator reads its own writes at once
+	}
+	if !set["compare-rate"] {
+		c.CompareRate = 1
+	}
+	if c.Instance == "" {
+		c.Instance = "demo"
+	}
+	return nil
+}
+
+func randomToken(prefix string) string {
+	return prefix + rand.Text()
+}

@@ -1,0 +1,73 @@
+package service
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// keepDirty writes the keys still dirty at exit where shadow-report
+// --keys-file reads them, one file per namespace in dir
+// (<namespace>.keys, one key a line), and removes the file of a namespace
+// left clean. It returns where the keys went, for the log.
+func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
+	if dir == "" {
+		return "nowhere: no --dirty-dir; run a full shadow-report"
+	}
+	for _, s := range fl.ns {
+		path := filepath.Join(dir, s.id+".keys")
+		keys := s.dual.DirtyKeys()
+		if len(keys) == 0 {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				log.Warn("kvshadow-proxy: removing a stale dirty-key file", slog.String("error", err.Error()))
+			}
+			continue
+		}
+		var b strings.Builder
+		skipped := 0
+		for _, k := range keys {
+			if strings.ContainsAny(k, "\r\n") { // a line cannot hold it
+				skipped++
+				continue
+			}
+			b.WriteString(k)
+			b.WriteByte('\n')
+		}
+		if err := writeAtomic(path, []byte(b.String())); err != nil {
+			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("namespace", s.id), slog.String("error", err.Error()))
+			continue
+		}
+		if skipped > 0 {
+			log.Warn("kvshadow-proxy: dirty keys with line breaks cannot go in a key list; run a full shadow-report",
+				slog.String("namespace", s.id), slog.Int("keys", skipped))
+		}
+	}
+	return dir
+}
+
+// writeAtomic replaces path with data, so a reader sees the old file or the
+// whole new one.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".dirty-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("renaming into place: %w", err)
+	}
+	return nil
+}

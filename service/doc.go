@@ -1,0 +1,32 @@
+// Package service is kvshadow-proxy: the Workers KV REST API (package kvapi)
+// served over one dual-write store per namespace, with an admin API
+// (package admin) on a listener of its own, the stage followed from a
+// control document shared by every instance (package control), and an
+// orderly shutdown.
+//
+// Main reads the flags and the environment (Parse; secrets only from the
+// environment or files) and calls Run, which assembles, in order: the
+// backends (cfkv for Workers KV or any API root that speaks it, mongokv for
+// MongoDB, the control board in the same database), one instrumented
+// dual-write store per namespace in the document's stage, the Follower that
+// keeps them on it, the front, the admin API and the readiness probe.
+//
+// # Guarantees
+//
+// A client gets the authoritative store's answer, as through the library.
+// The service refuses to start without a clients' token and an admin token,
+// unless told in so many words that it serves without authentication on
+// loopback (--unauthenticated-loopback). It starts in the control
+// document's stage and serves no other: a change reaches it within the poll
+// interval, and it reports itself not ready while it cannot apply one.
+//
+// On SIGTERM it reports itself draining (readyz 503), stops accepting, lets
+// requests under way finish within the grace period, drains the copy lanes
+// within the drain timeout, writes the keys still dirty where shadow-report
+// reads them (--dirty-dir), leaves the control board (removing its
+// heartbeat when clean, marking it stopped with its dirty count when not,
+// so that no flip happens until those keys are settled) and exits 0.
+//
+// --demo runs the same assembly with an emulated Workers KV account on
+// loopback as the primary and in-memory shadow and board.
+package service

@@ -1,0 +1,166 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/otelkv"
+	"github.com/kvshadow/kvshadow/service/admin"
+)
+
+// served is one namespace: its two stores and the dual-write store over
+// them.
+type served struct {
+	id              string
+	primary, shadow kv.Store // the backends, uninstrumented: the readiness probe reads them
+	dual            *dualwrite.Store
+	front           kv.Store // dual, instrumented for the callers' spans: what kvapi serves
+}
+
+// fleet is every namespace the instance serves. It is the control.Target of
+// the instance and the StatsSource of its gauges.
+type fleet struct {
+	ns  []*served
+	reg metric.Registration
+}
+
+var _ control.Target = (*fleet)(nil)
+
+// sides are the two backends of one namespace.
+type sides struct {
+	id              string
+	primary, shadow kv.Store
+	primarySystem   string
+	shadowSystem    string
+}
+
+// newFleet builds one instrumented dual-write store per namespace, all in
+// cfg.Stage. Each has an Observer of its own (span attributes follow its
+// store); one callback reports the gauges of the whole fleet, summed, so
+// that several namespaces never observe one series twice.
+func newFleet(cfg dualwrite.Config, all []sides, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger) (*fleet, error) {
+	f := &fleet{}
+	var first *dualwriteotel.Observer
+	for _, sd := range all {
+		obs, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tp), dualwriteotel.WithMeterProvider(mp))
+		if err != nil {
+			return nil, errors.Join(err, f.close(context.Background()))
+		}
+		obs.StageChanged(dualwrite.StageEvent{To: cfg.Stage})
+		wrap := func(s kv.Store, system, role string) (kv.Store, error) {
+			return otelkv.New(s, otelkv.Config{System: system, Role: role, Redactor: cfg.Redactor, Stage: obs.Stage},
+				otelkv.WithTracerProvider(tp), otelkv.WithMeterProvider(mp))
+		}
+		c := cfg
+		var errs [3]error
+		c.Primary, errs[0] = wrap(sd.primary, sd.primarySystem, otelkv.RolePrimary)
+		c.Shadow, errs[1] = wrap(sd.shadow, sd.shadowSystem, otelkv.RoleShadow)
+		if err := errors.Join(errs[:2]...); err != nil {
+			return nil, errors.Join(err, f.close(context.Background()))
+		}
+		dual, err := dualwrite.New(c, dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("namespace", sd.id))))
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.id, err), f.close(context.Background()))
+		}
+		s := &served{id: sd.id, primary: sd.primary, shadow: sd.shadow, dual: dual}
+		f.ns = append(f.ns, s)
+		if s.front, errs[2] = wrap(dual, otelkv.SystemComposite, otelkv.RoleComposite); errs[2] != nil {
+			return nil, errors.Join(errs[2], f.close(context.Background()))
+		}
+		if first == nil {
+			first = obs
+		}
+	}
+	reg, err := first.Watch(f)
+	if err != nil {
+		return nil, errors.Join(err, f.close(context.Background()))
+	}
+	f.reg = reg
+	return f, nil
+}
+
+// stores maps each namespace ID to what the front serves.
+func (f *fleet) stores() map[string]kv.Store {
+	m := make(map[string]kv.Store, len(f.ns))
+	for _, s := range f.ns {
+		m[s.id] = s.front
+	}
+	return m
+}
+
+// Apply implements control.Target: every store, each tried even when
+// another refused, so that a retry has less left to do.
+func (f *fleet) Apply(ctx context.Context, stage dualwrite.Stage) error {
+	var errs []error
+	for _, s := range f.ns {
+		if err := s.dual.SetStage(ctx, stage); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", s.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reportWait bounds how long a heartbeat waits for the lanes to drain.
+const reportWait = time.Second
+
+// Report implements control.Target: drained when every copy queued before
+// the call has reached the other store within reportWait.
+func (f *fleet) Report(ctx context.Context) control.Heartbeat {
+	ctx, cancel := context.WithTimeout(ctx, reportWait)
+	defer cancel()
+	h := control.Heartbeat{Drained: true}
+	for _, s := range f.ns {
+		if err := s.dual.Flush(ctx); err != nil {
+			h.Drained = false
+		}
+	}
+	st := f.Stats()
+	h.Dirty, h.ReconciliationNeeded = st.Dirty, st.ReconciliationNeeded
+	return h
+}
+
+// Stats sums the namespaces' snapshots: the gauges' source.
+func (f *fleet) Stats() dualwrite.Stats {
+	all := make([]dualwrite.Stats, len(f.ns))
+	for i, s := range f.ns {
+		all[i] = s.dual.Stats()
+	}
+	return admin.Sum(all...)
+}
+
+// close drains and closes every store until ctx ends, and stops the gauges.
+func (f *fleet) close(ctx context.Context) error {
+	var errs []error
+	for _, s := range f.ns {
+		if err := s.dual.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", s.id, err))
+		}
+	}
+	if f.reg != nil {
+		errs = append(errs, f.reg.Unregister())
+		f.reg = nil
+	}
+	return errors.Join(errs...)
+}
+
+// newRedactor is the key redaction shared by spans, divergence records and
+// the admin API: an HMAC whose secret instances share when the operator
+// gives one, so that a key hashes alike on every instance.
+func newRedactor(secret string) (*compare.Redactor, error) {
+	var key []byte
+	if secret != "" {
+		key = []byte(secret)
+	}
+	return compare.NewRedactor(compare.KeyHMAC, key)
+}

@@ -1,0 +1,90 @@
+package service
+
+// Help is the manual --help prints.
+const Help = `kvshadow-proxy: the Workers KV REST API over the dual-write store.
+
+Any Workers KV REST client (cloudflare-go, wrangler's API calls, the bot's
+kvshadow binding, curl) points its base URL here instead of Cloudflare. Each
+namespace ID is served by one dual-write store: writes go to the
+authoritative store (Workers KV, then MongoDB from the live stage on) and
+are copied to the other; the stage is shared by every instance through a
+control document in MongoDB.
+
+TRY IT (no account needed)
+  kvshadow-proxy --demo
+      an emulated Workers KV account as the primary, an in-memory shadow,
+      loopback only; prints the URLs and the environment a client needs.
+
+RUN IT
+  export CLOUDFLARE_ACCOUNT_ID=... CLOUDFLARE_KV_NAMESPACE_ID=...
+  export CLOUDFLARE_API_TOKEN=...        # Workers KV Storage permission
+  export MONGODB_URI=mongodb://...       # the shadow, and the control document
+  export KVSHADOW_TOKEN=...              # what clients send as Bearer token
+  export KVSHADOW_ADMIN_TOKEN=...        # what the admin API requires
+  kvshadow-proxy --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem
+
+  A Worker reaches the service by a hostname with TLS (for example through a
+  Cloudflare Tunnel); the admin API stays on loopback or a private network.
+
+SECRETS (from the environment, or a file; never a flag, which ps shows)
+  CLOUDFLARE_API_TOKEN   --cf-token-file FILE     the primary's API token
+  MONGODB_URI            --mongo-uri-file FILE    the shadow's connection string
+  KVSHADOW_TOKEN         --token-file FILE        the clients' token (required)
+  KVSHADOW_ADMIN_TOKEN   --admin-token-file FILE  the admin token (required; not the clients')
+  KVSHADOW_KEY_SECRET    --key-secret-file FILE   HMAC secret of redacted keys; give every
+                                                  instance the same one so hashes agree
+
+WHERE
+  --listen ADDR            the Workers KV API (default 127.0.0.1:8790)
+  --tls-cert F --tls-key F serve it over TLS
+  --admin-listen ADDR      the admin API (default 127.0.0.1:8791)
+  --account ID             CLOUDFLARE_ACCOUNT_ID: the account clients name in paths
+  --namespace ID[=DB]      namespaces served, repeatable or comma-separated
+                           (default CLOUDFLARE_KV_NAMESPACE_ID); each its own MongoDB
+                           database when there are several
+  --primary-url URL        CLOUDFLARE_BASE_URL: the Workers KV API root, or a bridge
+                           Worker that speaks it (default Cloudflare's)
+  --mongo-db DB            MONGODB_DB: the shadow database (default the URI's, else kvshadow)
+  --control-db DB          where the stage document and heartbeats live (default the
+                           first namespace's database)
+  --unauthenticated-loopback
+                           serve without any token; refused unless both listeners are on
+                           loopback
+
+STAGE AND INSTANCES
+  --stage NAME             off, dualwrite, shadow, live, rampdown, complete: written
+                           only when there is no stage document yet (default off);
+                           afterwards change it with PUT /stage on the admin API
+  --instance NAME          this instance on the control board (default host:admin-port)
+  --poll-interval D        how often the stage document is read (default 2s)
+  --heartbeat-interval D   how often the heartbeat is written (default 5s)
+  --probe-interval D       how often readiness reads the authoritative store (default 15s)
+
+DUAL-WRITE
+  --lanes N --lane-depth N    ordered copy lanes and their depth (16, 128)
+  --shadow-timeout D          bound of each copy (5s)
+  --compare-rate F            share of keys whose reads are compared (0.05)
+  --consistency-window D      Workers KV's (60s); 0 for a primary that reads its writes
+  --repair-interval D         how often dirty keys are repaired (1m)
+
+SHUTDOWN (SIGTERM or SIGINT; a second signal exits at once)
+  --shutdown-delay D       answer /readyz 503 this long before closing (default 0)
+  --shutdown-grace D       let requests under way finish (default 10s)
+  --drain-timeout D        drain the copy lanes (default 20s)
+  --dirty-dir DIR          write the keys left dirty to DIR/<namespace>.keys, for
+                           shadow-report --keys-file
+
+ADMIN API (Authorization: Bearer $KVSHADOW_ADMIN_TOKEN)
+  GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain],
+  POST /repair, DELETE /instances/ID, GET /metrics (Prometheus);
+  GET /healthz and GET /readyz need no token.
+
+TELEMETRY
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, ... as in
+  docs/telemetry.md; GET /metrics serves the same instruments to Prometheus.
+
+EXIT CODES
+  0 stopped by a signal after draining (keys left dirty are logged and kept)
+  1 failed to start or serve
+  2 bad flags or environment
+`

@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// probeKey is the key the readiness probe reads: a miss is the expected
+// answer, and one request is what it costs the authoritative store.
+const probeKey = "kvshadow-readiness-probe"
+
+// probeTimeout bounds one probe.
+const probeTimeout = 5 * time.Second
+
+// readiness gathers the reasons the instance should get no traffic: it is
+// draining, an authoritative store does not answer, or it lags behind the
+// stage document. A shadow that fails is no reason: the callers never wait
+// for it.
+type readiness struct {
+	fleet    *fleet
+	follower *control.Follower
+	draining atomic.Bool
+
+	mu          sync.Mutex
+	unreachable map[string]string // namespace -> why
+}
+
+// probe reads probeKey from each namespace's authoritative store, directly
+// (not through the dual-write store, which would copy or compare).
+func (r *readiness) probe(ctx context.Context) {
+	found := map[string]string{}
+	for _, s := range r.fleet.ns {
+		role, st := dualwrite.RolePrimary, s.primary
+		if s.dual.Stage() >= dualwrite.Live {
+			role, st = dualwrite.RoleShadow, s.shadow
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		_, err := st.Get(pctx, probeKey)
+		cancel()
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			found[s.id] = fmt.Sprintf("the authoritative store (%s) of namespace %s does not answer: %s", role, s.id, compare.ErrorClass(err))
+		}
+	}
+	r.mu.Lock()
+	r.unreachable = found
+	r.mu.Unlock()
+}
+
+// run probes every interval until ctx ends.
+func (r *readiness) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.probe(ctx)
+		}
+	}
+}
+
+// reasons implements admin.Config.Ready.
+func (r *readiness) reasons(context.Context) []string {
+	var out []string
+	if r.draining.Load() {
+		out = append(out, "draining: the service is shutting down")
+	}
+	if st := r.follower.Status(); !st.InSync() {
+		lag := st.Lag
+		if lag == "" {
+			lag = fmt.Sprintf("runs generation %d, the stage document is at %d", st.Generation, st.Document.Generation)
+		}
+		out = append(out, "stage: "+lag)
+	}
+	r.mu.Lock()
+	for _, s := range r.fleet.ns {
+		if why, ok := r.unreachable[s.id]; ok {
+			out = append(out, why)
+		}
+	}
+	r.mu.Unlock()
+	return out
+}

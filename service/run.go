@@ -1,0 +1,229 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/telemetry"
+	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/service/admin"
+)
+
+// Front server limits, until the front builds its own hardened server.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 2 * time.Minute // a 25 MiB value on a slow link
+	writeTimeout      = 2 * time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// Run serves until ctx ends, then shuts down in order: it reports itself
+// draining (readyz 503) and waits ShutdownDelay for load balancers to
+// notice, stops accepting and lets requests under way finish (Grace), drains
+// the lanes (Drain), writes the keys still dirty to DirtyDir, leaves the
+// control board and stops. Its error is nil after a shutdown that followed
+// ctx, whatever the lanes left: what they left is counted and kept.
+func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-proxy", Prometheus: true, Console: stderr})
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel)
+	redactor, err := newRedactor(c.secrets.keySecret)
+	if err != nil {
+		return err
+	}
+	var cert *tls.Certificate
+	if c.TLSCert != "" {
+		kp, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return usage("--tls-cert/--tls-key: %v", err)
+		}
+		cert = &kp
+	}
+
+	b, err := openBackends(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = b.close(context.Background()) }()
+
+	// The stores start in the document's stage, so that following it is no
+	// transition; Initial counts only for the very first instance.
+	stage := c.Stage
+	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
+	doc, err := b.board.Load(lctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if doc.Generation > 0 {
+		stage = doc.Stage
+	}
+	fl, err := newFleet(dualwrite.Config{
+		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout,
+		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
+		Redactor: redactor,
+	}, b.sides, tel.TracerProvider, tel.MeterProvider, log)
+	if err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = fl.close(context.Background())
+		}
+	}()
+
+	follower, err := control.NewFollower(control.Config{
+		Board: b.board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
+	}, control.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	if err := follower.Start(ctx); err != nil {
+		return fmt.Errorf("following the stage document: %w", err)
+	}
+	defer follower.Close()
+	ready := &readiness{fleet: fl, follower: follower}
+	ready.probe(ctx)
+
+	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token})
+	if err != nil {
+		return err
+	}
+	var nss []admin.Namespace
+	for _, s := range fl.ns {
+		nss = append(nss, admin.Namespace{ID: s.id, Store: s.dual})
+	}
+	adm, err := admin.New(admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
+		Ready: ready.reasons, Metrics: tel.MetricsHandler()})
+	if err != nil {
+		return err
+	}
+
+	frontLn, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	adminLn, err := net.Listen("tcp", c.AdminListen)
+	if err != nil {
+		frontLn.Close()
+		return err
+	}
+	frontSrv := &http.Server{Handler: front, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	adminSrv := &http.Server{Handler: adm, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: frontSrv.ErrorLog}
+	scheme := "http"
+	if cert != nil {
+		scheme = "https"
+		frontSrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+	}
+	served := make(chan error, 2)
+	go func() {
+		if cert != nil {
+			served <- frontSrv.ServeTLS(frontLn, "", "")
+		} else {
+			served <- frontSrv.Serve(frontLn)
+		}
+	}()
+	go func() { served <- adminSrv.Serve(adminLn) }()
+
+	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
+	probed := make(chan struct{})
+	go func() { defer close(probed); ready.run(probeCtx, c.Probe) }()
+	defer func() { stopProbe(); <-probed }()
+
+	printBanner(stdout, c, b, scheme+"://"+frontLn.Addr().String()+"/client/v4/", "http://"+adminLn.Addr().String()+"/", follower.Status())
+
+	var serveErr error
+	select {
+	case serveErr = <-served:
+	case <-ctx.Done():
+	}
+
+	// Shutdown, in order.
+	log.Info("kvshadow-proxy: shutting down: draining")
+	ready.draining.Store(true)
+	follower.SetDraining()
+	if c.ShutdownDelay > 0 && serveErr == nil {
+		time.Sleep(c.ShutdownDelay) // let load balancers see /readyz fail
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), c.Grace)
+	if err := frontSrv.Shutdown(gctx); err != nil {
+		log.Warn("kvshadow-proxy: requests still under way at the end of the grace period were cut off", slog.String("error", err.Error()))
+	}
+	cancel()
+	dctx, cancel := context.WithTimeout(context.Background(), c.Drain)
+	closeErr := fl.close(dctx)
+	cancel()
+	closed = true
+	st := fl.Stats()
+	kept := keepDirty(c.DirtyDir, fl, log)
+	if closeErr != nil || st.Dirty > 0 {
+		log.Warn("kvshadow-proxy: stopped with keys left dirty", slog.Int("dirty", st.Dirty),
+			slog.Uint64("left_undone", st.LeftAtClose), slog.Bool("reconciliation_needed", st.ReconciliationNeeded), slog.String("kept_in", kept))
+	}
+	if err := follower.Leave(context.Background(), control.Heartbeat{Dirty: st.Dirty, ReconciliationNeeded: st.ReconciliationNeeded}); err != nil {
+		log.Warn("kvshadow-proxy: could not leave the control board", slog.String("error", err.Error()))
+	}
+	actx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = adminSrv.Shutdown(actx)
+	cancel()
+	log.Info("kvshadow-proxy: stopped", slog.Int("dirty", st.Dirty))
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// windowOf maps the flag's 0 ("none") to dualwrite's negative.
+func windowOf(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func shutdownTelemetry(t *telemetry.Telemetry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = t.Shutdown(ctx)
+}
+
+func printBanner(w io.Writer, c *Config, b *backends, api, adminURL string, st control.Status) {
+	ids := make([]string, len(c.Namespaces))
+	for i, ns := range c.Namespaces {
+		ids[i] = ns.ID
+	}
+	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; stage %s (generation %d); instance %s\n",
+		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
+	fmt.Fprintf(w, "kvshadow-proxy: admin API at %s\n", adminURL)
+	if !c.Demo {
+		return
+	}
+	fmt.Fprintf(w, "kvshadow-proxy: demo: the primary is an emulated Workers KV account at %s, the shadow is in memory; nothing is kept\n", b.demoURL)
+	fmt.Fprintln(w, "# A Workers KV client (cloudflare-go, wrangler's API calls, curl) needs only this environment:")
+	fmt.Fprintf(w, "export CLOUDFLARE_BASE_URL=%s CLOUDFLARE_ACCOUNT_ID=%s CLOUDFLARE_KV_NAMESPACE_ID=%s\n", api, c.Account, ids[0])
+	if c.secrets.token != "" {
+		// Drawn for this run; it guards a throwaway in-memory service.
+		fmt.Fprintf(w, "export CLOUDFLARE_API_TOKEN=%s KVSHADOW_ADMIN_TOKEN=%s\n", c.secrets.token, c.secrets.admin)
+		fmt.Fprintf(w, "# try: curl -s -H \"Authorization: Bearer $KVSHADOW_ADMIN_TOKEN\" %sstage\n", adminURL)
+	} else {
+		fmt.Fprintln(w, "export CLOUDFLARE_API_TOKEN=unused   # no token is checked (--unauthenticated-loopback)")
+		fmt.Fprintf(w, "# try: curl -s %sstage\n", adminURL)
+	}
+}
