@@ -71,7 +71,7 @@ type Config struct {
 	Probe         time.Duration
 	Drain, Grace  time.Duration
 	ShutdownDelay time.Duration
-	DirtyDir     string
+	DirtyDir      string
 
 	Lanes, LaneDepth  int
 	ShadowTimeout     time.Duration
