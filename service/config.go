@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -83,6 +84,8 @@ type Config struct {
 	Help bool
 
 	secrets secrets
+	// open replaces openBackends in tests.
+	open func(context.Context, *Config) (*backends, error)
 }
 
 // secrets are never printed, logged or put in an error.

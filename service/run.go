@@ -54,7 +54,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
 		cert = &kp
 	}
 
-	b, err := openBackends(ctx, c)
+	open := c.open
+	if open == nil {
+		open = openBackends
+	}
+	b, err := open(ctx, c)
 	if err != nil {
 		return err
 	}

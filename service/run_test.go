@@ -1,0 +1,380 @@
+package service
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+)
+
+// running is a service started by a test.
+type running struct {
+	c       *Config
+	api     string // the Workers KV API root, ".../client/v4/"
+	admin   string // the admin API root, ".../"
+	shadows map[string]*kvfault.Store
+	stderr  string // the log, once stopped
+	stop    func() error
+}
+
+// start runs the demo assembly on free loopback ports; each namespace's
+// shadow is wrapped in a kvfault.Store the test can break.
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	c, err := Parse(append([]string{"--demo", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0"}, args...), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{c: c, shadows: map[string]*kvfault.Store{}}
+	c.open = func(ctx context.Context, c *Config) (*backends, error) {
+		b, err := openDemo(c)
+		if err != nil {
+			return nil, err
+		}
+		for i := range b.sides {
+			f, err := kvfault.New(b.sides[i].shadow, kvfault.Config{Name: "shadow"})
+			if err != nil {
+				return nil, err
+			}
+			b.sides[i].shadow = f
+			r.shadows[b.sides[i].id] = f
+		}
+		return b, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	errOut, errW := io.Pipe()
+	var logs strings.Builder
+	logDone := make(chan struct{})
+	go func() { defer close(logDone); _, _ = io.Copy(&logs, errOut) }()
+	go func() {
+		err := Run(ctx, c, w, errW)
+		w.CloseWithError(io.EOF)
+		errW.Close()
+		done <- err
+	}()
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		line := lines.Text()
+		if u, ok := field(line, "serving the Workers KV API at "); ok {
+			r.api = u
+		}
+		if u, ok := field(line, "admin API at "); ok {
+			r.admin = u
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if r.admin == "" {
+		cancel()
+		t.Fatalf("no banner: %v", <-done)
+	}
+	var result error
+	stopped := false
+	r.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			result = <-done
+			<-logDone
+			r.stderr = logs.String()
+		}
+		return result
+	}
+	t.Cleanup(func() { _ = r.stop() })
+	return r
+}
+
+func field(line, after string) (string, bool) {
+	_, rest, ok := strings.Cut(line, after)
+	if !ok {
+		return "", false
+	}
+	u, _, _ := strings.Cut(rest, ";")
+	return strings.TrimSpace(u), true
+}
+
+// client is cloudflare-go (through cfkv) pointed at the service.
+func (r *running) client(t *testing.T, ns string) *cfkv.Store {
+	t.Helper()
+	st, err := cfkv.New(cfkv.Config{AccountID: r.c.Account, NamespaceID: ns, APIToken: r.c.secrets.token, BaseURL: r.api, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// call sends an admin request and decodes the JSON answer into out.
+func (r *running) call(t *testing.T, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, r.admin+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.c.secrets.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if s, ok := out.(*string); ok {
+			*s = string(raw)
+		} else if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+type statsBody struct {
+	Generation uint64 `json:"generation"`
+	Total      struct {
+		Stage       string            `json:"stage"`
+		Queued      int64             `json:"queued"`
+		Dirty       int               `json:"dirty"`
+		Repairs     map[string]uint64 `json:"repairs"`
+		Comparisons map[string]uint64 `json:"comparisons"`
+		Drops       map[string]uint64 `json:"drops"`
+	} `json:"total"`
+}
+
+func (r *running) stats(t *testing.T) statsBody {
+	t.Helper()
+	var s statsBody
+	if code := r.call(t, "GET", "/stats", "", &s); code != http.StatusOK {
+		t.Fatalf("GET /stats: %d", code)
+	}
+	return s
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in 20s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDemoServesThroughCloudflareGo(t *testing.T) {
+	r := start(t)
+	ctx := t.Context()
+	cl := r.client(t, DemoNamespace)
+	if err := cl.Put(ctx, "wordle:games:1", []byte(`{"g":1}`), kv.PutOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := cl.Get(ctx, "wordle:games:1")
+	if err != nil || string(v) != `{"g":1}` {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	page, err := cl.List(ctx, kv.ListOptions{Prefix: "wordle:"})
+	if err != nil || len(page.Keys) != 1 || !page.Done {
+		t.Fatalf("List = %+v, %v", page, err)
+	}
+	// The copy reached the shadow, with its expiry.
+	eventually(t, "the copy in the shadow", func() bool {
+		e, err := r.shadows[DemoNamespace].Inner().(kv.ExpiryGetter).GetEntry(ctx, "wordle:games:1")
+		return err == nil && string(e.Value) == `{"g":1}` && !e.Expiration.IsZero()
+	})
+	if err := cl.Delete(ctx, "wordle:games:1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Get(ctx, "wordle:games:1"); !errorsIs(err, kv.ErrNotFound) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+	// A client without the token is refused with Cloudflare's envelope.
+	resp, err := http.Get(r.api + "accounts/" + r.c.Account + "/storage/kv/namespaces/" + DemoNamespace + "/keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+	// The admin token is not a client token, nor the other way round.
+	bad, _ := cfkv.New(cfkv.Config{AccountID: r.c.Account, NamespaceID: DemoNamespace, APIToken: r.c.secrets.admin, BaseURL: r.api, MaxRetries: -1})
+	if _, err := bad.Get(ctx, "k"); err == nil || errorsIs(err, kv.ErrNotFound) {
+		t.Fatalf("the admin token opened the client API: %v", err)
+	}
+	req, _ := http.NewRequest("GET", r.admin+"stats", nil)
+	req.Header.Set("Authorization", "Bearer "+r.c.secrets.token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the client token opened the admin API: %d", resp.StatusCode)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run after cancel = %v", err)
+	}
+}
+
+func TestShutdownKeepsTheDirtyKeys(t *testing.T) {
+	dir := t.TempDir()
+	r := start(t, "--dirty-dir", dir)
+	ctx := t.Context()
+	cl := r.client(t, DemoNamespace)
+	r.shadows[DemoNamespace].SetOutage(true)
+	keys := []string{"wordle:a", "wordle:b", "trading:c"}
+	for _, k := range keys {
+		if err := cl.Put(ctx, k, []byte("v"), kv.PutOptions{}); err != nil {
+			t.Fatalf("Put %s with the shadow down: %v", k, err)
+		}
+	}
+	eventually(t, "three dirty keys", func() bool { return r.stats(t).Total.Dirty == 3 })
+	var ready string
+	if code := r.call(t, "GET", "/readyz", "", &ready); code != http.StatusOK {
+		t.Fatalf("a failing shadow made the service unready: %s", ready)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil after a drain that left dirty keys", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, DemoNamespace+".keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(raw)); strings.Join(got, ",") != "trading:c,wordle:a,wordle:b" {
+		t.Fatalf("kept %q", got)
+	}
+	if !strings.Contains(r.stderr, "stopped with keys left dirty") {
+		t.Fatalf("the log does not say keys were left dirty:\n%s", r.stderr)
+	}
+}
+
+func TestStageThroughTheAdminAPI(t *testing.T) {
+	r := start(t, "--stage", "dualwrite")
+	ctx := t.Context()
+	cl := r.client(t, DemoNamespace)
+	// A dirty key keeps the flip from happening, and the refusal says why.
+	r.shadows[DemoNamespace].SetOutage(true)
+	if err := cl.Put(ctx, "wordle:lost", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a dirty key", func() bool { return r.stats(t).Total.Dirty == 1 })
+	var refused map[string]any
+	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &refused); code != http.StatusConflict ||
+		!strings.Contains(refused["error"].(string), `instance "demo" (live): 1 dirty`) || refused["stage"] != "dualwrite" {
+		t.Fatalf("PUT live with a dirty key: %d %v", code, refused)
+	}
+	r.shadows[DemoNamespace].SetOutage(false)
+	r.call(t, "POST", "/repair", "", nil)
+	eventually(t, "the repair", func() bool { return r.stats(t).Total.Dirty == 0 })
+
+	var change map[string]any
+	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &change); code != http.StatusOK || change["stage"] != "live" || change["generation"] != 2.0 {
+		t.Fatalf("PUT live: %d %v", code, change)
+	}
+	if s := r.stats(t); s.Total.Stage != "live" || s.Generation != 2 {
+		t.Fatalf("stats after the flip: %+v", s)
+	}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"complete"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT complete: %d", code)
+	}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"shadow"}`, &refused); code != http.StatusConflict ||
+		!strings.Contains(refused["error"].(string), "go through rampdown") {
+		t.Fatalf("PUT shadow from complete: %d %v", code, refused)
+	}
+	var st map[string]any
+	if code := r.call(t, "GET", "/stage", "", &st); code != http.StatusOK {
+		t.Fatalf("GET /stage: %d", code)
+	}
+	self := st["self"].(map[string]any)
+	if self["stage"] != "complete" || self["generation"] != 3.0 || self["in_sync"] != true || len(st["instances"].([]any)) != 1 {
+		t.Fatalf("GET /stage: %v", st)
+	}
+}
+
+var promSeries = regexp.MustCompile(`\b(kvshadow_[a-z_]+)\{`)
+
+func TestMetricsServeTheDashboardSeries(t *testing.T) {
+	r := start(t)
+	ctx := t.Context()
+	cl := r.client(t, DemoNamespace)
+	shadow := r.shadows[DemoNamespace]
+	put := func(k, v string) {
+		t.Helper()
+		if err := cl.Put(ctx, k, []byte(v), kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Copies, reads compared (the demo compares every key), a divergence.
+	put("wordle:1", "a")
+	put("wordle:2", "b")
+	eventually(t, "copies", func() bool { return r.stats(t).Total.Queued == 0 })
+	if err := shadow.Inner().Put(ctx, "wordle:2", []byte("changed behind the proxy"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"wordle:1", "wordle:2"} {
+		if _, err := cl.Get(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "a divergence", func() bool { return r.stats(t).Total.Comparisons["value_mismatch"] == 1 })
+	// Two failed copies leave keys dirty; a repair copies them.
+	shadow.SetOutage(true)
+	put("wordle:3", "c")
+	put("wordle:4", "d")
+	eventually(t, "dirty keys", func() bool { return r.stats(t).Total.Dirty == 2 })
+	shadow.SetOutage(false)
+	if code := r.call(t, "POST", "/repair", "", nil); code != http.StatusOK {
+		t.Fatalf("POST /repair: %d", code)
+	}
+	eventually(t, "repairs", func() bool { return r.stats(t).Total.Repairs["copied"] == 2 })
+	// Enough failures open the breaker.
+	shadow.SetOutage(true)
+	for i := range 8 {
+		put("wordle:x"+string(rune('a'+i)), "e")
+	}
+	eventually(t, "the breaker open", func() bool { return r.stats(t).Total.Drops["breaker_open"] > 0 })
+
+	var scrape string
+	if code := r.call(t, "GET", "/metrics", "", &scrape); code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", code)
+	}
+	raw, err := os.ReadFile("../deploy/grafana/kvshadow-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queried := map[string]bool{}
+	for _, m := range promSeries.FindAllStringSubmatch(string(raw), -1) {
+		queried[m[1]] = true
+	}
+	if len(queried) < 15 {
+		t.Fatalf("only %d series found in the dashboard", len(queried))
+	}
+	for name := range queried {
+		if !strings.Contains(scrape, "\n"+name+"{") {
+			t.Errorf("the dashboard queries %s; the scrape has no such series", name)
+		}
+	}
+	for _, label := range []string{`kvshadow_role="primary"`, `kvshadow_role="shadow"`, `kvshadow_divergence_kind="value_mismatch"`,
+		`kvshadow_drop_reason="breaker_open"`, `kvshadow_repair_outcome="copied"`, `db_system_name="cloudflare_kv"`} {
+		if !strings.Contains(scrape, label) {
+			t.Errorf("the scrape has no %s", label)
+		}
+	}
+	if strings.Contains(scrape, "wordle:") {
+		t.Error("the scrape carries a key")
+	}
+}
+
+func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
