@@ -99,6 +99,25 @@ func (l *Limiter) reserve() time.Duration {
 	return 0
 }
 
+// Delay returns how long a request asked for now would wait, without
+// booking one, and whether the wait is a Pause rather than the window: what
+// a progress line shows as "resumes in".
+func (l *Limiter) Delay() (d time.Duration, paused bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if now.Before(l.paused) {
+		return l.paused.Sub(now), true
+	}
+	if l.max <= 0 || len(l.starts) < l.max {
+		return 0, false
+	}
+	if free := l.starts[l.next].Add(l.per); now.Before(free) {
+		return free.Sub(now), false
+	}
+	return 0, false
+}
+
 // Pause holds every request back for d from now, unless a longer pause is
 // already in force.
 func (l *Limiter) Pause(d time.Duration) {

@@ -108,3 +108,28 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Delay says how long the next request would wait, and why, without
+// booking it.
+func TestDelay(t *testing.T) {
+	clk := clock.NewFake(start)
+	l := budget.New(budget.Budget{Requests: 2, Per: time.Minute}, clk)
+	if d, paused := l.Delay(); d != 0 || paused {
+		t.Fatalf("fresh: %s, %v", d, paused)
+	}
+	l.TryTake()
+	clk.Advance(15 * time.Second)
+	l.TryTake()
+	for range 2 { // asking does not book
+		if d, paused := l.Delay(); d != 45*time.Second || paused {
+			t.Fatalf("window full: %s, %v; want 45s by the window", d, paused)
+		}
+	}
+	l.Pause(2 * time.Minute)
+	if d, paused := l.Delay(); d != 2*time.Minute || !paused {
+		t.Fatalf("paused: %s, %v", d, paused)
+	}
+	if d, _ := budget.New(budget.Unlimited, clk).Delay(); d != 0 {
+		t.Fatalf("unlimited: %s", d)
+	}
+}
