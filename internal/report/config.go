@@ -39,6 +39,9 @@ const (
 	DefaultRetries         = 6
 	DefaultRecheckWindow   = 60 * time.Second // Workers KV's read consistency
 	DefaultCheckpointEvery = time.Second
+	// DefaultProgressLinesEvery is how often a log receives a progress
+	// line.
+	DefaultProgressLinesEvery = 30 * time.Second
 )
 
 // DefaultBudget is Workers KV's account API limit: the primary's budget when
@@ -177,9 +180,16 @@ type Config struct {
 	// Identity describes the two stores (never secrets) so that a
 	// checkpoint is not resumed against other stores.
 	Identity string
-	// Progress receives a progress line about once a second; nil means
-	// none. Give it a terminal only.
+	// Progress receives the run's progress; nil means none. By default it
+	// is one line redrawn every second, for a terminal; with ProgressLines
+	// it is a plain line every ProgressEvery, for a log.
 	Progress io.Writer
+	// ProgressLines writes progress as plain lines, without carriage
+	// returns or escape codes, for logs, CI and background runs.
+	ProgressLines bool
+	// ProgressEvery is the time between progress lines; zero means a
+	// second on a terminal and DefaultProgressLinesEvery as lines.
+	ProgressEvery time.Duration
 	// ExpectedKeys, when known, lets the progress line estimate the time
 	// left.
 	ExpectedKeys int64
@@ -264,6 +274,14 @@ func (cfg Config) normalized() (Config, error) {
 	c.Shadow.BulkLimit = orInt(c.Shadow.BulkLimit, c.BatchSize)
 	if c.Scope, err = c.Scope.normalized(); err != nil {
 		return c, err
+	}
+	switch {
+	case c.ProgressEvery < 0:
+		return c, fmt.Errorf("%w: progress interval %s is negative", ErrConfig, c.ProgressEvery)
+	case c.ProgressEvery == 0 && c.ProgressLines:
+		c.ProgressEvery = DefaultProgressLinesEvery
+	case c.ProgressEvery == 0:
+		c.ProgressEvery = time.Second
 	}
 	if c.ExpectedKeys == 0 {
 		c.ExpectedKeys = int64(c.Scope.KeyList)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -433,12 +434,66 @@ func TestProgressAndNotices(t *testing.T) {
 	cfg.Progress, cfg.Notices, cfg.ExpectedKeys = &progress, &notices, 26
 	run(t, cfg)
 	out := progress.String()
-	if !strings.HasPrefix(out, "\r13 keys (at wordle)") || !strings.HasSuffix(out, "\n") ||
+	if !strings.HasPrefix(out, "\r13 of ~26 keys (50.0%) (at wordle)") || !strings.HasSuffix(out, "\n") ||
 		!strings.Contains(out, "cloudflare_kv 2/1200 requests per 5m0s") || !strings.Contains(out, "mongodb 2 requests") {
 		t.Fatalf("progress = %q", out)
 	}
 	if notices.Len() != 0 {
 		t.Fatalf("notices without a checkpoint: %q", notices.String())
+	}
+}
+
+// In a log, progress is plain lines at the interval asked, with the share
+// done, and a stalled count says that it waits for the budget and when it
+// resumes.
+func TestProgressLinesForLogs(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	f := &fixture{clk: clk, primary: newCounted(clk), shadow: newCounted(clk)}
+	manyKeys(t, f, []string{"a"}, 100)
+	var progress syncbuf.Buffer
+	cfg := f.config()
+	cfg.Primary.Budget = report.Budget{Requests: 3, Per: time.Minute}
+	cfg.BatchSize, cfg.ListLimit = 10, 50
+	cfg.Progress, cfg.ProgressLines, cfg.ProgressEvery, cfg.ExpectedKeys = &progress, true, 10*time.Second, 100
+	done := make(chan *report.Report)
+	go func() {
+		r, err := report.Run(context.Background(), cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	// The clock moves only while the progress timer is armed beside a
+	// waiting request, so that no tick of progress is skipped.
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+			if clk.Timers() >= 2 {
+				clk.Advance(5 * time.Second)
+			}
+			runtime.Gosched()
+		}
+	}
+	out := progress.String()
+	if strings.ContainsAny(out, "\r\x1b") {
+		t.Fatalf("progress for a log holds terminal codes: %q", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "progress: ") {
+			t.Fatalf("line %q is not a progress line", l)
+		}
+	}
+	if !regexp.MustCompile(`waiting for cloudflare_kv's API budget \(resumes in \d+ s\) · \d+ of ~100 keys \(\d+\.\d%\)`).MatchString(out) {
+		t.Errorf("no waiting line:\n%s", out)
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "progress: 100 of ~100 keys (100.0%)") {
+		t.Errorf("last line %q", last)
+	}
+	if len(lines) < 2 {
+		t.Errorf("%d lines over three minutes of waits, want one every 10 s:\n%s", len(lines), out)
 	}
 }
 

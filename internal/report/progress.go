@@ -3,15 +3,14 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 )
 
-// progressEvery is how often the progress line is redrawn.
-const progressEvery = time.Second
-
-// startProgress redraws a one-line status on cfg.Progress until the
-// returned stop is called; stop waits for the goroutine and ends the line.
+// startProgress writes the progress on cfg.Progress every ProgressEvery
+// until the returned stop is called; stop waits for the goroutine and
+// writes the last state.
 func (e *engine) startProgress() (stop func()) {
 	w := e.cfg.Progress
 	if w == nil {
@@ -22,7 +21,7 @@ func (e *engine) startProgress() (stop func()) {
 	go func() {
 		defer close(done)
 		for {
-			t := e.cfg.Clock.NewTimer(progressEvery)
+			t := e.cfg.Clock.NewTimer(e.cfg.ProgressEvery)
 			select {
 			case <-quit:
 				t.Stop()
@@ -36,22 +35,55 @@ func (e *engine) startProgress() (stop func()) {
 		close(quit)
 		<-done
 		e.drawProgress(w)
-		fmt.Fprintln(w)
+		if !e.cfg.ProgressLines {
+			fmt.Fprintln(w)
+		}
 	}
 }
 
-// drawProgress writes the status line; it reads the committed counters
-// under the lock and writes after releasing it.
+// drawProgress writes the status: a redrawn line on a terminal, a plain
+// line in a log. It reads the committed counters under the lock and writes
+// after releasing it.
 func (e *engine) drawProgress(w io.Writer) {
 	e.mu.Lock()
 	scanned, module := e.scanned, e.module
 	e.mu.Unlock()
-	fmt.Fprint(w, "\r"+e.progressLine(scanned, module, e.cfg.Clock.Now())+"\x1b[K")
+	line := e.progressLine(scanned, module, e.cfg.Clock.Now())
+	if e.cfg.ProgressLines {
+		fmt.Fprintln(w, "progress: "+line)
+		return
+	}
+	fmt.Fprint(w, "\r"+line+"\x1b[K")
 }
 
 func (e *engine) progressLine(scanned int64, module string, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s keys", group(scanned))
+	// A wait comes first: a count that stalls must say why.
+	for _, s := range []*side{e.primary, e.shadow} {
+		if s.waiting.Load() == 0 {
+			continue
+		}
+		d, paused := s.limit.Delay()
+		if d <= 0 {
+			continue
+		}
+		secs := int64(math.Ceil(d.Seconds()))
+		if paused {
+			fmt.Fprintf(&b, "waiting: %s asked to be left alone (resumes in %d s) · ", s.name, secs)
+		} else {
+			fmt.Fprintf(&b, "waiting for %s's API budget (resumes in %d s) · ", s.name, secs)
+		}
+	}
+	if exp := e.cfg.ExpectedKeys; exp > 0 {
+		about := "~" // --expected-keys is an estimate; a key list is exact
+		if e.cfg.Scope.KeyList > 0 {
+			about = ""
+		}
+		share := math.Floor(min(float64(scanned)/float64(exp), 1)*1000) / 10
+		fmt.Fprintf(&b, "%s of %s%s keys (%.1f%%)", group(scanned), about, group(exp), share)
+	} else {
+		fmt.Fprintf(&b, "%s keys", group(scanned))
+	}
 	if module != "" {
 		fmt.Fprintf(&b, " (at %s)", module)
 	}

@@ -50,6 +50,9 @@ type side struct {
 	notice    func(format string, args ...any)
 
 	list, get, put, del, retried atomic.Int64
+	// waiting counts the requests held back by the budget or a pause, for
+	// the progress line.
+	waiting atomic.Int64
 }
 
 func newSide(role Role, s Side, retries int, clk clock.Clock, notice func(string, ...any)) *side {
@@ -77,11 +80,14 @@ func (s *side) requests() Requests {
 // unavailable and the retries last.
 func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		if err := s.limit.Wait(ctx); err != nil {
+		s.waiting.Add(1)
+		err := s.limit.Wait(ctx)
+		s.waiting.Add(-1)
+		if err != nil {
 			return err
 		}
 		counter.Add(1)
-		err := req(ctx)
+		err = req(ctx)
 		if err == nil {
 			return nil
 		}

@@ -62,6 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--cf-budget", "12"}, "1200/5m"},
 		{[]string{"--batch", "101"}, "100 keys"},
 		{[]string{"--progress", "sometimes"}, "--progress"},
+		{[]string{"--progress-every", "-1s"}, "--progress-every"},
 	} {
 		_, errOut, code := runCLI(t, full, c.args...)
 		if code != cli.ExitError || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "--help") {
@@ -178,7 +179,7 @@ func TestProgressAndBudgetFlags(t *testing.T) {
 	if code != cli.ExitBelowParity {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "\r50 keys (at wordle)") || !strings.Contains(errOut, "requests per 1m0s") {
+	if !strings.Contains(errOut, "\r50 keys (at wordle)") || !strings.Contains(errOut, "\x1b[K") || !strings.Contains(errOut, "requests per 1m0s") {
 		t.Errorf("progress = %q", errOut)
 	}
 	var r report.Report
@@ -188,9 +189,15 @@ func TestProgressAndBudgetFlags(t *testing.T) {
 	if r.Primary.Budget != "600/1m0s" || r.Shadow.Budget != "unlimited" {
 		t.Errorf("budgets %q / %q", r.Primary.Budget, r.Shadow.Budget)
 	}
-	// Not a terminal: auto stays quiet.
-	if _, errOut, _ := runCLI(t, env(nil), "--demo"); strings.Contains(errOut, "\r") {
-		t.Errorf("progress drawn on a buffer: %q", errOut)
+	// Not a terminal: auto writes plain lines, as --progress lines does.
+	for _, mode := range []string{"auto", "lines"} {
+		_, errOut, _ := runCLI(t, env(nil), "--demo", "--progress", mode, "--expected-keys", "50")
+		if strings.ContainsAny(errOut, "\r\x1b") || !strings.Contains(errOut, "\nprogress: 50 of ~50 keys (100.0%) (at wordle)") {
+			t.Errorf("--progress %s on a buffer: %q", mode, errOut)
+		}
+	}
+	if _, errOut, _ := runCLI(t, env(nil), "--demo", "--progress", "never"); strings.Contains(errOut, "progress") {
+		t.Errorf("--progress never: %q", errOut)
 	}
 }
 

@@ -35,6 +35,7 @@ type options struct {
 	concurrency  int
 	batch        int
 	progress     string
+	progressTick time.Duration
 	repair       bool
 	apply        bool
 	auth         report.Role
@@ -130,6 +131,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", report.DefaultConcurrency, "")
 	fs.IntVar(&o.batch, "batch", report.DefaultBatchSize, "")
 	fs.StringVar(&o.progress, "progress", "auto", "")
+	fs.DurationVar(&o.progressTick, "progress-every", 0, "")
 	fs.BoolVar(&o.repair, "repair", false, "")
 	fs.BoolVar(&o.apply, "apply", false, "")
 	fs.StringVar(&auth, "authoritative", string(report.Primary), "")
@@ -172,8 +174,10 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		return nil, usage("--sample %g: want a fraction in (0, 1], such as 0.01 for 1%%", sample)
 	case o.apply && !o.repair:
 		return nil, usage("--apply needs --repair (a repair is a dry run until --apply)")
-	case o.progress != "auto" && o.progress != "always" && o.progress != "never":
-		return nil, usage("--progress %q: want auto, always or never", o.progress)
+	case !slices.Contains([]string{"auto", "always", "lines", "never"}, o.progress):
+		return nil, usage("--progress %q: want auto, always, lines or never", o.progress)
+	case o.progressTick < 0:
+		return nil, usage("--progress-every %s is negative", o.progressTick)
 	case o.maxKeys < 0 || o.concurrency < 1 || o.batch < 1 || o.expectedKeys < 0:
 		return nil, usage("--max-keys, --concurrency, --batch and --expected-keys take positive numbers")
 	case o.batch > 100:

@@ -48,7 +48,14 @@ OUTPUT
                                 and you can check a suspect key). Values never appear, only
                                 their length and a keyed hash.
   --max-keys N                  divergent keys listed (default 1000; counts stay exact)
-  --progress auto|always|never  progress on stderr; auto draws it only on a terminal
+  --progress auto|always|lines|never
+                                progress on stderr (default auto: one line redrawn every second
+                                on a terminal, else a plain "progress: ..." line every 30s, for
+                                logs, CI and cron; always redraws, lines never does). It shows
+                                the share done when --expected-keys or --keys-file gives the
+                                total, and "waiting for ...'s API budget (resumes in N s)"
+                                while the budget holds the scan back
+  --progress-every D            time between progress lines (default 1s redrawn, 30s as lines)
 
 LONG SCANS
   --checkpoint FILE             save progress there; rerun the same command to resume where

@@ -108,8 +108,10 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if o.minParity == 0 {
 		cfg.MinParity = -1 // the flag's 0% means no gate; the Config's zero means 100
 	}
-	if showProgress(o.progress, stderr) {
+	if o.progress != "never" {
 		cfg.Progress = stderr
+		cfg.ProgressLines = o.progress == "lines" || o.progress == "auto" && !isTerminal(stderr)
+		cfg.ProgressEvery = o.progressTick
 	}
 	r, err := report.Run(ctx, cfg)
 	if err != nil {
@@ -174,16 +176,11 @@ func write(o *options, r *report.Report, stdout io.Writer) error {
 	return nil
 }
 
-// showProgress: "auto" draws progress only on a terminal (a character
-// device), so pipes, files and CI logs stay clean.
-func showProgress(mode string, stderr io.Writer) bool {
-	switch mode {
-	case "always":
-		return true
-	case "never":
-		return false
-	}
-	f, ok := stderr.(*os.File)
+// isTerminal reports whether w is a terminal (a character device): there
+// progress is one redrawn line; in pipes, files and CI logs it is plain
+// lines.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
