@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -242,5 +247,58 @@ func TestSaysWhichDatabase(t *testing.T) {
 		if code != cli.ExitError || !strings.Contains(errOut, "shadow-report: MongoDB "+want) || strings.Contains(errOut, "SECRET") {
 			t.Errorf("%s: exit %d, stderr %q; want it to name %q", uri, code, errOut, want)
 		}
+	}
+}
+
+// Both stores are checked at once, and each problem is said once, in one
+// line, without the driver's topology dump or a secret: a wrong account is
+// not hidden behind an unreachable MongoDB.
+func TestBothStoresCheckedAtOnce(t *testing.T) {
+	api, err := kvapi.New(kvapi.Config{
+		Namespaces: map[string]kv.Store{"ns": memory.New(memory.Config{})},
+		AccountID:  "real-account", Token: "SECRET-TOKEN",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	vars := map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": "wrong-account", "CLOUDFLARE_KV_NAMESPACE_ID": "ns",
+		"CLOUDFLARE_API_TOKEN": "SECRET-TOKEN", "CLOUDFLARE_BASE_URL": srv.URL + "/client/v4/",
+		"MONGODB_URI": "mongodb://user:SECRET-PASS@" + closed + "/bot?serverSelectionTimeoutMS=300",
+	}
+	out, errOut, code := runCLI(t, env(vars), "--progress", "never")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if len(lines) > 0 && lines[0] == "shadow-report: MongoDB database bot" {
+		lines = lines[1:] // said at start, not a problem
+	}
+	if code != cli.ExitError || out != "" || len(lines) != 2 {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+	if want := "shadow-report: Workers KV (account wrong-account, namespace ns at " + strings.TrimPrefix(srv.URL, "http://") + "): refused, HTTP 404, code 7003"; !strings.HasPrefix(lines[0], want) ||
+		!strings.HasSuffix(lines[0], "(check CLOUDFLARE_ACCOUNT_ID)") {
+		t.Errorf("Workers KV line %q", lines[0])
+	}
+	if want := "shadow-report: MongoDB at " + closed + ": unreachable (connection refused: nothing listens there)"; lines[1] != want {
+		t.Errorf("MongoDB line %q, want %q", lines[1], want)
+	}
+	for _, bad := range []string{"SECRET", "topology", "WARN", "mongokv"} {
+		if strings.Contains(errOut, bad) {
+			t.Errorf("stderr holds %q:\n%s", bad, errOut)
+		}
+	}
+
+	// With the account right, only MongoDB's line remains.
+	vars["CLOUDFLARE_ACCOUNT_ID"] = "real-account"
+	_, errOut, code = runCLI(t, env(vars), "--progress", "never")
+	if code != cli.ExitError || strings.Count(errOut, "\n") != 2 || !strings.Contains(errOut, "database bot\nshadow-report: MongoDB at ") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }

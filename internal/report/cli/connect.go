@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -48,7 +49,9 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	if err != nil {
 		return nil, err
 	}
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: o.mongoURI})
+	// The preflight says what went wrong once; the client's own log
+	// lines would say it again, with the driver's topology dump.
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: o.mongoURI, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}
@@ -62,9 +65,9 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.
 	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", shadow.Database())
-	if err := client.Connect(ctx); err != nil {
+	if err := preflight(ctx, o, primary, client.Connect); err != nil {
 		s.close()
-		return nil, fmt.Errorf("connecting to MongoDB: %w", err)
+		return nil, err
 	}
 	// The identity binds a checkpoint to these stores. The URI may hold
 	// credentials, so only a hash of it goes in (and the engine hashes the

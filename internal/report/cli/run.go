@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
@@ -57,7 +58,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	err = run(ctx, o, stdout, stderr)
 	if err != nil && !errors.Is(err, ErrBelowParity) {
-		fmt.Fprintf(stderr, "shadow-report: %v\n", err)
+		// One line per problem, each with the command's name.
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "shadow-report: %s\n", line)
+		}
 	}
 	return err
 }
