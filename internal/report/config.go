@@ -85,6 +85,10 @@ type Side struct {
 	// BulkLimit is the most keys one bulk read or write carries; zero means
 	// BatchSize (100 keys: one Workers KV bulk-get request).
 	BulkLimit int
+	// Spent is what the caller already asked of this store for this run
+	// (shadow-report's check that both stores answer): counted in the
+	// report and booked in the budget.
+	Spent Requests
 }
 
 // Scope selects the keys a run looks at. The zero value is every key.

@@ -69,6 +69,24 @@ func TestScanClassifiesEveryKind(t *testing.T) {
 	}
 }
 
+// Requests the caller made before the run count in its report and its
+// budget.
+func TestSpentRequestsCount(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.config()
+	cfg.Primary.Spent = report.Requests{List: 1, Total: 1}
+	cfg.Primary.Budget = report.Budget{Requests: 3, Per: time.Hour}
+	var progress bytes.Buffer
+	cfg.Progress = &progress
+	r := run(t, cfg)
+	if q := r.Primary.Requests; q.List != 2 || q.Get != 1 || q.Total != 3 {
+		t.Errorf("primary requests %+v, want the spent list counted", q)
+	}
+	if !strings.Contains(progress.String(), "cloudflare_kv 3/3 requests per 1h0m0s") {
+		t.Errorf("the budget did not book the spent request: %q", progress.String())
+	}
+}
+
 func TestMinParityGate(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config()

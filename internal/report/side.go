@@ -60,6 +60,14 @@ func newSide(role Role, s Side, retries int, clk clock.Clock, notice func(string
 		role: role, name: s.Name, store: s.Store, bulkLimit: s.BulkLimit,
 		retries: retries, clock: clk, limit: budget.New(s.Budget, clk), budget: s.Budget, notice: notice,
 	}
+	sd.list.Store(s.Spent.List)
+	sd.get.Store(s.Spent.Get)
+	sd.put.Store(s.Spent.Put)
+	sd.del.Store(s.Spent.Delete)
+	sd.retried.Store(s.Spent.Retries)
+	for range s.Spent.List + s.Spent.Get + s.Spent.Put + s.Spent.Delete {
+		sd.limit.TryTake() // booked when there is room; they were made already
+	}
 	sd.bulk, _ = s.Store.(kv.BulkGetter)
 	sd.entries, _ = s.Store.(kv.ExpiryGetter)
 	sd.puts, _ = s.Store.(kv.BulkPutter)

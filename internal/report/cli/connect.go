@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -22,6 +23,8 @@ type stores struct {
 	names           [2]string
 	identity        string
 	closers         []func()
+	// spent is what the preflight asked of the primary.
+	spent report.Requests
 }
 
 func (s *stores) close() {
@@ -65,7 +68,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.
 	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", shadow.Database())
-	if err := preflight(ctx, o, primary, client.Connect); err != nil {
+	if s.spent, err = preflight(ctx, o, primary, client.Connect); err != nil {
 		s.close()
 		return nil, err
 	}

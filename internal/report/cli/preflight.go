@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -20,15 +21,28 @@ func (e *storesError) Error() string { return strings.Join(e.problems, "\n") }
 // preflight checks both stores at once before the scan, so that a wrong
 // account is not hidden behind an unreachable MongoDB, and words each
 // problem in one line: what failed, the likely cause, what to check. The
-// check costs one Workers KV list request.
-func preflight(ctx context.Context, o *options, primary kv.Store, connectShadow func(context.Context) error) error {
+// check costs one Workers KV request, which it returns so that the report
+// counts it: a small list, or, for a key list (which promises no listing),
+// a read of its first key.
+func preflight(ctx context.Context, o *options, primary kv.Store, connectShadow func(context.Context) error) (report.Requests, error) {
 	var cfErr, mongoErr error
+	var spent report.Requests
 	var wg sync.WaitGroup
-	wg.Go(func() { _, cfErr = primary.List(ctx, kv.ListOptions{Limit: 10}) })
+	wg.Go(func() {
+		if len(o.scope.Keys) > 0 {
+			spent.Get, spent.Total = 1, 1
+			if _, cfErr = primary.Get(ctx, o.scope.Keys[0]); errors.Is(cfErr, kv.ErrNotFound) {
+				cfErr = nil
+			}
+			return
+		}
+		spent.List, spent.Total = 1, 1
+		_, cfErr = primary.List(ctx, kv.ListOptions{Limit: 10})
+	})
 	wg.Go(func() { mongoErr = connectShadow(ctx) })
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return err
+		return spent, err
 	}
 	var problems []string
 	if cfErr != nil {
@@ -39,9 +53,9 @@ func preflight(ctx context.Context, o *options, primary kv.Store, connectShadow 
 		problems = append(problems, fmt.Sprintf("MongoDB at %s: %s", mongoHosts(o.mongoURI), describeMongo(mongoErr)))
 	}
 	if len(problems) > 0 {
-		return &storesError{problems: problems}
+		return spent, &storesError{problems: problems}
 	}
-	return nil
+	return spent, nil
 }
 
 // describeWorkersKV words a failed Workers KV request without the SDK's

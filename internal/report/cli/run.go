@@ -87,7 +87,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 
 	cfg := report.Config{
-		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget},
+		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget, Spent: stores.spent},
 		Shadow:       report.Side{Store: shadow, Name: stores.names[1], Budget: o.mongoBudget},
 		Scope:        o.scope,
 		TTLTolerance: o.ttlTolerance,
