@@ -204,9 +204,10 @@ func TestDemoServesThroughCloudflareGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("no token: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), `"code":9106`) {
+		t.Fatalf("no token: %d %s", resp.StatusCode, raw)
 	}
 	// The admin token is not a client token, nor the other way round.
 	bad, _ := cfkv.New(cfkv.Config{AccountID: r.c.Account, NamespaceID: DemoNamespace, APIToken: r.c.secrets.admin, BaseURL: r.api, MaxRetries: -1})
