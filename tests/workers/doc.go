@@ -1,0 +1,7 @@
+// Package workers holds only tests: the kv conformance suite through cfkv
+// (cloudflare-go v6) against the bridge Worker of workers/bridge running in
+// workerd through miniflare, so that the contract is proven against
+// Cloudflare's own simulator of Workers KV and not only against the
+// project's emulator. They need Node and the package's node_modules
+// (`npm ci` in workers/, which `make test` runs first).
+package workers

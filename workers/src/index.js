@@ -1,0 +1,6 @@
+/**
+ * kvshadow on Cloudflare Workers.
+ * @module
+ */
+export { kvshadowBinding, ProxyNamespace } from "./binding.js";
+export { kvshadowTee, TeeNamespace } from "./tee.js";
