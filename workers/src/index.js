@@ -3,4 +3,3 @@
  * @module
  */
 export { kvshadowBinding, ProxyNamespace } from "./binding.js";
-export { kvshadowTee, TeeNamespace } from "./tee.js";
