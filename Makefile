@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 # MongoDB-compatible server) never reaches a library user's build.
 MODULES := . tests demo
 
-.PHONY: demo mongo test lint fmt-check vet staticcheck unit integration fuzz bench
+.PHONY: demo mongo test lint fmt-check vet staticcheck unit workers workers-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -27,7 +27,7 @@ mongo:
 	@cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo
 	@$(DEMO_BIN)/embedded-mongo -dir $(CURDIR)/.demo/embedded-mongo
 
-test: lint unit integration fuzz
+test: lint unit workers integration fuzz
 
 lint: fmt-check vet staticcheck
 
@@ -44,9 +44,18 @@ staticcheck:
 unit:
 	$(GO) test -race -count=1 ./...
 
-integration:
+# The JavaScript package for Workers (binding, tee, bridge Worker), tested
+# with Node's runner and inside workerd through miniflare; the Go tests in
+# tests/workers need its node_modules.
+workers:
+	cd workers && npm ci --no-audit --no-fund && npm test
+
+integration: workers-deps
 	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -race -count=1 -timeout 30m ./...; fi
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
+
+workers-deps:
+	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
