@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"html/template"
 	"io"
+	"slices"
+	"strconv"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -14,94 +16,181 @@ var htmlSource string
 // htmlPage is parsed once; html/template escapes every value by context,
 // keys included.
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"percent":   percent,
 	"group":     group,
-	"module":    moduleLabel,
+	"keys":      keysText,
 	"printable": printable,
 	"digest":    digest,
-	"errorsOf":  errorsOf,
-	"kindCount": func(k KindCounts, kind compare.Kind) int64 { return k[kind] },
 }).Parse(htmlSource))
 
-// chartKinds are the non-matching kinds the divergence chart shows, each
-// with its bar even at zero, so that every page has the same legend.
+// chartKinds are the kinds the charts draw, in the table's order, errors
+// last; a kind no key has is not drawn.
 var chartKinds = []compare.Kind{
 	compare.MissingInShadow, compare.ExtraInShadow, compare.ValueMismatch, compare.JSONEquivalent,
 	compare.TTLMismatch, compare.ExpiredOnOneSide, compare.PrimaryError, compare.ShadowError,
 }
 
-// Chart geometry, in SVG user units.
-const (
-	chartWidth = 640
-	labelWidth = 170
-	valueWidth = 90
-	barHeight  = 22
-	barGap     = 8
-	barArea    = chartWidth - labelWidth - valueWidth
-)
+// chartModules is how many modules the module chart draws, those with the
+// most keys that differ; the table has them all.
+const chartModules = 20
 
-type bar struct {
-	Label, Value, Class, Module string
-	Kind                        compare.Kind
-	Y, Width, TextY             int
+// segment is one kind's part of a bar, as a share of the chart's width.
+type segment struct {
+	Kind  compare.Kind
+	Count string
+	Width string // CSS percentage
 }
 
-type chart struct {
-	Height int
-	Bars   []bar
+// moduleBar is a module's row in the "where" chart: how many of its keys
+// differ, split by kind, on one scale for all modules.
+type moduleBar struct {
+	Module, Label string
+	Keys          int64 // compared
+	Differ        int64
+	Segments      []segment
+	Parity        string
+	Low           bool
 }
 
-func newChart(n int) chart { return chart{Height: max(n, 1)*(barHeight+barGap) + barGap} }
+// kindBar is a kind's row in the "how many" chart.
+type kindBar struct {
+	Kind  compare.Kind
+	Count int64
+	Width string
+}
 
-func (c *chart) add(b bar, fraction float64) {
-	i := len(c.Bars)
-	b.Y = barGap + i*(barHeight+barGap)
-	b.TextY = b.Y + barHeight*2/3
-	b.Width = int(fraction * barArea)
-	if fraction > 0 && b.Width == 0 {
-		b.Width = 1 // a non-zero count stays visible
+// column is a column of the counts table: the terminal's header, the
+// class that sets its importance (what stays at narrow widths).
+type column struct {
+	Name, Class string
+}
+
+// keysText is "1 key", "1,234 keys".
+func keysText(n int64) string {
+	if n == 1 {
+		return "1 key"
 	}
-	c.Bars = append(c.Bars, b)
+	return group(n) + " keys"
+}
+
+func width(n, most int64) string {
+	if most <= 0 || n <= 0 {
+		return "0%"
+	}
+	w := float64(n) * 100 / float64(most)
+	if w < 0.5 {
+		w = 0.5 // a non-zero count stays visible
+	}
+	return strconv.FormatFloat(w, 'f', 2, 64) + "%"
+}
+
+// notAgreeing is a module's keys that count against parity.
+func notAgreeing(c Counts) int64 { return c.Compared - c.agreeing() }
+
+func moduleChart(r *Report) (bars []moduleBar, inStep []string, more int) {
+	mods := slices.Clone(r.Modules)
+	slices.SortStableFunc(mods, func(a, b ModuleCounts) int {
+		return int(min(max(notAgreeing(b.Counts)-notAgreeing(a.Counts), -1), 1))
+	})
+	var most int64
+	for _, m := range mods {
+		most = max(most, notAgreeing(m.Counts)+m.Kinds[compare.ExpiredOnOneSide])
+	}
+	for _, m := range mods {
+		n := notAgreeing(m.Counts)
+		drawn := n + m.Kinds[compare.ExpiredOnOneSide]
+		if drawn == 0 {
+			inStep = append(inStep, printable(moduleLabel(m.Module)))
+			continue
+		}
+		if len(bars) == chartModules {
+			more++
+			continue
+		}
+		b := moduleBar{
+			Module: m.Module, Label: printable(moduleLabel(m.Module)), Keys: m.Compared,
+			Differ: n, Parity: percent(m.Parity), Low: m.Parity < r.Options.MinParity,
+		}
+		for _, k := range chartKinds {
+			if c := m.Kinds[k]; c > 0 {
+				b.Segments = append(b.Segments, segment{Kind: k, Count: group(c), Width: width(c, most)})
+			}
+		}
+		bars = append(bars, b)
+	}
+	return bars, inStep, more
+}
+
+func kindChart(k KindCounts) []kindBar {
+	var most int64
+	for _, kind := range chartKinds {
+		most = max(most, k[kind])
+	}
+	var bars []kindBar
+	for _, kind := range chartKinds {
+		if n := k[kind]; n > 0 {
+			bars = append(bars, kindBar{Kind: kind, Count: n, Width: width(n, most)})
+		}
+	}
+	return bars
+}
+
+// countColumns are the counts table's columns, named as the terminal's;
+// "key" columns stay at every width, the others leave narrow screens.
+func countColumns() []column {
+	cols := make([]column, len(tableHeader))
+	for i, h := range tableHeader {
+		cols[i] = column{Name: h, Class: "aux"}
+		switch h {
+		case "MODULE", "COMPARED", "EXPIRED", "ERRORS", "PARITY":
+			cols[i].Class = "key"
+		}
+	}
+	cols[0].Class += " text"
+	cols[len(cols)-1].Class += " parity"
+	return cols
 }
 
 func renderHTML(w io.Writer, r *Report) error {
-	parityChart := newChart(len(r.Modules))
+	bars, inStep, more := moduleChart(r)
+	var repair *htmlRepair
+	if r.Repair != nil && r.Repair.Applied {
+		repair = &htmlRepair{
+			Before: percent(r.Totals.Parity), After: percent(r.Repair.ParityAfter),
+			Differ: group(notAgreeing(r.Totals)), Compared: group(r.Totals.Compared),
+			Remaining: r.Repair.Remaining + r.Repair.Failed + r.Repair.Pending,
+			Kinds:     kindChart(r.Repair.After),
+		}
+	}
+	rows := make([][]string, 0, len(r.Modules)+1)
 	for _, m := range r.Modules {
-		class := "ok"
-		if m.Parity < r.Options.MinParity {
-			class = "low"
-		}
-		parityChart.add(bar{Label: printable(moduleLabel(m.Module)), Module: m.Module, Value: percent(m.Parity), Class: class}, m.Parity/100)
-	}
-	var most int64
-	for _, k := range chartKinds {
-		most = max(most, r.Totals.Kinds[k])
-	}
-	kindChart := newChart(len(chartKinds))
-	for _, k := range chartKinds {
-		n := r.Totals.Kinds[k]
-		var f float64
-		if most > 0 {
-			f = float64(n) / float64(most)
-		}
-		kindChart.add(bar{Label: string(k), Kind: k, Value: group(n), Class: "k-" + string(k)}, f)
+		rows = append(rows, countsRow(printable(moduleLabel(m.Module)), m.Counts))
 	}
 	return htmlPage.Execute(w, struct {
-		R                       *Report
-		Verdict, Time, Scope    string
-		Repair                  []string
-		ParityChart, KindsChart chart
-		Kinds                   []compare.Kind
-		ChartWidth, LabelWidth  int
-		ValueX, BarArea         int
-		Shown, Listed           int64
-		Sides                   []SideInfo
+		R                    *Report
+		Verdict, Time, Scope string
+		RepairLines          []string
+		Repair               *htmlRepair
+		Modules              []moduleBar
+		InStep               []string
+		MoreModules          int
+		Kinds                []kindBar
+		Columns              []column
+		Rows                 [][]string
+		Total                []string
+		Shown, Listed        int64
+		Sides                []SideInfo
 	}{
-		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Repair: repairLines(r),
-		ParityChart: parityChart, KindsChart: kindChart, Kinds: scanKinds,
-		ChartWidth: chartWidth, LabelWidth: labelWidth, ValueX: chartWidth - valueWidth + 8,
-		BarArea: barArea, Shown: int64(len(r.Divergences)),
-		Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
-		Sides:  []SideInfo{r.Primary, r.Shadow},
+		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), RepairLines: repairLines(r),
+		Repair: repair, Modules: bars, InStep: inStep, MoreModules: more, Kinds: kindChart(r.Totals.Kinds),
+		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
+		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
+		Sides: []SideInfo{r.Primary, r.Shadow},
 	})
+}
+
+// htmlRepair is the before and after of an applied repair.
+type htmlRepair struct {
+	Before, After, Differ, Compared string
+	Remaining                       int64
+	Kinds                           []kindBar
 }

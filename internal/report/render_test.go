@@ -96,24 +96,35 @@ func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 			t.Fatal(err)
 		}
 		page := b.String()
-		if n := strings.Count(page, "<svg"); n != 2 {
-			t.Errorf("%s: %d charts, want 2", c.name, n)
-		}
-		parity := section(t, page, `id="parity-chart"`)
+		// Where: a row per module with keys that do not agree, on one
+		// scale of key counts; the others are named as in step.
+		where := section(t, page, `id="modules-chart"`)
 		for _, m := range r.Modules {
-			g := `<g class="bar module" data-module="` + m.Module + `">`
-			if !strings.Contains(parity, g) {
-				t.Errorf("%s: the parity chart has no bar for module %q", c.name, m.Module)
+			row := strings.Contains(where, `<div class="bar-row module" data-module="`+m.Module+`">`)
+			if want := m.Parity < 100 || m.Kinds[compare.ExpiredOnOneSide] > 0; row != want {
+				t.Errorf("%s: module %q drawn %v, want %v", c.name, m.Module, row, want)
 			}
 		}
-		if n := strings.Count(parity, "<rect"); n != 2*len(r.Modules) {
-			t.Errorf("%s: parity chart has %d rects for %d modules", c.name, n, len(r.Modules))
-		}
+		// How many: only the kinds some key has, each with its count.
 		kinds := section(t, page, `id="kinds-chart"`)
 		for _, k := range compare.Kinds {
-			has := strings.Contains(kinds, `data-kind="`+string(k)+`"`)
-			if want := k.Divergent() || k == compare.ExpiredOnOneSide || k == compare.PrimaryError || k == compare.ShadowError; has != want {
-				t.Errorf("%s: kinds chart has %s: %v, want %v", c.name, k, has, want)
+			drawn := strings.Contains(kinds, `data-kind="`+string(k)+`"`)
+			if want := k != compare.Match && r.Totals.Kinds[k] > 0; drawn != want {
+				t.Errorf("%s: kinds chart draws %s: %v, want %v (%d keys)", c.name, k, drawn, want, r.Totals.Kinds[k])
+			}
+		}
+		if strings.Contains(page, `style="width: 0%"`) {
+			t.Errorf("%s: a zero bar is drawn", c.name)
+		}
+		// The counts table names its columns as the terminal does.
+		if want := "<tr>" + thRow(countHeader) + "</tr>"; !strings.Contains(page, want) {
+			t.Errorf("%s: counts header is not the terminal's %v", c.name, countHeader)
+		}
+		// An applied repair shows before and after, labelled.
+		applied := r.Repair != nil && r.Repair.Applied
+		for _, label := range []string{"Before the repair (the scan)", "After the repair (re-checked)", "(found by the scan, before the repair)"} {
+			if strings.Contains(page, label) != applied {
+				t.Errorf("%s: label %q shown %v, repair applied %v", c.name, label, !applied, applied)
 			}
 		}
 		for _, bad := range []*regexp.Regexp{
@@ -128,14 +139,40 @@ func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 	}
 }
 
-// section returns the svg element that carries attr.
+// countHeader is the terminal table's header.
+var countHeader = []string{"MODULE", "PRIMARY", "SHADOW", "COMPARED", "MATCH", "MISSING", "EXTRA", "VALUE", "JSON", "TTL", "EXPIRED", "ERRORS", "PARITY"}
+
+func thRow(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		class := "aux"
+		switch n {
+		case "MODULE", "COMPARED", "EXPIRED", "ERRORS", "PARITY":
+			class = "key"
+		}
+		if i == 0 {
+			class += " text"
+		}
+		if i == len(names)-1 {
+			class += " parity"
+		}
+		b.WriteString(`<th class="` + class + `">` + n + "</th>")
+	}
+	return b.String()
+}
+
+// section returns the element that carries attr, up to the next chart or
+// heading.
 func section(t *testing.T, page, attr string) string {
 	t.Helper()
 	i := strings.Index(page, attr)
 	if i < 0 {
 		t.Fatalf("no element with %s", attr)
 	}
-	j := strings.Index(page[i:], "</svg>")
+	j := strings.Index(page[i:], "<h2")
+	if j < 0 {
+		j = len(page) - i
+	}
 	return page[i : i+j]
 }
 
