@@ -1,0 +1,295 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// EnvRequireBrowser makes the browser tests fail, instead of skip, when
+// chromium or chromedriver is missing; CI sets it (.ci/run installs both).
+const EnvRequireBrowser = "KVSHADOW_REQUIRE_BROWSER"
+
+// EnvScreenshots names a directory where the browser tests leave a
+// screenshot of each page at each width, to look at.
+const EnvScreenshots = "KVSHADOW_SCREENSHOTS"
+
+// The widths the HTML report is checked at: a wide monitor, a laptop, a
+// phone.
+var widths = []int{1920, 1400, 420}
+
+// TestHTMLReportInChromium opens shadow-report's HTML page, from a scan and
+// from an applied repair of the rig's stores, in headless Chromium at each
+// width, and measures it: the counts table's key columns (PARITY, ERRORS,
+// EXPIRED) stay on the first screen with no horizontal scrollbar, the page
+// never scrolls sideways, the keys table's headers align with their cells,
+// and no key breaks one character a line.
+func TestHTMLReportInChromium(t *testing.T) {
+	wd := startChromeDriver(t)
+	r := newRig(t)
+	r.seed(t, divergences())
+	dir := t.TempDir()
+	pages := map[string][]string{
+		"scan":   nil,
+		"repair": {"--repair", "--apply"},
+	}
+	for name, extra := range pages {
+		path := filepath.Join(dir, name+".html")
+		args := append([]string{"--format", "html", "--out", path, "--keys", "plain"}, extra...)
+		if res := r.run(t, context.Background(), args...); res.code == 2 {
+			t.Fatalf("%s: exit %d\n%s", name, res.code, res.stderr)
+		}
+		for _, w := range widths {
+			t.Run(fmt.Sprintf("%s/%dpx", name, w), func(t *testing.T) {
+				m := wd.measure(t, "file://"+path, w)
+				checkLayout(t, m, w)
+				if shots := os.Getenv(EnvScreenshots); shots != "" {
+					wd.screenshot(t, filepath.Join(shots, fmt.Sprintf("%s-%d.png", name, w)))
+				}
+			})
+		}
+	}
+}
+
+// layout is what the page's script measures.
+type layout struct {
+	Viewport    float64            `json:"viewport"`
+	PageScroll  float64            `json:"pageScroll"`
+	Columns     map[string]rect    `json:"columns"`
+	TableScroll float64            `json:"tableScroll"`
+	TableClient float64            `json:"tableClient"`
+	Keys        []keyCell          `json:"keys"`
+	HeadShown   bool               `json:"headShown"`
+	Align       [][2]string        `json:"align"`
+	Charts      map[string]float64 `json:"charts"`
+}
+
+type rect struct {
+	Left, Right, Width float64
+}
+
+type keyCell struct {
+	Width, Height, Line float64
+	Text                string
+}
+
+const measureScript = `
+const q = s => document.querySelector(s);
+const box = e => { const b = e.getBoundingClientRect(); return {Left: b.left, Right: b.right, Width: b.width}; };
+const cols = {};
+document.querySelectorAll('#modules thead th').forEach(th => { cols[th.textContent.trim().toUpperCase()] = box(th); });
+const scroller = q('#modules').parentElement;
+const keys = [...document.querySelectorAll('#divergences td.key')].map(e => {
+  const b = e.getBoundingClientRect();
+  return {Width: b.width, Height: b.height, Line: parseFloat(getComputedStyle(e).lineHeight), Text: e.textContent};
+});
+const head = q('#divergences thead');
+const first = q('#divergences tbody tr');
+const align = [...head.querySelectorAll('th')].map((th, i) =>
+  [getComputedStyle(th).textAlign, getComputedStyle(first.children[i]).textAlign]);
+const charts = {};
+document.querySelectorAll('.chart').forEach(c => { charts[c.id] = c.getBoundingClientRect().right; });
+return {viewport: document.documentElement.clientWidth, pageScroll: document.documentElement.scrollWidth,
+  columns: cols, tableScroll: scroller.scrollWidth, tableClient: scroller.clientWidth,
+  keys, headShown: getComputedStyle(head).display !== 'none', align, charts};
+`
+
+func checkLayout(t *testing.T, m layout, w int) {
+	t.Helper()
+	if m.Viewport < float64(w)-40 || m.Viewport > float64(w) {
+		t.Fatalf("viewport %.0f px for a %d px window", m.Viewport, w)
+	}
+	if m.PageScroll > m.Viewport {
+		t.Errorf("the page scrolls sideways: %.0f px wide in %.0f", m.PageScroll, m.Viewport)
+	}
+	for _, name := range []string{"MODULE", "PARITY", "ERRORS", "EXPIRED", "COMPARED"} {
+		c, ok := m.Columns[name]
+		if !ok || c.Width == 0 {
+			t.Errorf("column %s is not shown", name)
+			continue
+		}
+		if c.Left < 0 || c.Right > m.Viewport {
+			t.Errorf("column %s at %.0f..%.0f leaves the first screen (%.0f px)", name, c.Left, c.Right, m.Viewport)
+		}
+	}
+	if m.TableScroll > m.TableClient+1 {
+		t.Errorf("the counts table scrolls: %.0f px in %.0f", m.TableScroll, m.TableClient)
+	}
+	if w >= 1400 {
+		for _, name := range []string{"PRIMARY", "SHADOW", "MATCH", "MISSING", "EXTRA", "VALUE", "JSON", "TTL"} {
+			if c := m.Columns[name]; c.Width == 0 || c.Right > m.Viewport {
+				t.Errorf("column %s is not on the first screen at %d px", name, w)
+			}
+		}
+	}
+	for id, right := range m.Charts {
+		if right > m.Viewport {
+			t.Errorf("chart %s ends at %.0f px, past the screen", id, right)
+		}
+	}
+	if len(m.Keys) == 0 {
+		t.Fatal("no key in the keys table")
+	}
+	for _, k := range m.Keys {
+		// A key fits in a few lines of a readable width, never one
+		// character a line.
+		if k.Width < 100 || k.Height > 3.5*k.Line {
+			t.Errorf("key %q is %.0f px wide and %.0f px tall (line %.0f px)", k.Text, k.Width, k.Height, k.Line)
+		}
+	}
+	if m.HeadShown {
+		for i, a := range m.Align {
+			if a[0] != a[1] {
+				t.Errorf("keys table column %d: header aligned %s over cells aligned %s", i, a[0], a[1])
+			}
+		}
+	}
+}
+
+// webDriver is a chromedriver session, driven through the W3C WebDriver
+// HTTP API.
+type webDriver struct {
+	base, session string
+}
+
+func startChromeDriver(t *testing.T) *webDriver {
+	t.Helper()
+	driver, derr := exec.LookPath("chromedriver")
+	browser, berr := exec.LookPath("chromium")
+	if derr != nil || berr != nil {
+		msg := "chromium and chromedriver are needed (Debian: apt-get install chromium chromium-driver)"
+		if os.Getenv(EnvRequireBrowser) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(driver, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	wd := &webDriver{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var status struct {
+			Value struct{ Ready bool } `json:"value"`
+		}
+		if err := wd.call("GET", "/status", nil, &status); err == nil && status.Value.Ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chromedriver did not start:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"browserName": "chrome",
+		"goog:chromeOptions": map[string]any{
+			"binary": browser,
+			"args": []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+				"--disable-background-networking", "--disable-component-update", "--disable-sync",
+				"--hide-scrollbars", "--user-data-dir=" + t.TempDir()},
+		},
+	}}}
+	var created struct {
+		Value struct {
+			SessionID string `json:"sessionId"`
+		} `json:"value"`
+	}
+	if err := wd.call("POST", "/session", caps, &created); err != nil {
+		t.Fatalf("new session: %v\n%s", err, logs.String())
+	}
+	wd.session = "/session/" + created.Value.SessionID
+	t.Cleanup(func() { _ = wd.call("DELETE", wd.session, nil, nil) })
+	return wd
+}
+
+// measure loads url in a window w pixels wide and runs measureScript.
+func (wd *webDriver) measure(t *testing.T, url string, w int) layout {
+	t.Helper()
+	if err := wd.call("POST", wd.session+"/window/rect", map[string]int{"width": w, "height": 1000}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := wd.call("POST", wd.session+"/url", map[string]string{"url": url}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Value layout `json:"value"`
+	}
+	if err := wd.call("POST", wd.session+"/execute/sync", map[string]any{"script": measureScript, "args": []any{}}, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Value
+}
+
+func (wd *webDriver) screenshot(t *testing.T, path string) {
+	t.Helper()
+	var res struct {
+		Value string `json:"value"`
+	}
+	if err := wd.call("GET", wd.session+"/screenshot", nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	png, err := base64.StdEncoding.DecodeString(res.Value)
+	if err == nil {
+		err = os.WriteFile(path, png, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (wd *webDriver) call(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, wd.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
