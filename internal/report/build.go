@@ -29,6 +29,8 @@ func (e *engine) report() *Report {
 		Modules:            sortedModules(e.modules),
 		Divergences:        append(e.records[:0:0], e.records...),
 		DivergencesOmitted: e.omitted,
+		BinaryInShadow:     append(e.binary[:0:0], e.binary...),
+		BinaryOmitted:      e.binOmit,
 	}
 	r.Totals.Kinds = newKindCounts()
 	for _, m := range r.Modules {

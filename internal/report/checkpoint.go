@@ -33,6 +33,8 @@ type checkpoint struct {
 	Modules     map[string]*Counts `json:"modules"`
 	Records     []compare.Record   `json:"records"`
 	Omitted     int64              `json:"omitted"`
+	Binary      []compare.Record   `json:"binary,omitempty"`
+	BinOmitted  int64              `json:"binary_omitted,omitempty"`
 	Repair      RepairCounts       `json:"repair"`
 	Requests    [2]Requests        `json:"requests"`
 }
@@ -122,6 +124,7 @@ func (e *engine) resume() error {
 		}
 	}
 	e.records, e.omitted = cp.Records, cp.Omitted
+	e.binary, e.binOmit = cp.Binary, cp.BinOmitted
 	e.repair = cp.Repair
 	if e.repair.After == nil {
 		e.repair.After = newKindCounts()
@@ -146,7 +149,7 @@ func (e *engine) maybeSave(force bool) error {
 		Version: checkpointVersion, Fingerprint: e.fingerprint, Secret: e.secret,
 		StartedAt: e.startedAt, SavedAt: now, Position: e.position,
 		Scanned: e.scanned, Module: e.module, Modules: e.modules,
-		Records: e.records, Omitted: e.omitted, Repair: e.repair,
+		Records: e.records, Omitted: e.omitted, Binary: e.binary, BinOmitted: e.binOmit, Repair: e.repair,
 		Requests: e.requests(),
 	}
 	raw, err := json.Marshal(cp)

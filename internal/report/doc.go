@@ -74,6 +74,9 @@
 //	                           primary, shadow: {present, length, hash, expiration},
 //	                           error (its class only), at}; never values
 //	divergences_omitted       divergent keys beyond MaxRecords
+//	binary_in_shadow[]        compare.Record of each key whose shadow value is not
+//	                          valid UTF-8 (any kind), up to MaxRecords; absent when none
+//	binary_omitted            such keys beyond MaxRecords
 //	repair                    present with --repair: {applied, authoritative, puts,
 //	                           deletes, expiring, failed, rechecked, verified, pending,
 //	                           remaining, after (kinds), parity_after}
@@ -82,5 +85,13 @@
 //
 // counts are {primary_keys, shadow_keys (listed in scope), compared (the
 // sampled union), kinds (every compare.Kind, zero included), divergent,
-// parity}.
+// binary_in_shadow, parity}.
+//
+// # Values that are not text
+//
+// The Go backend stores a value that is not valid UTF-8 as BSON Binary,
+// which the JavaScript bot reads as an object, not a string. Such a key can
+// match by its bytes and still break the bot, so every report calls it out
+// (binary_in_shadow, a section of every format, and the verdict line) while
+// parity keeps counting it by its bytes, as the Go layer reads it.
 package report

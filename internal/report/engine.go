@@ -33,6 +33,8 @@ type engine struct {
 	modules  map[string]*Counts
 	records  []compare.Record
 	omitted  int64
+	binary   []compare.Record
+	binOmit  int64
 	repair   RepairCounts
 	position position
 	started  time.Time // of this process's run, for the rate
@@ -229,6 +231,13 @@ func (e *engine) commit(b *batch) {
 			e.records = append(e.records, r)
 		} else {
 			e.omitted++
+		}
+	}
+	for _, r := range b.binary {
+		if len(e.binary) < e.cfg.MaxRecords {
+			e.binary = append(e.binary, r)
+		} else {
+			e.binOmit++
 		}
 	}
 	e.repair.add(&b.repair)

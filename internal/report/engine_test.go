@@ -551,3 +551,45 @@ func TestCheckpointFileIsPrivate(t *testing.T) {
 		t.Fatalf("checkpoint mode %v, want 0600", st.Mode().Perm())
 	}
 }
+
+// A shadow value that is not valid UTF-8 is called out, whatever its kind:
+// MongoDB would hold it as BSON Binary, which the JavaScript bot reads as
+// an object. Parity still counts it by its bytes.
+func TestBinaryInShadowIsCalledOut(t *testing.T) {
+	f := newFixture(t)
+	put(t, f.primary, "trading:bin", "\xff\x00", 0)
+	put(t, f.shadow, "trading:bin", "\xff\x00", 0)
+	put(t, f.shadow, "trading:extra-bin", "\xc3\x28", 0)
+	put(t, f.shadow, "trading:text", "héllo", 0)
+	put(t, f.primary, "trading:text", "héllo", 0)
+	cfg := f.config()
+	cfg.KeyPolicy = compare.KeyPlain
+	r := run(t, cfg)
+	if r.Totals.BinaryInShadow != 2 || len(r.BinaryInShadow) != 2 {
+		t.Fatalf("binary in shadow: %d counted, %d listed", r.Totals.BinaryInShadow, len(r.BinaryInShadow))
+	}
+	if got := r.BinaryInShadow[0]; got.Key != "trading:bin" || got.Kind != compare.Match {
+		t.Errorf("first listed %+v, want trading:bin as a match", got)
+	}
+	if got := r.BinaryInShadow[1]; got.Key != "trading:extra-bin" || got.Kind != compare.ExtraInShadow {
+		t.Errorf("second listed %+v", got)
+	}
+	for _, m := range r.Modules {
+		if want := map[string]int64{"trading": 2}[m.Module]; m.BinaryInShadow != want {
+			t.Errorf("module %q: %d binary, want %d", m.Module, m.BinaryInShadow, want)
+		}
+	}
+	if v := report.Verdict(r); !strings.Contains(v, "2 values in the shadow not UTF-8 text") {
+		t.Errorf("verdict %q does not call them out", v)
+	}
+	for _, format := range []report.Format{report.FormatTable, report.FormatMarkdown, report.FormatHTML} {
+		var b bytes.Buffer
+		if err := report.Render(&b, r, format); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "Values the JavaScript bot cannot read (2)") || !strings.Contains(b.String(), "BSON Binary") ||
+			!strings.Contains(b.String(), "extra-bin") {
+			t.Errorf("%s does not call the values out:\n%s", format, b.String())
+		}
+	}
+}

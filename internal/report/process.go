@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -35,6 +36,10 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 		m.Kinds[kind]++
 		if kind != compare.Match {
 			b.records = append(b.records, e.redact.Record(o.key, kind, o.primary, o.shadow, now))
+		}
+		if o.shadow.Found && !utf8.Valid(o.shadow.Value) {
+			m.BinaryInShadow++
+			b.binary = append(b.binary, e.redact.Record(o.key, kind, o.primary, o.shadow, now))
 		}
 		if kind.Divergent() && e.cfg.Repair.Enabled {
 			divergent = append(divergent, o)

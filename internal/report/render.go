@@ -225,5 +225,35 @@ func verdict(r *Report) string {
 		which = "parity after repair"
 	}
 	m, decimals := minimum(r.Options.MinParity)
-	return fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percentN(r.Parity, decimals), op, m)
+	s := fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percentN(r.Parity, decimals), op, m)
+	if n := r.Totals.BinaryInShadow; n > 0 {
+		s += fmt.Sprintf("; %s in the shadow not UTF-8 text, which the JavaScript bot cannot read as a string", plural(n, "value"))
+	}
+	return s
+}
+
+// binaryLines explain the values the shadow holds as BSON Binary.
+func binaryLines(r *Report) (title, note string) {
+	n := r.Totals.BinaryInShadow
+	if n == 0 {
+		return "", ""
+	}
+	title = fmt.Sprintf("Values the JavaScript bot cannot read (%s)", group(n))
+	note = fmt.Sprintf("%s a shadow value that is not valid UTF-8. MongoDB stores it as BSON Binary, which the JavaScript bot "+
+		"reads as an object, not a string. Parity counts these keys by their bytes, as the Go layer reads them; "+
+		"rewrite them as text or keep the bot off MongoDB for them. %s listed.",
+		plural(n, "key holds"), group(int64(len(r.BinaryInShadow))))
+	return title, note
+}
+
+// plural is "1 key holds" or "3 keys hold", "1 value" or "2 values".
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	noun, verb, ok := strings.Cut(what, " ")
+	if ok {
+		return group(n) + " " + noun + "s " + strings.TrimSuffix(verb, "s")
+	}
+	return group(n) + " " + noun + "s"
 }

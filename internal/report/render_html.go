@@ -152,6 +152,7 @@ func countColumns() []column {
 
 func renderHTML(w io.Writer, r *Report) error {
 	bars, inStep, more := moduleChart(r)
+	binTitle, binNote := binaryLines(r)
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
 		repair = &htmlRepair{
@@ -179,12 +180,15 @@ func renderHTML(w io.Writer, r *Report) error {
 		Total                []string
 		Shown, Listed        int64
 		Sides                []SideInfo
+		BinaryTitle          string
+		BinaryNote           string
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), RepairLines: repairLines(r),
 		Repair: repair, Modules: bars, InStep: inStep, MoreModules: more, Kinds: kindChart(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
-		Sides: []SideInfo{r.Primary, r.Shadow},
+		Sides:       []SideInfo{r.Primary, r.Shadow},
+		BinaryTitle: binTitle, BinaryNote: binNote,
 	})
 }
 

@@ -36,6 +36,15 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 
+	if title, note := binaryLines(r); title != "" {
+		fmt.Fprintf(bw, "\n## %s\n\n%s\n\n", title, mdText(note))
+		mdRow(bw, []string{"Kind", "Key", "Primary", "Shadow"})
+		fmt.Fprintf(bw, "|---|---|---|---|\n")
+		for _, d := range r.BinaryInShadow {
+			mdRow(bw, []string{"`" + string(d.Kind) + "`", mdText(d.Key), mdText(digest(d.Primary)), mdText(digest(d.Shadow))})
+		}
+	}
+
 	fmt.Fprintf(bw, "\n## Requests\n\n- %s\n- %s\n", mdText(requestsLine(r.Primary)), mdText(requestsLine(r.Shadow)))
 	if lines := repairLines(r); lines != nil {
 		fmt.Fprintf(bw, "\n## Repair\n\n")

@@ -91,6 +91,18 @@ func tableBody(bw *bufio.Writer, r *Report) error {
 		}
 	}
 
+	if title, note := binaryLines(r); title != "" {
+		fmt.Fprintf(bw, "\n%s: %s\n", title, note)
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "KIND\tKEY\tPRIMARY\tSHADOW")
+		for _, d := range r.BinaryInShadow {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Kind, printable(d.Key), digest(d.Primary), digest(d.Shadow))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
 	fmt.Fprintf(bw, "\nRequests\n  %s\n  %s\n", requestsLine(r.Primary), requestsLine(r.Shadow))
 	if lines := repairLines(r); lines != nil {
 		fmt.Fprintf(bw, "\nRepair\n  %s\n", strings.Join(lines, "\n  "))

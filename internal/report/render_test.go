@@ -23,6 +23,10 @@ func renderFixture(t *testing.T, edit func(*report.Config)) *report.Report {
 	t.Helper()
 	f := newFixture(t)
 	put(t, f.primary, "wordle:<b>|`x`\x1b[31m", "v", 0)
+	// Bytes that are not UTF-8, alike on both sides: a match by bytes
+	// that the JavaScript bot could not read from MongoDB.
+	put(t, f.primary, "wordle:bin", "\xff\xfe", 0)
+	put(t, f.shadow, "wordle:bin", "\xff\xfe", 0)
 	cfg := f.config()
 	cfg.MinParity = 90
 	if edit != nil {

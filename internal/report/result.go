@@ -40,7 +40,14 @@ type Report struct {
 	// MaxRecords; DivergencesOmitted counts the rest.
 	Divergences        []compare.Record `json:"divergences"`
 	DivergencesOmitted int64            `json:"divergences_omitted"`
-	Repair             *RepairReport    `json:"repair,omitempty"`
+	// BinaryInShadow lists the keys whose shadow value is not valid UTF-8,
+	// whatever their kind, up to MaxRecords; BinaryOmitted counts the
+	// rest. MongoDB holds such a value as BSON Binary, which the
+	// JavaScript bot reads as an object, not a string: the bytes may
+	// match, the bot's reading does not.
+	BinaryInShadow []compare.Record `json:"binary_in_shadow,omitempty"`
+	BinaryOmitted  int64            `json:"binary_omitted,omitempty"`
+	Repair         *RepairReport    `json:"repair,omitempty"`
 	// Parity is what the gate compares with MinParity: the scan's parity,
 	// or the parity after an applied repair.
 	Parity float64 `json:"parity"`
@@ -89,6 +96,10 @@ type Counts struct {
 	Kinds    KindCounts `json:"kinds"`
 	// Divergent is the keys whose kind is a real difference in data.
 	Divergent int64 `json:"divergent"`
+	// BinaryInShadow is the compared keys whose shadow value is not valid
+	// UTF-8 (see Report.BinaryInShadow). They keep their kind: this is a
+	// call-out beside parity, not part of it.
+	BinaryInShadow int64 `json:"binary_in_shadow"`
 	// Parity is the percentage of compared keys that agree (match, or
 	// expired on one side a moment early), 100 when none was compared.
 	// Errors count against it: an unread key is not known to agree.
@@ -140,6 +151,7 @@ func (c *Counts) add(o *Counts) {
 	c.PrimaryKeys += o.PrimaryKeys
 	c.ShadowKeys += o.ShadowKeys
 	c.Compared += o.Compared
+	c.BinaryInShadow += o.BinaryInShadow
 	if c.Kinds == nil {
 		c.Kinds = newKindCounts()
 	}

@@ -42,6 +42,7 @@ type batch struct {
 	last     string // module of the last key, for progress
 
 	records []compare.Record
+	binary  []compare.Record // keys whose shadow value is not UTF-8
 	repair  RepairCounts
 }
 

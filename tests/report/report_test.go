@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 func TestScanCountsEveryKind(t *testing.T) {
@@ -206,5 +207,38 @@ func TestBackfillIntoAnEmptyShadow(t *testing.T) {
 	after := r.run(t, context.Background())
 	if tot := after.report.Totals; after.code != cli.ExitOK || tot.ShadowKeys != 150 || tot.Kinds[compare.Match] != 150 {
 		t.Fatalf("after the backfill: exit %d, %+v", after.code, tot)
+	}
+}
+
+// A value that is not valid UTF-8 is stored by the Go backend as BSON
+// Binary, which the JavaScript bot reads as an object: the report calls
+// the key out, though its bytes match.
+func TestBinaryValueIsCalledOut(t *testing.T) {
+	r := newRig(t)
+	r.seed(t, []spec{
+		{key: "wordle:bin", pv: "\xff\xfe\x00", sv: "\xff\xfe\x00"},
+		{key: "wordle:text", pv: `{"w":"crâne"}`, sv: `{"w":"crâne"}`},
+	})
+	client, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.Database(r.shadow.Database()).Collection("wordle").FindOne(context.Background(), bson.D{{Key: "_id", Value: "wordle:bin"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := raw.Lookup("value").Type; typ != bson.TypeBinary {
+		t.Fatalf("the shadow holds the value as %s, want Binary (what this test is about)", typ)
+	}
+	res := r.run(t, context.Background(), "--keys", "plain")
+	rep := res.report
+	if res.code != cli.ExitOK || rep.Totals.Kinds[compare.Match] != 2 {
+		t.Fatalf("exit %d, totals %+v\n%s", res.code, rep.Totals, res.stderr)
+	}
+	if rep.Totals.BinaryInShadow != 1 || len(rep.BinaryInShadow) != 1 || rep.BinaryInShadow[0].Key != "wordle:bin" {
+		t.Errorf("binary in shadow: %d, %+v", rep.Totals.BinaryInShadow, rep.BinaryInShadow)
+	}
+	if !strings.Contains(res.stderr, "1 value in the shadow not UTF-8 text") {
+		t.Errorf("the verdict on stderr does not call it out:\n%s", res.stderr)
 	}
 }
