@@ -1,0 +1,52 @@
+// Package ingest is the tee's endpoint in kvshadow-proxy: an HTTP handler
+// that takes the batches a bot's Worker sends in tee mode (workers/, the
+// kvshadowTee object) and hands them, decoded and checked, to a Sink.
+//
+// In tee mode the bot writes Workers KV through its own binding, so the
+// primary's part of each write is done before the proxy hears of it. After
+// its response, through ctx.waitUntil, the Worker sends one batch per
+// invocation:
+//
+//	POST <mount>/ingest
+//	Authorization: Bearer <token>
+//	Content-Type: application/json
+//
+//	{"namespace": "<namespace ID>",
+//	 "copies": [{"key": "wordle:games:42", "value": "<base64>",
+//	             "expiration": 1796115512, "metadata": {"any": "JSON"},
+//	             "acked_at": 1796115000123},
+//	            {"key": "wordle:old", "deleted": true, "acked_at": 1796115000124}],
+//	 "reads":  [{"key": "wordle:games:7", "found": true, "sha256": "<64 hex>",
+//	             "length": 312, "expiration": 0, "read_at": 1796115000100}]}
+//
+// expiration is the absolute expiry in seconds since the epoch (0 or absent:
+// none); acked_at and read_at are milliseconds since the epoch, when the
+// binding acknowledged the write or returned the read. A read that found
+// nothing has found false and no digest. The answer is 200 with
+// {"copies": n, "reads": m, "reads_ignored": k}, or an error body
+// {"error": {"code": "<word>", "message": "..."}} with 400 (a batch that
+// breaks a rule: nothing of it is handed on), 401, 404 (unknown namespace),
+// 405, 409 (the stage takes no copies: the tee then reads the stage again
+// and goes through the proxy), 413 (over a cap), 415, or 503 with
+// Retry-After.
+//
+//	GET <mount>/stage[?namespace=<ID>]
+//
+// answers {"stage": "...", "authoritative": "primary"|"shadow", "account":
+// "...", "namespace": "..."} from a StageReader, which the tee caches to
+// know when to send its reads and writes through the proxy instead.
+//
+// # Guarantees
+//
+// A batch is checked whole before any of it reaches the Sink: keys by the
+// contract's key rules, values at most kv.MaxValueSize after base64,
+// metadata by kv.ValidateMetadata, digests 32 bytes of hex, times within
+// bounds, counts and the body within the Config's caps (the body is read
+// through a hard limit, as a stream, and trailing data is an error). The
+// Sink gets the copies in the order the tee sent them, which is the order
+// the binding acknowledged them within one invocation; copies from
+// concurrent invocations can arrive in any order, which is why each carries
+// its acknowledged-at time and why the Sink's settling verifies every key
+// against the primary after the consistency window. No value, token or key
+// is logged or returned in an error.
+package ingest

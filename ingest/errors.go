@@ -1,0 +1,22 @@
+package ingest
+
+import "errors"
+
+// The errors of this package, checked with errors.Is.
+var (
+	// ErrConfig: New was given a Config it cannot use.
+	ErrConfig = errors.New("ingest: invalid config")
+	// ErrInvalidBatch: a batch broke a rule of the wire format; nothing
+	// of it was handed on.
+	ErrInvalidBatch = errors.New("ingest: invalid batch")
+	// ErrTooLarge: a batch is over one of the Config's caps.
+	ErrTooLarge = errors.New("ingest: batch too large")
+	// ErrUnknownNamespace: a Sink or StageReader does not serve the
+	// namespace named. The handler answers 404.
+	ErrUnknownNamespace = errors.New("ingest: unknown namespace")
+	// ErrStage: the Sink's stage takes no tee copies (the primary is not
+	// authoritative, or the shadow is not written). A Sink wraps its own
+	// error with it; the handler answers 409 so that the tee reads the
+	// stage again.
+	ErrStage = errors.New("ingest: the stage takes no tee copies")
+)
