@@ -3,3 +3,4 @@
  * @module
  */
 export { kvshadowBinding, ProxyNamespace } from "./binding.js";
+export { kvshadowTee, TeeNamespace, forgetStages } from "./tee.js";

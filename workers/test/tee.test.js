@@ -1,0 +1,238 @@
+import { after, before, beforeEach, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { Miniflare } from "miniflare";
+import { forgetStages, kvshadowTee } from "../src/index.js";
+import { createStore } from "./seed/create-store.js";
+import { invocation, startRecorder } from "./support/ingest-recorder.js";
+import { startEmulator } from "./support/goserver.js";
+
+/** The proxy's client token: the same for its REST front and its tee endpoints. */
+let token;
+
+describe("kvshadowTee", () => {
+  let mf, KV, rec, emu;
+  before(async () => {
+    mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null) } }", kvNamespaces: ["KV"] });
+    KV = await mf.getKVNamespace("KV");
+    emu = await startEmulator();
+    token = emu.token;
+    rec = await startRecorder({ token, rest: emu.url });
+  });
+  after(async () => {
+    await rec?.stop();
+    await emu?.stop();
+    await mf?.dispose();
+  });
+  beforeEach(() => {
+    forgetStages();
+    rec.state.batches = [];
+    rec.state.stageReads = 0;
+    rec.state.status = 200;
+    rec.state.stage = { stage: "dualwrite", authoritative: "primary" };
+  });
+  const tee = (ctx, more = {}) => kvshadowTee(KV, { url: rec.url, token, namespaceId: "ns", accountId: "acc", sampleRate: 0, ...more }, ctx);
+
+  test("writes go to the binding; their copies go as one batch after the response, in order", async () => {
+    const ctx = invocation();
+    const t = tee(ctx);
+    await t.put("a", "one", { expirationTtl: 120, metadata: { m: 1 } });
+    await t.put("b", new Uint8Array([0, 255]));
+    await t.put("c", new Response("streamed").body);
+    const at = Math.floor(Date.now() / 1000) + 600;
+    await t.put("d", "abs", { expiration: at });
+    await t.delete("b");
+    // The binding holds the writes before any copy is sent.
+    assert.equal(await KV.get("a"), "one");
+    assert.equal(await KV.get("c"), "streamed");
+    assert.equal(await KV.get("b"), null);
+    assert.equal(rec.state.batches.length, 0);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 1);
+    const { copies, reads, namespace } = rec.state.batches[0].batch;
+    assert.equal(namespace, "ns");
+    assert.deepEqual(reads, []);
+    assert.deepEqual(copies.map((c) => c.key), ["a", "b", "c", "d", "b"]);
+    assert.equal(Buffer.from(copies[0].value, "base64").toString(), "one");
+    assert.ok(Math.abs(copies[0].expiration - (Math.floor(Date.now() / 1000) + 120)) <= 2);
+    assert.deepEqual(copies[0].metadata, { m: 1 });
+    assert.deepEqual([...Buffer.from(copies[1].value, "base64")], [0, 255]);
+    assert.equal(copies[1].expiration, undefined);
+    assert.equal(Buffer.from(copies[2].value, "base64").toString(), "streamed");
+    assert.equal(copies[3].expiration, at);
+    assert.deepEqual(Object.keys(copies[4]).sort(), ["acked_at", "deleted", "key"]);
+    for (let i = 1; i < copies.length; i++) assert.ok(copies[i].acked_at >= copies[i - 1].acked_at);
+    assert.equal(t.stats.requests, 2, "one stage read and one batch");
+    assert.deepEqual({ ...t.stats, requests: 0 }, { batches: 1, copies: 5, reads: 0, failed: 0, requests: 0 });
+  });
+
+  test("a write the binding refuses throws its error and sends no copy", async () => {
+    const ctx = invocation();
+    const t = tee(ctx);
+    await assert.rejects(t.put("k", "v", { expirationTtl: 30 }), /Invalid expiration_ttl of 30/);
+    await assert.rejects(t.put("", "v"), TypeError);
+    await assert.rejects(t.put("k", /** @type {any} */ ({})), /accepts only strings/);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 0);
+  });
+
+  test("sampled reads send key, digest, length and expiry, never the value; values come back as the binding gives them", async () => {
+    await KV.put("r:json", '{"secret":"hunter2"}', { expirationTtl: 300 });
+    const ctx = invocation();
+    const t = tee(ctx, { sampleRate: 1 });
+    assert.deepEqual(await t.get("r:json", "json"), { secret: "hunter2" });
+    assert.equal(await t.get("r:json"), '{"secret":"hunter2"}');
+    assert.equal(new TextDecoder().decode(await t.get("r:json", { type: "arrayBuffer" })), '{"secret":"hunter2"}');
+    assert.equal(await new Response(await t.get("r:json", "stream")).text(), '{"secret":"hunter2"}');
+    assert.deepEqual(await t.getWithMetadata("r:json", "json"), { value: { secret: "hunter2" }, metadata: null, cacheStatus: null });
+    assert.equal(await t.get("r:none"), null);
+    await assert.rejects(t.get("r:json", "bogus"), TypeError);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 1);
+    const { raw, batch } = rec.state.batches[0];
+    assert.ok(!raw.includes("hunter2"), "a value was sent");
+    const sha = createHash("sha256").update('{"secret":"hunter2"}').digest("hex");
+    assert.equal(batch.reads.length, 6);
+    for (const r of batch.reads.slice(0, 5)) {
+      assert.equal(r.key, "r:json");
+      assert.equal(r.found, true);
+      assert.equal(r.sha256, sha);
+      assert.equal(r.length, 20);
+      assert.ok(Math.abs(r.expiration - (Math.floor(Date.now() / 1000) + 300)) <= 2);
+    }
+    assert.deepEqual(Object.keys(batch.reads[5]).sort(), ["found", "key", "read_at"]);
+    assert.equal(batch.reads[5].found, false);
+  });
+
+  test("unsampled reads and lists add no request at all", async () => {
+    await KV.put("u:1", "v");
+    const ctx = invocation();
+    const t = tee(ctx, { sampleRate: 0 });
+    assert.equal(await t.get("u:1"), "v");
+    assert.deepEqual((await t.list({ prefix: "u:" })).keys.map((k) => k.name), ["u:1"]);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 0);
+    assert.equal(t.stats.requests, 1, "only the isolate's first stage read");
+    const t2 = tee(invocation());
+    await t2.get("u:1");
+    assert.equal(t2.stats.requests, 0, "the stage is cached for the isolate");
+  });
+
+  test("a full batch goes at once; the rest after the invocation goes quiet", async () => {
+    const ctx = invocation();
+    const t = tee(ctx, { maxCopies: 10 });
+    for (let i = 0; i < 25; i++) await t.put(`f:${String(i).padStart(2, "0")}`, "v");
+    await ctx.done();
+    assert.deepEqual(rec.state.batches.map((b) => b.batch.copies.length), [10, 10, 5]);
+    assert.deepEqual(rec.state.batches.flatMap((b) => b.batch.copies.map((c) => c.key)), Array.from({ length: 25 }, (_, i) => `f:${String(i).padStart(2, "0")}`));
+  });
+
+  test("flush sends what is queued now", async () => {
+    const ctx = invocation();
+    const t = tee(ctx, { idleMs: 60_000 });
+    await t.put("fl", "v");
+    await t.flush();
+    assert.equal(rec.state.batches.length, 1);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 1);
+  });
+
+  test("the proxy down or refusing costs the bot nothing: writes succeed, the loss is counted", async () => {
+    rec.state.status = 503;
+    const warn = console.warn;
+    const warned = [];
+    console.warn = (m) => warned.push(m);
+    try {
+      const ctx = invocation();
+      const t = tee(ctx);
+      await t.put("down", "v");
+      assert.equal(await KV.get("down"), "v");
+      await ctx.done();
+      assert.equal(t.stats.failed, 1);
+      assert.equal(t.stats.copies, 0);
+      const dead = kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
+      await dead.put("down2", "v");
+      await dead.flush();
+      assert.equal(await KV.get("down2"), "v");
+      assert.equal(dead.stats.failed, 1);
+    } finally {
+      console.warn = warn;
+    }
+    assert.ok(warned.length >= 2 && warned.every((w) => !w.includes("down") && w.includes("kvshadow_tee_send_failed")));
+  });
+
+  test("when MongoDB is authoritative, reads and writes go through the proxy, not the binding", async () => {
+    rec.state.stage = { stage: "live", authoritative: "shadow" };
+    const ctx = invocation();
+    const t = tee(ctx);
+    await t.put("live:k", "through the proxy", { expirationTtl: 600 });
+    assert.equal(await KV.get("live:k"), null, "the binding was written");
+    assert.equal(await t.get("live:k"), "through the proxy");
+    assert.deepEqual((await t.list({ prefix: "live:" })).keys.map((k) => k.name), ["live:k"]);
+    await t.delete("live:k");
+    assert.equal(await t.get("live:k"), null);
+    await ctx.done();
+    assert.equal(rec.state.batches.length, 0, "no copies in proxy mode");
+  });
+
+  test("the stage is read once per isolate and read again in the background when stale", async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    const ctx = invocation();
+    const t = tee(ctx, { stageTtlMs: 50, now });
+    await t.get("s");
+    assert.equal(rec.state.stageReads, 1);
+    clock += 50;
+    await tee(invocation(), { stageTtlMs: 50, now }).get("s");
+    assert.equal(rec.state.stageReads, 1);
+    rec.state.stage = { stage: "live", authoritative: "shadow" };
+    clock += 1;
+    const ctx2 = invocation();
+    const t2 = tee(ctx2, { stageTtlMs: 50, now });
+    await t2.put("stale", "v"); // served on the stage known, while it is read again
+    assert.equal(await KV.get("stale"), "v");
+    await ctx2.done();
+    assert.equal(rec.state.stageReads, 2);
+    const t3 = tee(invocation(), { stageTtlMs: 50, now });
+    await t3.put("fresh", "v");
+    assert.equal(await KV.get("fresh"), null, "after the new stage, writes go through the proxy");
+  });
+
+  test("a 409 from ingest (the stage moved) makes the next call read the stage again", async () => {
+    const ctx = invocation();
+    const t = tee(ctx);
+    await t.put("c409", "v");
+    rec.state.status = 409;
+    const warn = console.warn;
+    console.warn = () => {};
+    try {
+      await ctx.done();
+    } finally {
+      console.warn = warn;
+    }
+    assert.equal(rec.state.stageReads, 1);
+    const ctx2 = invocation();
+    await tee(ctx2).get("x");
+    await ctx2.done();
+    assert.equal(rec.state.stageReads, 2);
+  });
+
+  test("the seed's CFKVStore and createStore run unchanged on the tee", async () => {
+    const ctx = invocation();
+    const store = createStore("wordle", { KV: tee(ctx) });
+    await store.putJSON("games:1", { word: "apple" }, { expirationTtl: 3600 });
+    await store.put("games:2", "x");
+    assert.deepEqual(await store.getJSON("games:1"), { word: "apple" });
+    assert.deepEqual((await store.list({ prefix: "games:" })).keys, ["games:1", "games:2"]);
+    await store.delete("games:2");
+    await ctx.done();
+    assert.deepEqual(rec.state.batches[0].batch.copies.map((c) => [c.key, !!c.deleted]), [["wordle:games:1", false], ["wordle:games:2", false], ["wordle:games:2", true]]);
+  });
+
+  test("arguments it cannot use are refused at once", () => {
+    assert.throws(() => kvshadowTee(/** @type {any} */ (null), { url: rec.url, token }, invocation()), TypeError);
+    assert.throws(() => kvshadowTee(KV, { url: rec.url, token }, /** @type {any} */ ({})), TypeError);
+    assert.throws(() => kvshadowTee(KV, /** @type {any} */ ({ url: "nope", token }), invocation()), TypeError);
+    assert.throws(() => kvshadowTee(KV, /** @type {any} */ ({ url: rec.url, token: "a b" }), invocation()), TypeError);
+  });
+});
