@@ -83,7 +83,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 					chunked = append(chunked, d.key)
 					continue
 				}
-				out = append(out, kv.Entry{Key: d.key, Value: d.value, Expiration: d.exp})
+				out = append(out, d.entry())
 			}
 			err = cur.Err()
 			cur.Close(context.WithoutCancel(ctx))
@@ -138,8 +138,8 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		var inline []kv.Entry
 		for _, k := range byColl[c] {
 			e := entries[last[k]]
-			if !s.fitsInline(e.Key, e.Value, e.Expiration) {
-				if err := s.putChunked(ctx, db, c, e.Key, e.Value, e.Expiration, now); err != nil {
+			if !s.fitsInline(e) {
+				if err := s.putChunked(ctx, db, c, e, now); err != nil {
 					return err
 				}
 				continue
@@ -167,7 +167,7 @@ func (s *Store) putBatch(ctx context.Context, db *mongo.Database, coll string, b
 	for i, e := range batch {
 		models[i] = mongo.NewUpdateManyModel().
 			SetFilter(byID(e.Key)).
-			SetUpdate(guardedUpdate(e.Value, e.Expiration)).
+			SetUpdate(guardedUpdate(e.Value, e.Expiration, e.Metadata)).
 			SetUpsert(true)
 	}
 	_, err := db.Collection(coll).BulkWrite(ctx, models, unordered)
@@ -187,9 +187,9 @@ func (s *Store) putBatch(ctx context.Context, db *mongo.Database, coll string, b
 		e := batch[we.Index]
 		switch {
 		case we.Code == codeTypeMismatch: // the guard met a chunked value
-			err = s.replaceChunked(ctx, db, db.Collection(coll), e.Key, replaceUpdate(e.Value, e.Expiration))
+			err = s.replaceChunked(ctx, db, db.Collection(coll), e.Key, replaceUpdate(e.Value, e.Expiration, e.Metadata))
 		case isDuplicateKeyCode(we.Code): // a concurrent first insert won
-			err = s.putInline(ctx, db, coll, e.Key, e.Value, e.Expiration)
+			err = s.putInline(ctx, db, coll, e)
 		default:
 			failed = append(failed, we)
 			continue

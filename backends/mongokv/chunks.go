@@ -105,7 +105,8 @@ func (s *Store) readChunks(ctx context.Context, db *mongo.Database, ref *chunkRe
 // document and chunks first, with a provisional expiry; then the key's
 // document, pointing at them; then their final expiry. The chunks the
 // document pointed at before are deleted.
-func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key string, value []byte, exp, now time.Time) error {
+func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll string, e kv.Entry, now time.Time) error {
+	key, value, exp := e.Key, e.Value, e.Expiration
 	for _, c := range []string{ChunkCollection, GenerationCollection} {
 		if err := s.client.ensureTTL(ctx, db, c); err != nil {
 			return err
@@ -133,13 +134,7 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll, key st
 	}
 
 	set := bson.D{{Key: fieldChunks, Value: bson.D{{Key: "gen", Value: gen}, {Key: "n", Value: ref.n}, {Key: "size", Value: ref.size}}}}
-	unset := bson.D{{Key: fieldValue, Value: ""}}
-	if exp.IsZero() {
-		unset = append(unset, bson.E{Key: fieldExpires, Value: ""})
-	} else {
-		set = append(set, bson.E{Key: fieldExpires, Value: exp})
-	}
-	update := bson.D{{Key: "$set", Value: set}, {Key: "$unset", Value: unset}}
+	update := setFields(set, []string{fieldValue}, exp, e.Metadata)
 	c := db.Collection(coll)
 	var before bson.Raw
 	var err error

@@ -17,6 +17,19 @@
 // expect) and BSON binary (subtype 0) otherwise; expiresAt is absent when the
 // key has no expiry.
 //
+// A Store is a kv.MetadataStore: a key's Workers KV metadata, which the bot
+// never writes, is one more field, metadata, holding the JSON text as a
+// string (as value holds the bot's JSON), written by PutEntry and PutMany,
+// returned by GetEntry and GetMany, and removed by Put, so that a document
+// without metadata keeps the seed's shape:
+//
+//	{ _id: "wordle:games:42", value: "...", metadata: "{\"author\":\"wrangler\"}" }
+//
+// The bot's own put (a $set of value) leaves a metadata field as it was,
+// where a Workers KV write without metadata clears it: a key that a REST
+// client annotated keeps its metadata until its next write through this
+// package.
+//
 // # What the bot can read
 //
 // The bot's MongoKVStore (seed phase-02) reads value with findOne and returns
@@ -31,7 +44,7 @@
 // store it (the bot cannot store a larger one at all): a value of up to
 // InlineLimit(Config.MaxDocumentSize, key, hasExpiry, metadata) bytes, which
 // is the document limit less 27 bytes of framing, less the key's bytes, less
-// 19 with an expiry. With MongoDB's 16 MiB (16,777,216 bytes) that is at
+// 19 with an expiry, less 15 and the metadata's bytes with metadata. With MongoDB's 16 MiB (16,777,216 bytes) that is at
 // least 16,775,619 bytes whatever the key (at most 512 bytes), expiry and
 // metadata (see MetadataStore). Only a longer value (the contract allows
 // 25 MiB) is split: its document carries, instead of value, a reference

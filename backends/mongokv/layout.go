@@ -1,12 +1,14 @@
 package mongokv
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
@@ -107,36 +109,47 @@ var hasChunks = bson.E{Key: fieldChunks, Value: bson.D{{Key: "$exists", Value: t
 func byID(key string) bson.D { return bson.D{{Key: fieldID, Value: key}} }
 
 // guardedUpdate is the update of a Put whose value fits in the document: it
-// sets the value and the expiry, or removes the expiry. Its $pop of the
-// chunks field is a guard, not a change: $pop is a no-op on a missing field
-// and fails with TypeMismatch on the chunk reference (a document), so an
-// update that does not know a key's chunks can never orphan them. The
-// refused key then goes through replaceUpdate, which deletes the chunks.
-func guardedUpdate(value []byte, exp time.Time) bson.D {
-	u := setValue(value, exp)
+// sets the value, the expiry and the metadata, or removes the ones it has
+// none of. Its $pop of the chunks field is a guard, not a change: $pop is a
+// no-op on a missing field and fails with TypeMismatch on the chunk
+// reference (a document), so an update that does not know a key's chunks
+// can never orphan them. The refused key then goes through replaceUpdate,
+// which deletes the chunks.
+func guardedUpdate(value []byte, exp time.Time, md json.RawMessage) bson.D {
+	u := setFields(bson.D{{Key: fieldValue, Value: encodeValue(value)}}, nil, exp, md)
 	return append(u, bson.E{Key: "$pop", Value: bson.D{{Key: fieldChunks, Value: 1}}})
 }
 
 // replaceUpdate is guardedUpdate for a document that may hold a chunk
 // reference: it removes it.
-func replaceUpdate(value []byte, exp time.Time) bson.D {
-	u := setValue(value, exp)
-	if u[len(u)-1].Key == "$unset" {
-		unset := u[len(u)-1].Value.(bson.D)
-		u[len(u)-1].Value = append(unset, bson.E{Key: fieldChunks, Value: ""})
-		return u
-	}
-	return append(u, bson.E{Key: "$unset", Value: bson.D{{Key: fieldChunks, Value: ""}}})
+func replaceUpdate(value []byte, exp time.Time, md json.RawMessage) bson.D {
+	return setFields(bson.D{{Key: fieldValue, Value: encodeValue(value)}}, []string{fieldChunks}, exp, md)
 }
 
-func setValue(value []byte, exp time.Time) bson.D {
+// setFields is the update that sets set, the expiry and the metadata, and
+// removes unset and whichever of the expiry and the metadata there is none
+// of. The metadata is kept as the JSON text, a string, as value is: the
+// exact bytes, with none of the limits of BSON field names.
+func setFields(set bson.D, unset []string, exp time.Time, md json.RawMessage) bson.D {
 	if exp.IsZero() {
-		return bson.D{
-			{Key: "$set", Value: bson.D{{Key: fieldValue, Value: encodeValue(value)}}},
-			{Key: "$unset", Value: bson.D{{Key: fieldExpires, Value: ""}}},
-		}
+		unset = append(unset, fieldExpires)
+	} else {
+		set = append(set, bson.E{Key: fieldExpires, Value: exp})
 	}
-	return bson.D{{Key: "$set", Value: bson.D{{Key: fieldValue, Value: encodeValue(value)}, {Key: fieldExpires, Value: exp}}}}
+	if md == nil {
+		unset = append(unset, fieldMetadata)
+	} else {
+		set = append(set, bson.E{Key: fieldMetadata, Value: string(md)})
+	}
+	u := bson.D{{Key: "$set", Value: set}}
+	if len(unset) > 0 {
+		fields := make(bson.D, len(unset))
+		for i, f := range unset {
+			fields[i] = bson.E{Key: f, Value: ""}
+		}
+		u = append(u, bson.E{Key: "$unset", Value: fields})
+	}
+	return u
 }
 
 // Codes of write refusals that send a write down a slower path.
@@ -159,7 +172,13 @@ type doc struct {
 	key    string
 	value  []byte
 	exp    time.Time
-	chunks *chunkRef // non-nil when the value is chunked
+	md     json.RawMessage // nil: none
+	chunks *chunkRef       // non-nil when the value is chunked
+}
+
+// entry is the document as the contract returns it.
+func (d doc) entry() kv.Entry {
+	return kv.Entry{Key: d.key, Value: d.value, Expiration: d.exp, Metadata: d.md}
 }
 
 // expired applies the read-time expiry filter to a document read by _id.
@@ -177,6 +196,13 @@ func decodeDoc(raw bson.Raw) (doc, error) {
 	d.key = id
 	if t, ok := raw.Lookup(fieldExpires).TimeOK(); ok {
 		d.exp = t.UTC()
+	}
+	if m := raw.Lookup(fieldMetadata); m.Type != 0 {
+		text, ok := m.StringValueOK()
+		if !ok || !json.Valid([]byte(text)) {
+			return d, errBadDocument
+		}
+		d.md = json.RawMessage(text)
 	}
 	v := raw.Lookup(fieldValue)
 	switch v.Type {

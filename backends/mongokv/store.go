@@ -40,11 +40,12 @@ type Store struct {
 }
 
 var (
-	_ kv.Store        = (*Store)(nil)
-	_ kv.ExpiryGetter = (*Store)(nil)
-	_ kv.BulkGetter   = (*Store)(nil)
-	_ kv.BulkPutter   = (*Store)(nil)
-	_ kv.BulkDeleter  = (*Store)(nil)
+	_ kv.Store         = (*Store)(nil)
+	_ kv.ExpiryGetter  = (*Store)(nil)
+	_ kv.BulkGetter    = (*Store)(nil)
+	_ kv.BulkPutter    = (*Store)(nil)
+	_ kv.BulkDeleter   = (*Store)(nil)
+	_ kv.MetadataStore = (*Store)(nil)
 )
 
 // Store returns a Store over the client.
@@ -131,30 +132,42 @@ func (s *Store) getEntry(ctx context.Context, db *mongo.Database, key string) (k
 				return kv.Entry{}, err
 			}
 		}
-		return kv.Entry{Key: key, Value: d.value, Expiration: d.exp}, nil
+		return d.entry(), nil
 	}
 }
 
-// Put implements kv.Store. A value that fits in the key's document costs one
-// round trip: an upsert by _id.
+// Put implements kv.Store; it clears any metadata the key had. A value that
+// fits in the key's document costs one round trip: an upsert by _id.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
+	return s.put(ctx, kv.Entry{Key: key, Value: value, Expiration: opts.ExpiresAt(now)}, now)
+}
+
+// PutEntry implements kv.MetadataStore, as Put does.
+func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
+	now := s.clock.Now()
+	if err := kv.ValidateEntry(e, now); err != nil {
+		return err
+	}
+	return s.put(ctx, e, now)
+}
+
+func (s *Store) put(ctx context.Context, e kv.Entry, now time.Time) error {
 	db, err := s.database(ctx)
 	if err != nil {
 		return err
 	}
-	coll := collectionOf(key)
+	coll := collectionOf(e.Key)
 	if err := s.client.ensureTTL(ctx, db, coll); err != nil {
 		return err
 	}
-	exp := opts.ExpiresAt(now)
-	if !s.fitsInline(key, value, exp) {
-		return s.putChunked(ctx, db, coll, key, value, exp, now)
+	if !s.fitsInline(e) {
+		return s.putChunked(ctx, db, coll, e, now)
 	}
-	return s.putInline(ctx, db, coll, key, value, exp)
+	return s.putInline(ctx, db, coll, e)
 }
 
 var (
@@ -166,15 +179,15 @@ var (
 // insert of the same key can win the upsert with a duplicate-key error (as
 // MongoDB documents, and as FerretDB does often): the key exists now, so the
 // upsert is retried once, as an update.
-func (s *Store) putInline(ctx context.Context, db *mongo.Database, coll, key string, value []byte, exp time.Time) error {
+func (s *Store) putInline(ctx context.Context, db *mongo.Database, coll string, e kv.Entry) error {
 	c := db.Collection(coll)
 	for attempt := 0; ; attempt++ {
-		_, err := c.UpdateOne(ctx, byID(key), guardedUpdate(value, exp), upsert)
+		_, err := c.UpdateOne(ctx, byID(e.Key), guardedUpdate(e.Value, e.Expiration, e.Metadata), upsert)
 		switch {
 		case err == nil:
 			return nil
 		case refusedByGuard(err):
-			return s.replaceChunked(ctx, db, c, key, replaceUpdate(value, exp))
+			return s.replaceChunked(ctx, db, c, e.Key, replaceUpdate(e.Value, e.Expiration, e.Metadata))
 		case mongo.IsDuplicateKeyError(err) && attempt == 0:
 			continue
 		}
@@ -200,9 +213,9 @@ func (s *Store) replaceChunked(ctx context.Context, db *mongo.Database, c *mongo
 	}
 }
 
-// fitsInline reports whether key's document can hold value inline.
-func (s *Store) fitsInline(key string, value []byte, exp time.Time) bool {
-	return len(value) <= InlineLimit(s.maxDoc, key, !exp.IsZero(), nil)
+// fitsInline reports whether e's document can hold its value inline.
+func (s *Store) fitsInline(e kv.Entry) bool {
+	return len(e.Value) <= InlineLimit(s.maxDoc, e.Key, !e.Expiration.IsZero(), e.Metadata)
 }
 
 // Delete implements kv.Store in one round trip, returning the deleted

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/internal/forward"
 )
 
 // The causes of injected failures, wrapped in a *kv.UnavailableError so that
@@ -200,6 +201,22 @@ func (s *Store) SetStaleRate(p float64) {
 // Inner returns the wrapped store, for a test that must read or write behind
 // the faults.
 func (s *Store) Inner() kv.Store { return s.inner }
+
+// Exact returns the store with the same faults and exactly the optional
+// abilities of the wrapped store: kv.MetadataStore among them when the
+// wrapped store keeps metadata, and no bulk or entry ability that it lacks.
+// *Store itself has every ability but metadata, and answers ErrUnsupported
+// for those the wrapped store lacks; code that decides by type assertion
+// (the dual-write store copying metadata) wants Exact.
+func (s *Store) Exact() kv.Store {
+	return forward.Compose(s, s.inner, forward.Abilities{
+		GetEntry:   s.GetEntry,
+		PutEntry:   s.putEntry,
+		GetMany:    s.GetMany,
+		PutMany:    s.putMany,
+		DeleteMany: s.DeleteMany,
+	})
+}
 
 // Stats returns the counts so far.
 func (s *Store) Stats() Stats {

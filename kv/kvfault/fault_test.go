@@ -38,6 +38,61 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// Exact keeps the contract too, metadata included: the wrapped store keeps
+// it, so Exact's store is a kv.MetadataStore and *Store is not.
+func TestConformanceExact(t *testing.T) {
+	clk := clock.NewFake(start)
+	kvtest.Run(t, kvtest.Harness{
+		New: func(t *testing.T) kv.Store {
+			s := newFault(t, clk, kvfault.Config{}).Exact()
+			if _, ok := s.(kv.MetadataStore); !ok {
+				t.Fatal("Exact over a store that keeps metadata is not a kv.MetadataStore")
+			}
+			return s
+		},
+		Advance: clk.Advance,
+		Now:     clk.Now,
+	})
+}
+
+// Exact has no ability the wrapped store lacks, and its faults are the
+// wrapper's: a write with metadata through it fails in an outage.
+func TestExactAbilities(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(start)
+	plain, err := kvfault.New(struct{ kv.Store }{memory.New(memory.Config{Clock: clk})}, kvfault.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := plain.Exact()
+	if _, ok := exact.(kv.ExpiryGetter); ok {
+		t.Error("Exact over a bare kv.Store has GetEntry")
+	}
+	if _, ok := exact.(kv.BulkPutter); ok {
+		t.Error("Exact over a bare kv.Store has PutMany")
+	}
+	var s any = newFault(t, clk, kvfault.Config{})
+	if _, ok := s.(kv.MetadataStore); ok {
+		t.Error("*kvfault.Store claims to keep metadata")
+	}
+	f := newFault(t, clk, kvfault.Config{})
+	ms := f.Exact().(kv.MetadataStore)
+	e := kv.Entry{Key: "k", Value: []byte("v"), Metadata: []byte(`{"a":1}`)}
+	if err := ms.PutEntry(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Inner().(kv.ExpiryGetter).GetEntry(ctx, "k"); err != nil || string(got.Metadata) != `{"a":1}` {
+		t.Fatalf("the wrapped store holds %s, %v", got.Metadata, err)
+	}
+	f.SetOutage(true)
+	if err := ms.PutEntry(ctx, e); !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("PutEntry in an outage = %v, want kv.ErrUnavailable", err)
+	}
+	if st := f.Stats(); st.Writes != 2 || st.Outages != 1 {
+		t.Errorf("stats = %+v, want 2 writes and 1 outage", st)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	inner := memory.New(memory.Config{})
 	for name, cfg := range map[string]kvfault.Config{

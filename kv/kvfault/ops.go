@@ -2,6 +2,7 @@ package kvfault
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -144,8 +145,47 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return out, nil
 }
 
-// PutMany implements kv.BulkPutter when the wrapped store does.
+// putEntry writes e through the wrapped store's kv.MetadataStore. Only the
+// store Exact returns has it, exactly when the wrapped store does.
+func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
+	defer s.track()()
+	s.writes.Add(1)
+	if err := kv.ValidateEntry(e, s.clock.Now()); err != nil {
+		return err
+	}
+	p, err := s.begin(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer s.end(p)
+	if err := s.inner.(kv.MetadataStore).PutEntry(ctx, e); err != nil {
+		return err
+	}
+	s.remember(e.Key, version{found: true, entry: cloneEntry(e)})
+	return nil
+}
+
+func cloneEntry(e kv.Entry) kv.Entry {
+	e.Value = append([]byte{}, e.Value...)
+	if e.Metadata != nil {
+		e.Metadata = append(json.RawMessage{}, e.Metadata...)
+	}
+	return e
+}
+
+// PutMany implements kv.BulkPutter when the wrapped store does. *Store keeps
+// no metadata, so it refuses entries with metadata
+// (kv.ErrMetadataUnsupported); the store Exact returns passes them on.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
+	for _, e := range entries {
+		if e.Metadata != nil {
+			return kv.ErrMetadataUnsupported
+		}
+	}
+	return s.putMany(ctx, entries)
+}
+
+func (s *Store) putMany(ctx context.Context, entries []kv.Entry) error {
 	bp, ok := s.inner.(kv.BulkPutter)
 	if !ok {
 		return ErrUnsupported
@@ -164,8 +204,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		return err
 	}
 	for _, e := range entries {
-		e.Value = append([]byte{}, e.Value...)
-		s.remember(e.Key, version{found: true, entry: e})
+		s.remember(e.Key, version{found: true, entry: cloneEntry(e)})
 	}
 	return nil
 }

@@ -84,4 +84,6 @@ var cases = []testCase{
 	{"MalformedJSON", testMalformedJSON},
 	{"Namespaces", testNamespaces},
 	{"Bulk", testBulk},
+	{"Metadata", testMetadata},
+	{"MetadataBulk", testMetadataBulk},
 }

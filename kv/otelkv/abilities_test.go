@@ -2,6 +2,7 @@ package otelkv_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +171,10 @@ func TestAbilitiesAreForwardedExactly(t *testing.T) {
 		if u, ok := s.(interface{ Unwrap() kv.Store }); !ok || u.Unwrap() != inner {
 			t.Errorf("%04b: Unwrap does not return the wrapped store", mask)
 		}
+		_, innerMeta := inner.(kv.MetadataStore)
+		if _, meta := s.(kv.MetadataStore); meta != innerMeta {
+			t.Errorf("%04b: the instrumented store keeps metadata: %v; the wrapped one: %v", mask, meta, innerMeta)
+		}
 		if err := m.Put(ctx, "wordle:a", []byte("A"), kv.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -219,5 +224,32 @@ func expectSpan(t *testing.T, rec *telemetrytest.Recorder, name string, batch in
 	}
 	if v, _ := telemetrytest.Attr(spans[0], semconv.DBOperationBatchSizeKey); v.AsInt64() != int64(batch) {
 		t.Errorf("%s: batch size %d, want %d", name, v.AsInt64(), batch)
+	}
+}
+
+// Over a store that keeps metadata the instrumented store does too, and
+// traces PutEntry; the metadata itself goes on no span.
+func TestMetadataIsForwarded(t *testing.T) {
+	ctx := context.Background()
+	rec := telemetrytest.New(t)
+	m := memory.New(memory.Config{})
+	s := instrument(t, rec, m, otelkv.Config{})
+	ms, ok := s.(kv.MetadataStore)
+	if !ok {
+		t.Fatal("the instrumented store hides the wrapped store's kv.MetadataStore")
+	}
+	if err := ms.PutEntry(ctx, kv.Entry{Key: "wordle:a", Value: []byte("A"), Metadata: []byte(`{"secret-tag":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	expectSpan(t, rec, "put_entry wordle", 0)
+	if e, err := ms.GetEntry(ctx, "wordle:a"); err != nil || string(e.Metadata) != `{"secret-tag":1}` {
+		t.Fatalf("GetEntry = %s, %v", e.Metadata, err)
+	}
+	for _, sp := range rec.Ended() {
+		for _, a := range sp.Attributes() {
+			if strings.Contains(a.Value.Emit(), "secret-tag") {
+				t.Errorf("span %q carries the metadata in %s", sp.Name(), a.Key)
+			}
+		}
 	}
 }

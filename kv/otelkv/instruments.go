@@ -22,13 +22,14 @@ const (
 	opDelete
 	opList
 	opGetEntry
+	opPutEntry
 	opGetMany
 	opPutMany
 	opDeleteMany
 	numOps
 )
 
-var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "get_many", "put_many", "delete_many"}
+var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "put_entry", "get_many", "put_many", "delete_many"}
 
 // outcome is kvshadow.outcome: "ok", or the class of the error. A missing
 // key is an outcome, not a failure: its span keeps an unset status.

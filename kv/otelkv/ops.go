@@ -52,6 +52,13 @@ func (s *Store) getEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
+func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
+	c := s.begin(ctx, opPutEntry, kv.ModuleOf(e.Key), e.Key)
+	err := s.inner.(kv.MetadataStore).PutEntry(c.ctx, e)
+	s.end(c, err)
+	return err
+}
+
 func (s *Store) getMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	c := s.begin(ctx, opGetMany, moduleOfKeys(keys), "")
 	es, err := s.inner.(kv.BulkGetter).GetMany(c.ctx, keys)

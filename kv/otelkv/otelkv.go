@@ -102,10 +102,10 @@ type Store struct {
 
 var _ kv.Store = (*Store)(nil)
 
-// New instruments s. The result implements kv.ExpiryGetter, kv.BulkGetter,
-// kv.BulkPutter and kv.BulkDeleter exactly when s does: New picks, among
-// the sixteen combinations, the type that embeds *Store together with the
-// forwarding methods of the abilities s has.
+// New instruments s. The result implements kv.ExpiryGetter,
+// kv.MetadataStore, kv.BulkGetter, kv.BulkPutter and kv.BulkDeleter exactly
+// when s does: New picks, among the combinations, the type that embeds
+// *Store together with the forwarding methods of the abilities s has.
 func New(s kv.Store, cfg Config, opts ...Option) (kv.Store, error) {
 	st, err := newStore(s, cfg, opts)
 	if err != nil {

@@ -369,3 +369,56 @@ func TestInlineUpToMongoDBsLimit(t *testing.T) {
 		t.Fatalf("Get = %d bytes, %v", len(got), err)
 	}
 }
+
+// TestMetadataField: metadata is one extra field beside value, the JSON text
+// as a string, absent when the key has none, so that a document without
+// metadata keeps the seed's shape; it goes with a chunked value too.
+func TestMetadataField(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{MaxDocumentSize: smallDocs})
+	db := rawDB(t, s.Database())
+	md := []byte(`{"author":"wrangler","$x.y":[1,2]}`)
+	if err := s.PutEntry(ctx, kv.Entry{Key: "wordle:m", Value: []byte("v"), Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	doc := rawDoc(t, db, "wordle", "wordle:m")
+	if keys := fieldNames(t, doc); !slices.Equal(keys, []string{"_id", "metadata", "value"}) {
+		t.Errorf("fields = %q, want _id, metadata, value", keys)
+	}
+	if got, ok := doc.Lookup("metadata").StringValueOK(); !ok || got != string(md) {
+		t.Errorf("metadata = %v, want the JSON text as a string", doc.Lookup("metadata"))
+	}
+	if err := s.Put(ctx, "wordle:m", []byte("v2"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := fieldNames(t, rawDoc(t, db, "wordle", "wordle:m")); !slices.Equal(keys, []string{"_id", "value"}) {
+		t.Errorf("fields after Put = %q, want the seed's _id and value", keys)
+	}
+
+	// The metadata counts against the document: a value that fits alone
+	// is chunked with it, and keeps it.
+	limit := mongokv.InlineLimit(smallDocs, "wordle:big", false, nil)
+	big := bytes.Repeat([]byte("b"), limit)
+	if err := s.PutMany(ctx, []kv.Entry{{Key: "wordle:big", Value: big, Metadata: md}}); err != nil {
+		t.Fatal(err)
+	}
+	doc = rawDoc(t, db, "wordle", "wordle:big")
+	if doc.Lookup("chunks").Type == 0 || doc.Lookup("metadata").StringValue() != string(md) {
+		t.Errorf("a value that fits only without its metadata: %v; want chunked with the metadata on the key's document", doc)
+	}
+	got, err := s.GetMany(ctx, []string{"wordle:big", "wordle:m"})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("GetMany = %d entries, %v", len(got), err)
+	}
+	for _, e := range got {
+		if want := map[string]string{"wordle:big": string(md), "wordle:m": ""}[e.Key]; string(e.Metadata) != want {
+			t.Errorf("GetMany %s metadata = %s, want %q", e.Key, e.Metadata, want)
+		}
+	}
+	if err := s.PutEntry(ctx, kv.Entry{Key: "wordle:big", Value: []byte("small")}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := fieldNames(t, rawDoc(t, db, "wordle", "wordle:big")); !slices.Equal(keys, []string{"_id", "value"}) {
+		t.Errorf("fields after an inline PutEntry without metadata = %q", keys)
+	}
+}

@@ -1,0 +1,170 @@
+package kvtest
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Metadata the cases write: an object with the awkward parts of JSON, a bare
+// string, and values at and just over the limit.
+var (
+	mdObject = json.RawMessage(`{"author":"wrangler","tags":["a","b"],"n":1.5,"none":null,"nested":{"é":"😀","$x.y":true}}`)
+	mdString = json.RawMessage(`"tag"`)
+	mdLimit  = json.RawMessage(`"` + strings.Repeat("m", kv.MaxMetadataSize-2) + `"`)
+	mdOver   = json.RawMessage(`"` + strings.Repeat("m", kv.MaxMetadataSize-1) + `"`)
+)
+
+// sameMetadata reports whether got holds the JSON value want does (a store
+// may return it re-encoded, as the Workers KV REST API does), nil for nil.
+func sameMetadata(got, want json.RawMessage) bool {
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	var g, w any
+	return json.Unmarshal(got, &g) == nil && json.Unmarshal(want, &w) == nil && reflect.DeepEqual(g, w)
+}
+
+func wantEntry(t *testing.T, s kv.ExpiryGetter, key, value string, md json.RawMessage, exp time.Time) {
+	t.Helper()
+	e, err := s.GetEntry(ctx(t), key)
+	if err != nil {
+		t.Fatalf("GetEntry(%q): %v", key, err)
+	}
+	if string(e.Value) != value || !sameMetadata(e.Metadata, md) {
+		t.Fatalf("GetEntry(%q) = %s with metadata %s, want %q with %s", key, describe(e.Value), e.Metadata, value, md)
+	}
+	if d := e.Expiration.Sub(exp); d < -time.Second || d > time.Second || e.Expiration.IsZero() != exp.IsZero() {
+		t.Fatalf("GetEntry(%q) expiration = %v, want %v", key, e.Expiration, exp)
+	}
+}
+
+// testMetadata: a MetadataStore keeps metadata with the value, replaces and
+// clears it with the value, and refuses invalid metadata before writing;
+// any other store refuses metadata rather than dropping it.
+func testMetadata(t *testing.T, h Harness) {
+	s := h.New(t)
+	ms, ok := s.(kv.MetadataStore)
+	if !ok {
+		err := kv.PutEntry(ctx(t), s, kv.Entry{Key: "md", Value: []byte("v"), Metadata: mdString})
+		if !errors.Is(err, kv.ErrMetadataUnsupported) {
+			t.Fatalf("PutEntry with metadata on a store without the ability = %v, want kv.ErrMetadataUnsupported", err)
+		}
+		wantMissing(t, s, "md")
+		if bp, ok := s.(kv.BulkPutter); ok {
+			err := bp.PutMany(ctx(t), []kv.Entry{{Key: "md", Value: []byte("v"), Metadata: mdString}})
+			if !errors.Is(err, kv.ErrMetadataUnsupported) {
+				t.Fatalf("PutMany with metadata on a store without the ability = %v, want kv.ErrMetadataUnsupported", err)
+			}
+			wantMissing(t, s, "md")
+		}
+		return
+	}
+	put := func(e kv.Entry) {
+		t.Helper()
+		if err := ms.PutEntry(ctx(t), e); err != nil {
+			t.Fatalf("PutEntry(%q, metadata %d bytes): %v", e.Key, len(e.Metadata), err)
+		}
+	}
+	exp := h.now().Add(2 * time.Hour).Truncate(time.Second)
+	put(kv.Entry{Key: "md", Value: []byte("one"), Expiration: exp, Metadata: mdObject})
+	wantEntry(t, ms, "md", "one", mdObject, exp)
+	wantValue(t, s, "md", []byte("one"))
+
+	// Replaced with the value, and cleared by an entry without metadata.
+	put(kv.Entry{Key: "md", Value: []byte("two"), Metadata: mdLimit})
+	wantEntry(t, ms, "md", "two", mdLimit, time.Time{})
+	put(kv.Entry{Key: "md", Value: []byte("three")})
+	wantEntry(t, ms, "md", "three", nil, time.Time{})
+
+	// A Put is a write without metadata: it clears it.
+	put(kv.Entry{Key: "md", Value: []byte("four"), Metadata: mdString})
+	mustPut(t, s, "md", []byte("five"), kv.PutOptions{})
+	wantEntry(t, ms, "md", "five", nil, time.Time{})
+
+	// Invalid metadata is refused with nothing written.
+	put(kv.Entry{Key: "md", Value: []byte("kept"), Metadata: mdString})
+	for name, bad := range map[string]json.RawMessage{"over the limit": mdOver, "not JSON": json.RawMessage(`{"a":`), "two values": json.RawMessage(`1 2`)} {
+		if err := ms.PutEntry(ctx(t), kv.Entry{Key: "md", Value: []byte("lost"), Metadata: bad}); !errors.Is(err, kv.ErrInvalidMetadata) {
+			t.Fatalf("PutEntry with metadata %s = %v, want kv.ErrInvalidMetadata", name, err)
+		}
+		if bp, ok := s.(kv.BulkPutter); ok {
+			err := bp.PutMany(ctx(t), []kv.Entry{{Key: "md:new", Value: []byte("v")}, {Key: "md", Value: []byte("lost"), Metadata: bad}})
+			if !errors.Is(err, kv.ErrInvalidMetadata) {
+				t.Fatalf("PutMany with metadata %s = %v, want kv.ErrInvalidMetadata", name, err)
+			}
+			wantMissing(t, s, "md:new")
+		}
+	}
+	wantEntry(t, ms, "md", "kept", mdString, time.Time{})
+
+	// Metadata goes with its key: deleted and expired with it.
+	if err := s.Delete(ctx(t), "md"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	put(kv.Entry{Key: "md", Value: []byte("fresh")})
+	wantEntry(t, ms, "md", "fresh", nil, time.Time{})
+}
+
+// testMetadataBulk: PutMany stores each entry's metadata, GetMany returns it.
+func testMetadataBulk(t *testing.T, h Harness) {
+	s := h.New(t)
+	ms, isMeta := s.(kv.MetadataStore)
+	bp, canPut := s.(kv.BulkPutter)
+	bg, canGet := s.(kv.BulkGetter)
+	if !isMeta || (!canPut && !canGet) {
+		t.Skip("store has no metadata or no bulk abilities (optional)")
+	}
+	exp := h.now().Add(2 * time.Hour).Truncate(time.Second)
+	entries := []kv.Entry{
+		{Key: "m:1", Value: []byte("one"), Metadata: mdObject},
+		{Key: "m:2", Value: []byte{0xff, 0}, Expiration: exp, Metadata: mdString},
+		{Key: "m:3", Value: []byte("none")},
+		{Key: "m:é/?#", Value: []byte("odd key"), Metadata: mdLimit},
+	}
+	write := func(entries []kv.Entry) {
+		t.Helper()
+		if canPut {
+			if err := bp.PutMany(ctx(t), entries); err != nil {
+				t.Fatalf("PutMany: %v", err)
+			}
+			return
+		}
+		for _, e := range entries {
+			if err := ms.PutEntry(ctx(t), e); err != nil {
+				t.Fatalf("PutEntry(%q): %v", e.Key, err)
+			}
+		}
+	}
+	write(entries)
+	for _, e := range entries {
+		wantEntry(t, ms, e.Key, string(e.Value), e.Metadata, e.Expiration)
+	}
+	if canGet {
+		got, err := bg.GetMany(ctx(t), []string{"m:1", "m:2", "m:3", "m:é/?#", "m:missing"})
+		if err != nil {
+			t.Fatalf("GetMany: %v", err)
+		}
+		if len(got) != len(entries) {
+			t.Fatalf("GetMany returned %d entries, want %d", len(got), len(entries))
+		}
+		want := make(map[string]kv.Entry, len(entries))
+		for _, e := range entries {
+			want[e.Key] = e
+		}
+		for _, g := range got {
+			w := want[g.Key]
+			if string(g.Value) != string(w.Value) || !sameMetadata(g.Metadata, w.Metadata) {
+				t.Fatalf("GetMany %q = %s with metadata %s, want %s with %s", g.Key, describe(g.Value), g.Metadata, describe(w.Value), w.Metadata)
+			}
+		}
+	}
+	// An entry without metadata clears the metadata its key had.
+	write([]kv.Entry{{Key: "m:1", Value: []byte("again")}})
+	wantEntry(t, ms, "m:1", "again", nil, time.Time{})
+}
