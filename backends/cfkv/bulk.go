@@ -1,7 +1,6 @@
 package cfkv
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -27,7 +26,7 @@ const (
 )
 
 // GetMany implements kv.BulkGetter: one request per 100 distinct keys,
-// with their expirations. The SDK's typed result is nil as soon as one key
+// with their expirations and metadata. The SDK's typed result is nil as soon as one key
 // is missing, so the raw JSON is parsed here. bulk/get returns values as
 // JSON strings, which cannot carry bytes that are not UTF-8: a value that
 // comes back holding U+FFFD is read again with a plain get, one request
@@ -44,14 +43,12 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 			return nil, err
 		}
 		for _, e := range got {
-			if bytes.ContainsRune(e.Value, utf8.RuneError) {
-				var err error
-				if e, err = s.GetEntry(ctx, e.Key); err != nil {
-					if errors.Is(err, kv.ErrNotFound) {
-						continue // deleted since
-					}
-					return nil, err
-				}
+			e, err := s.exactValue(ctx, e)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue // deleted since
+			}
+			if err != nil {
+				return nil, err
 			}
 			out = append(out, e)
 		}
@@ -68,8 +65,9 @@ type bulkGetBody struct {
 
 // bulkValue is one value of bulk/get withMetadata.
 type bulkValue struct {
-	Value      *string `json:"value"`
-	Expiration float64 `json:"expiration"`
+	Value      *string         `json:"value"`
+	Expiration float64         `json:"expiration"`
+	Metadata   json.RawMessage `json:"metadata"`
 }
 
 func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error) {
@@ -108,6 +106,9 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 				return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "a value is not a text value with metadata"}}
 			}
 			e := kv.Entry{Key: k, Value: []byte(*v.Value)}
+			if len(v.Metadata) > 0 && string(v.Metadata) != "null" {
+				e.Metadata = v.Metadata
+			}
 			if v.Expiration > 0 {
 				e.Expiration = time.Unix(int64(v.Expiration), 0)
 			}
@@ -120,7 +121,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 
 // PutMany implements kv.BulkPutter: requests of at most 10,000 pairs and
 // about 95 MB each. A value that is valid UTF-8 goes as a JSON string, any
-// other as base64. Keys the API reports in unsuccessful_keys (the per-key
+// other as base64, each with its metadata. Keys the API reports in unsuccessful_keys (the per-key
 // write rate) are sent again, a second or more later, within the retry
 // budget; if some are still refused the error says how many, so no write is
 // dropped silently.
@@ -149,8 +150,9 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		if !e.Expiration.IsZero() {
 			p.Expiration = unixCeil(e.Expiration)
 		}
+		p.Metadata = e.Metadata
 		pairs = append(pairs, p)
-		sizes = append(sizes, 6*len(p.Key)+6*len(p.Value)+pairOverhead) // worst-case JSON escaping
+		sizes = append(sizes, 6*len(p.Key)+6*len(p.Value)+len(p.Metadata)+pairOverhead) // worst-case JSON escaping
 	}
 	var params cf.NamespaceBulkUpdateParams
 	params.AccountID.Value = s.cfg.AccountID
@@ -180,6 +182,8 @@ type bulkPair struct {
 	Value      string `json:"value"`
 	Base64     bool   `json:"base64,omitempty"`
 	Expiration int64  `json:"expiration,omitempty"`
+	// Metadata goes as the JSON value it is; none is no field.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // chunkBySize cuts pairs into requests of at most maxBulkWrite pairs and

@@ -19,8 +19,14 @@
 //     or cannot connect returns an error matching kv.ErrUnavailable whose
 //     kv.UnavailableError says when to retry.
 //
-// Bulk reads take 100 keys a request and bulk writes 10,000 pairs; the
-// Store splits larger batches. The API token is sent in the Authorization
+// A Store is a kv.MetadataStore, and metadata costs no request of its own
+// (the REST API allows 1,200 per 5 minutes): PutEntry with metadata is one
+// multipart PUT, the metadata one JSON text field rather than the SDK's
+// flattened form fields; GetEntry is one bulk/get of the key withMetadata,
+// which carries the value, the expiry and the metadata (a value that is not
+// UTF-8 costs a second request, its own GET, since bulk/get returns text);
+// Get stays one GET. Bulk reads take 100 keys a request and bulk writes
+// 10,000 pairs, each with its metadata; the Store splits larger batches. The API token is sent in the Authorization
 // header and nowhere else: it is absent from errors and from the formatted
 // Config and Store.
 //

@@ -1,16 +1,19 @@
 package cfkv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	cf "github.com/cloudflare/cloudflare-go/v6/kv"
 	"github.com/cloudflare/cloudflare-go/v6/option"
@@ -27,11 +30,12 @@ type Store struct {
 }
 
 var (
-	_ kv.Store        = (*Store)(nil)
-	_ kv.ExpiryGetter = (*Store)(nil)
-	_ kv.BulkGetter   = (*Store)(nil)
-	_ kv.BulkPutter   = (*Store)(nil)
-	_ kv.BulkDeleter  = (*Store)(nil)
+	_ kv.Store         = (*Store)(nil)
+	_ kv.ExpiryGetter  = (*Store)(nil)
+	_ kv.BulkGetter    = (*Store)(nil)
+	_ kv.BulkPutter    = (*Store)(nil)
+	_ kv.BulkDeleter   = (*Store)(nil)
+	_ kv.MetadataStore = (*Store)(nil)
 )
 
 // New checks cfg and returns a Store. It makes no request.
@@ -107,18 +111,52 @@ func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope
 // path as they are, so "a/../b", "?", "#" and "%" would change the request.
 func pathKey(key string) string { return url.PathEscape(key) }
 
-// Get implements kv.Store.
+// Get implements kv.Store with one request: the value's own.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	e, err := s.GetEntry(ctx, key)
+	if err := kv.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	e, err := s.getValue(ctx, key)
 	return e.Value, err
 }
 
-// GetEntry implements kv.ExpiryGetter: the expiry comes in the same
-// response, as its "expiration" header.
+// GetEntry implements kv.ExpiryGetter and kv.MetadataStore. The value's own
+// GET carries its expiry (a header) but not its metadata, which has a GET
+// of its own; a bulk/get of the one key with withMetadata carries all three
+// in one request, so GetEntry costs what Get does. Only a value that is not
+// valid UTF-8, which bulk/get cannot return byte for byte (see GetMany),
+// costs a second request, its own GET.
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
 	}
+	got, err := s.getChunk(ctx, []string{key})
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	if len(got) == 0 {
+		return kv.Entry{}, kv.ErrNotFound
+	}
+	return s.exactValue(ctx, got[0])
+}
+
+// exactValue returns e, read by bulk/get, with its value read again by the
+// value's own GET when bulk/get may have replaced bytes that are not UTF-8
+// by U+FFFD. The metadata stays bulk/get's: the value's GET has none.
+func (s *Store) exactValue(ctx context.Context, e kv.Entry) (kv.Entry, error) {
+	if !bytes.ContainsRune(e.Value, utf8.RuneError) {
+		return e, nil
+	}
+	raw, err := s.getValue(ctx, e.Key)
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	raw.Metadata = e.Metadata
+	return raw, nil
+}
+
+// getValue reads a value and its expiry with the value's own GET.
+func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	var params cf.NamespaceValueGetParams
 	params.AccountID.Value = s.cfg.AccountID
 	var entry kv.Entry
@@ -182,6 +220,11 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, s.cfg.Clock.Now()); err != nil {
 		return err
 	}
+	return s.put(ctx, key, opts, option.WithRequestBody("application/octet-stream", value))
+}
+
+// put writes one key with the given body, which replaces the SDK's.
+func (s *Store) put(ctx context.Context, key string, opts kv.PutOptions, body option.RequestOption) error {
 	var params cf.NamespaceValueUpdateParams
 	params.AccountID.Value = s.cfg.AccountID
 	switch {
@@ -190,7 +233,6 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	case !opts.Expiration.IsZero():
 		params.Expiration.Value, params.Expiration.Present = float64(unixCeil(opts.Expiration)), true
 	}
-	body := option.WithRequestBody("application/octet-stream", value)
 	return s.retry(ctx, func(ctx context.Context) outcome {
 		_, out := s.sendJSON(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
 			_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
@@ -198,6 +240,39 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 		})
 		return out
 	})
+}
+
+// PutEntry implements kv.MetadataStore. An entry without metadata is a Put
+// (a raw body); one with metadata goes as multipart/form-data with the
+// value and the metadata as one JSON text field (the SDK's own form encoder
+// would flatten a JSON object into a field per member). Either is one
+// request.
+func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
+	if err := kv.ValidateEntry(e, s.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	opts := kv.PutOptions{Expiration: e.Expiration}
+	if e.Metadata == nil {
+		return s.put(ctx, e.Key, opts, option.WithRequestBody("application/octet-stream", e.Value))
+	}
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"value", e.Value}, {"metadata", e.Metadata}} {
+		part, err := w.CreateFormField(f.name)
+		if err == nil {
+			_, err = part.Write(f.data)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return s.put(ctx, e.Key, opts, option.WithRequestBody(w.FormDataContentType(), form.Bytes()))
 }
 
 // unixCeil is t in whole Unix seconds, rounded up.
