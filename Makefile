@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 # MongoDB-compatible server) never reaches a library user's build.
 MODULES := . tests demo
 
-.PHONY: demo mongo test lint fmt-check vet staticcheck unit workers workers-deps integration fuzz bench
+.PHONY: demo mongo test lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -50,12 +50,16 @@ unit:
 workers:
 	cd workers && npm ci --no-audit --no-fund && npm test
 
-integration: workers-deps
+integration: workers-deps nodeinterop-deps
 	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -race -count=1 -timeout 30m ./...; fi
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 
 workers-deps:
 	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
+
+# The Node.js mongodb driver that tests/nodeinterop runs the bot's store on.
+nodeinterop-deps:
+	@[ -d tests/nodeinterop/node_modules/mongodb ] || (cd tests/nodeinterop && npm ci --no-audit --no-fund)
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
