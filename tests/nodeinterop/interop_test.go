@@ -130,14 +130,16 @@ func TestBotReadsWhatGoWrote(t *testing.T) {
 	db := srv.Database(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	s := newStore(t, db, mongokv.Config{})
-	twelveMiB := bytes.Repeat([]byte("0123456789abcdef"), 12<<20/16) // chunked before, inline now
+	// Just over the 8 MiB at which values used to be chunked: inline now,
+	// as the bot itself stores it.
+	overEight := bytes.Repeat([]byte("0123456789abcdef"), (8<<20+1<<10)/16)
 	values := map[string][]byte{
 		"wordle:games:42": []byte(`{"word":"apple","guesses":["crane"],"n":null}`),
 		"wordle:plain":    []byte("hello"),
 		"wordle:unicode":  []byte("日本語 😀 café"),
 		"wordle:empty":    {},
 		"wordle:md":       []byte("with metadata"),
-		"wordle:12mib":    twelveMiB,
+		"wordle:8mib":     overEight,
 		"loldle-emoji:x":  []byte("e"),
 	}
 	for k, v := range values {
@@ -170,7 +172,7 @@ func TestBotReadsWhatGoWrote(t *testing.T) {
 	small := newStore(t, db, mongokv.Config{MaxDocumentSize: mongokv.MinDocumentSize})
 	mustPut(small, "wordle:chunked", bytes.Repeat([]byte("c"), mongokv.MinDocumentSize), kv.PutOptions{})
 
-	keys := []string{"wordle:games:42", "wordle:plain", "wordle:unicode", "wordle:empty", "wordle:md", "wordle:12mib", "loldle-emoji:x", "wordle:bin", "wordle:gone", "wordle:old", "wordle:chunked", "wordle:never"}
+	keys := []string{"wordle:games:42", "wordle:plain", "wordle:unicode", "wordle:empty", "wordle:md", "wordle:8mib", "loldle-emoji:x", "wordle:bin", "wordle:gone", "wordle:old", "wordle:chunked", "wordle:never"}
 	var ops []op
 	for _, k := range keys {
 		ops = append(ops, op{Op: "get", Collection: collection(k), Key: k})
@@ -211,7 +213,7 @@ func TestBotReadsWhatGoWrote(t *testing.T) {
 		t.Errorf("bot's getJSON = %v", got)
 	}
 	goKeys := listAll(t, s, "wordle:")
-	if want := []string{"wordle:12mib", "wordle:bin", "wordle:chunked", "wordle:empty", "wordle:games:42", "wordle:md", "wordle:plain", "wordle:unicode"}; !slices.Equal(goKeys, want) {
+	if want := []string{"wordle:8mib", "wordle:bin", "wordle:chunked", "wordle:empty", "wordle:games:42", "wordle:md", "wordle:plain", "wordle:unicode"}; !slices.Equal(goKeys, want) {
 		t.Fatalf("Go's listing = %q, want %q", goKeys, want)
 	}
 	list := decode[struct {
