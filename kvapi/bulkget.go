@@ -51,7 +51,7 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
-	writeResult(w, map[string]json.RawMessage{"values": values}, nil)
+	writeRawResult(w, append(append([]byte(`{"values":`), values...), '}'))
 }
 
 // checkBulkGet applies the request's rules: type text or json, 1..100

@@ -127,6 +127,9 @@ func readPutBody(r *http.Request) (value []byte, md json.RawMessage, form map[st
 			break
 		}
 		if err != nil {
+			if e := readError(err); e.status == http.StatusRequestEntityTooLarge {
+				return nil, nil, nil, e
+			}
 			return nil, nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: malformed multipart body")
 		}
 		switch name := part.FormName(); name {

@@ -12,16 +12,12 @@ import (
 // writeInterval is Workers KV's per-key write rate: one write a second.
 const writeInterval = time.Second
 
-// sweepAt is the size past which the fault bookkeeping drops stale entries,
-// so that a long-running emulator does not grow without bound.
-const sweepAt = 4096
-
 type nsKey struct{ ns, key string }
 
 // writeLimiter remembers each key's last accepted write.
 type writeLimiter struct {
 	mu   sync.Mutex
-	last map[nsKey]time.Time
+	last bounded[nsKey, time.Time]
 }
 
 // allow records a write to key at now, or refuses it with the time left
@@ -29,23 +25,13 @@ type writeLimiter struct {
 func (l *writeLimiter) allow(ns, key string, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == nil {
-		l.last = make(map[nsKey]time.Time)
-	}
 	k := nsKey{ns, key}
-	if at, ok := l.last[k]; ok {
+	if at, ok := l.last.get(k); ok {
 		if since := now.Sub(at); since >= 0 && since < writeInterval {
 			return false, writeInterval - since
 		}
 	}
-	if len(l.last) >= sweepAt {
-		for k, at := range l.last {
-			if now.Sub(at) >= writeInterval {
-				delete(l.last, k)
-			}
-		}
-	}
-	l.last[k] = now
+	l.last.put(k, now, len(ns)+len(key), func(at time.Time) bool { return now.Sub(at) >= writeInterval })
 	return true, 0
 }
 
@@ -61,7 +47,7 @@ type cachedRead struct {
 // locations holds what each edge location has cached.
 type locations struct {
 	mu    sync.Mutex
-	reads map[locationKey]cachedRead
+	reads bounded[locationKey, cachedRead]
 }
 
 // lookup returns the location's cached read of key if it is younger than
@@ -69,7 +55,7 @@ type locations struct {
 func (l *locations) lookup(k locationKey, window time.Duration, now time.Time) (cachedRead, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c, ok := l.reads[k]
+	c, ok := l.reads.get(k)
 	if !ok || now.Sub(c.at) >= window {
 		return cachedRead{}, false
 	}
@@ -82,17 +68,8 @@ func (l *locations) lookup(k locationKey, window time.Duration, now time.Time) (
 func (l *locations) remember(k locationKey, c cachedRead, window time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.reads == nil {
-		l.reads = make(map[locationKey]cachedRead)
-	}
-	if len(l.reads) >= sweepAt {
-		for old, r := range l.reads {
-			if c.at.Sub(r.at) >= window {
-				delete(l.reads, old)
-			}
-		}
-	}
-	l.reads[k] = c
+	n := len(k.ns) + len(k.location) + len(k.key) + len(c.entry.Value) + len(c.entry.Metadata)
+	l.reads.put(k, c, n, func(r cachedRead) bool { return c.at.Sub(r.at) >= window })
 }
 
 // readAt reads key as location sees it: from its cache while the entry is

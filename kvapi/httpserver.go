@@ -1,0 +1,162 @@
+package kvapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// The defaults of the zero ServeConfig: the hardening every front gets, the
+// emulator's and the proxy's alike.
+const (
+	// DefaultReadHeaderTimeout bounds the wait for a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, time for a bulk
+	// write of MaxBulkBytes at about 1 MB/s.
+	DefaultReadTimeout = 2 * time.Minute
+	// DefaultWriteTimeout bounds answering one request, from the end of its
+	// headers.
+	DefaultWriteTimeout = 2 * time.Minute
+	// DefaultIdleTimeout closes a keep-alive connection idle that long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxHeaderBytes bounds a request's headers, its URL included:
+	// a 512-byte key escaped is at most 1.5 KiB.
+	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxConcurrent bounds the requests served at once; one more is
+	// answered 503 with Retry-After at once. With the body limits it bounds
+	// memory: a request holds at most about MaxBulkBytes twice over.
+	DefaultMaxConcurrent = 64
+)
+
+// OverloadRetryAfter is the Retry-After of a request refused because
+// MaxConcurrent requests are being served.
+const OverloadRetryAfter = time.Second
+
+// ErrUnauthenticated reports a front that would serve without a client
+// token although it was not told to, or was told to off loopback.
+var ErrUnauthenticated = errors.New("kvapi: refusing to serve without a client token")
+
+// ServeConfig configures an HTTPServer. The zero value means the defaults
+// above, and a client token required.
+type ServeConfig struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	MaxConcurrent     int
+	// Unauthenticated says, in so many words, that the front serves a
+	// Server without a token: allowed only on loopback (and Unix socket)
+	// listeners. Without it a Server with no token is refused.
+	Unauthenticated bool
+	// TLSConfig, when set, makes Serve speak TLS (HTTP/1.1) with it.
+	TLSConfig *tls.Config
+	// Wrap, when set, wraps the handler inside the concurrency bound, for
+	// instrumentation or the routes a service adds beside the API.
+	Wrap func(http.Handler) http.Handler
+}
+
+// HTTPServer is a hardened *http.Server around a Server: the timeouts and
+// header limit of its ServeConfig, at most MaxConcurrent requests at once,
+// a client token required unless told otherwise, and Cloudflare's envelope
+// on every refusal, net/http's own included.
+type HTTPServer struct {
+	srv             *http.Server
+	tls             *tls.Config
+	unauthenticated bool
+}
+
+// NewHTTPServer returns an HTTPServer for api. It refuses a Server without
+// a token unless cfg.Unauthenticated, and cfg.Unauthenticated with a
+// Server that has one (ErrUnauthenticated, ErrConfig).
+func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
+	switch {
+	case api == nil:
+		return nil, fmt.Errorf("%w: nil Server", ErrConfig)
+	case !api.RequiresToken() && !cfg.Unauthenticated:
+		return nil, fmt.Errorf("%w: set a token, or say that it runs unauthenticated on loopback", ErrUnauthenticated)
+	case api.RequiresToken() && cfg.Unauthenticated:
+		return nil, fmt.Errorf("%w: Unauthenticated is set but the Server requires a token", ErrConfig)
+	}
+	var h http.Handler = api
+	if cfg.Wrap != nil {
+		h = cfg.Wrap(h)
+	}
+	h = bound(h, or(cfg.MaxConcurrent, DefaultMaxConcurrent))
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadTimeout:       or(cfg.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      or(cfg.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       or(cfg.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		ConnContext:       connContext,
+		ConnState:         connState,
+	}
+	return &HTTPServer{srv: srv, tls: cfg.TLSConfig, unauthenticated: cfg.Unauthenticated}, nil
+}
+
+func or[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// bound serves at most n requests at once, refusing the next with 503.
+func bound(h http.Handler, n int) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markServing(r)
+		select {
+		case slots <- struct{}{}:
+		default:
+			e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: too many requests at once")
+			e.retryAfter = OverloadRetryAfter
+			writeError(w, e)
+			return
+		}
+		defer func() { <-slots }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Serve accepts connections on ln until Shutdown or Close; it returns
+// http.ErrServerClosed then. An unauthenticated front refuses a listener
+// that is not on loopback.
+func (h *HTTPServer) Serve(ln net.Listener) error {
+	if h.unauthenticated && !localAddr(ln.Addr()) {
+		return fmt.Errorf("%w: an unauthenticated front listens on loopback only, not %s", ErrUnauthenticated, ln.Addr())
+	}
+	if h.tls != nil {
+		ln = tls.NewListener(ln, h.tls)
+	}
+	return h.srv.Serve(envelopeListener{ln})
+}
+
+// localAddr reports whether addr is reachable only from this machine.
+func localAddr(addr net.Addr) bool {
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
+}
+
+// Shutdown stops accepting and waits for the requests under way until ctx
+// ends, as http.Server.Shutdown does.
+func (h *HTTPServer) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
+
+// Close closes the listeners and connections at once.
+func (h *HTTPServer) Close() error { return h.srv.Close() }
+
+// HTTP returns the underlying *http.Server, to register shutdown hooks or
+// read its settings; serve through Serve, never through it directly, or
+// net/http's own refusals come as plain text.
+func (h *HTTPServer) HTTP() *http.Server { return h.srv }
