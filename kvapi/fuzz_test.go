@@ -1,13 +1,17 @@
 package kvapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
@@ -75,3 +79,62 @@ type readCloser struct{ *bytes.Reader }
 func (readCloser) Close() error { return nil }
 
 func httpBody(b []byte) readCloser { return readCloser{bytes.NewReader(b)} }
+
+// FuzzRawRequest sends arbitrary bytes to a hardened front over TCP: the
+// first answer, if any, is a value or Cloudflare's envelope, never net/http's
+// plain text, and always a status the API uses.
+func FuzzRawRequest(f *testing.F) {
+	for _, seed := range []string{
+		"GET " + nsPath("keys") + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET " + nsPath("values/%zz") + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET " + nsPath("values/a\x00") + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nv",
+		"PUT " + nsPath("bulk") + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{}]x\r\n0\r\n\r\n",
+		"POST " + nsPath("bulk/get") + " HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\n\r\n{\"keys\":[\"k\"]}",
+		"HEAD " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET / HTTP/9.9\r\n\r\n",
+		"\x16\x03\x01\x00",
+	} {
+		f.Add([]byte(seed))
+	}
+	clk := clock.NewFake(start)
+	srv, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: memory.New(memory.Config{Clock: clk})}, AccountID: account, Clock: clk})
+	if err != nil {
+		f.Fatal(err)
+	}
+	hs, err := kvapi.NewHTTPServer(srv, kvapi.ServeConfig{Unauthenticated: true, ReadHeaderTimeout: time.Second, ReadTimeout: time.Second})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	f.Cleanup(func() { _ = hs.Close() })
+	statuses := map[int]bool{200: true, 400: true, 404: true, 405: true, 413: true, 414: true, 417: true, 431: true, 501: true, 503: true, 505: true}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(raw); err != nil {
+			return // the server hung up early: nothing was answered
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		out, _ := io.ReadAll(c)
+		if len(out) == 0 {
+			return // an incomplete request is not answered
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
+		if err != nil {
+			t.Fatalf("answer is not HTTP: %q", out)
+		}
+		ct := resp.Header.Get("Content-Type")
+		if !statuses[resp.StatusCode] || (ct != "application/json" && !(resp.StatusCode == 200 && ct == "application/octet-stream")) {
+			t.Fatalf("answer %d %q: %q", resp.StatusCode, ct, out)
+		}
+	})
+}

@@ -109,6 +109,7 @@ func TestRawRefusalsAreEnvelopes(t *testing.T) {
 		"bad header":        {"GET " + nsPath("keys") + " HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n", 400},
 		"headers too large": {"GET " + nsPath("keys") + " HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("b", kvapi.DefaultMaxHeaderBytes+4096) + "\r\n\r\n", 431},
 		"unknown encoding":  {"PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: rot13\r\n\r\n", 501},
+		"unknown Expect":    {"PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\nExpect: soon\r\nContent-Length: 1\r\n\r\nv", 417},
 	} {
 		r := f.raw(c.request)
 		if r.status != c.status || r.code != kvapi.CodeInvalidRequest || r.env.Success == nil || *r.env.Success {
