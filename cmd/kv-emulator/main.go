@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,13 +11,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	case err != nil:
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "kv-emulator:", err)
-		os.Exit(1)
+		if errors.As(err, new(usageError)) {
+			fmt.Fprintln(os.Stderr, "Run kv-emulator -help for the flags.")
+		}
 	}
+	os.Exit(exitCode(err))
 }
