@@ -1,7 +1,9 @@
 package kvapi
 
-// The Workers KV error codes the server answers with, from Cloudflare's
-// published table of KV API codes.
+// The error codes the server answers with: Workers KV's, from Cloudflare's
+// published table of KV API codes (100xx); the API's own for routing
+// (7000s) and for authentication (6003, 6111, 9106), as Cloudflare answers
+// them. The package documentation lists which status goes with which.
 const (
 	CodeAuthentication = 10000 // "Authentication error" (HTTP 403)
 	CodeUnavailable    = 10001 // service temporarily unavailable (5xx)

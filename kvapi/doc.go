@@ -1,35 +1,66 @@
-// Package kvapi serves the Workers KV REST API over any kv.Store.
+// Package kvapi serves the Workers KV REST API over any kv.Store: the front
+// of the emulator (over memory) and of the proxy (over the dual-write
+// store), which any Workers KV REST client can be pointed at.
 //
-// A Server is a net/http handler for the paths of the Cloudflare API v4 that
-// Workers KV clients use, under
-// /client/v4/accounts/{account}/storage/kv/namespaces/{namespace}/:
+// # Routes
 //
-//	GET    values/{key}     the raw value, with an "expiration" header
-//	PUT    values/{key}     raw body or multipart (value, metadata), with
-//	                        ?expiration= or ?expiration_ttl=
-//	DELETE values/{key}
-//	GET    metadata/{key}
-//	GET    keys             ?prefix= &limit= (10..1000) &cursor=
-//	PUT    bulk             up to 10,000 {key, value, base64, expiration,
-//	                        expiration_ttl, metadata}
-//	POST   bulk/delete      up to 10,000 keys (and the older DELETE bulk)
-//	POST   bulk/get         up to 100 keys; type text or json; withMetadata
+// A Server is a net/http handler for the paths of the Cloudflare API v4
+// that Workers KV clients use, under /client/v4/:
 //
-// Responses carry Cloudflare's envelope (success, errors[{code, message}],
-// messages, result, result_info) with the API's status codes and its Workers
-// KV error codes: 10009 for a missing key (HTTP 404), 10013 for a missing
-// namespace, 10028 for a list limit outside 10..1000, 10033/10034 for bad
-// expirations, 10041 for a bad cursor, 10042 and 10030 for bad keys, 10024
-// for a payload too large, 10047 for invalid metadata, 10022 for the
-// per-key write rate, 10001 for a
-// service failure, 10000 for a refused token, and the API's 7000-series
-// codes for a route it does not serve. Keys arrive URL-encoded in
-// the path and are decoded exactly once, so "a/../b", "?", "#", "%", spaces
-// and any Unicode are ordinary keys.
+//	GET    user/tokens/verify          the token check ({"status":"active"})
+//	GET    memberships                 the one account served (wrangler finds it here)
+//	GET    accounts/{a}/storage/kv/namespaces       ?page= &per_page= (1..1000) &order= &direction=
+//	POST   accounts/{a}/storage/kv/namespaces       {"title"}: create *
+//	GET    .../namespaces/{ns}
+//	PUT    .../namespaces/{ns}         {"title"}: rename *
+//	DELETE .../namespaces/{ns}         delete *
+//	GET    .../namespaces/{ns}/values/{key}    the raw value, with an "expiration" header
+//	PUT    .../values/{key}            raw body or multipart (value, metadata), with
+//	                                   ?expiration= or ?expiration_ttl=
+//	DELETE .../values/{key}
+//	GET    .../metadata/{key}
+//	GET    .../keys                    ?prefix= &limit= (10..1000) &cursor=
+//	PUT    .../bulk                    up to 10,000 {key, value, base64, expiration,
+//	                                   expiration_ttl, metadata}
+//	POST   .../bulk/delete             up to 10,000 keys (and the older DELETE bulk)
+//	POST   .../bulk/get                1..100 distinct keys; type text or json; withMetadata
 //
-// Over the memory backend the Server is the Workers KV emulator that the
-// cfkv tests and the kv-emulator command use; over the dual-write store it
-// is a proxy that any Workers KV REST client can be pointed at.
+// (*) only on a Server that owns its namespaces (Config.NewStore), as the
+// emulator does; elsewhere 405. HEAD is served wherever GET is, without the
+// body; a method a route does not serve is 405 with an Allow header. Keys
+// arrive URL-encoded in the path and are decoded exactly once, so "a/../b",
+// "?", "#", "%", spaces and any Unicode are ordinary keys; a key in a JSON
+// body that is not valid UTF-8 is refused (10042), never decoded with
+// U+FFFD replacements that would make two keys one.
+//
+// # Answers
+//
+// Every answer but a raw value is Cloudflare's envelope (success,
+// errors[{code, message, error_chain}], messages, result, result_info),
+// refusals included, with the API's status codes and error codes:
+//
+//	400 9106            no Authorization header
+//	400 6003 (6111)     an Authorization header that is not a bearer token
+//	403 10000           a token that is not the server's
+//	404 10009           a missing key ("get: 'key not found'")
+//	404 10013           a missing namespace; 400 10011 a malformed namespace ID
+//	400 10014 / 10019   a namespace title taken / missing
+//	404 7000 / 7003     a route / an account the server does not serve
+//	405 7001            a method the route does not serve (with Allow)
+//	400 10028           a list limit outside 10..1000
+//	400 10033 / 10034   a bad expiration / expiration_ttl
+//	400 10041           a cursor the server did not issue
+//	400 10042, 414 10030  an illegal key; a key (or a list prefix) over 512 bytes
+//	400 10012           a bulk value that is not base64
+//	413 10047, 400 10047  metadata over 1024 bytes; not JSON, or over a store without metadata
+//	413 10024           a body, a value or a bulk/get answer over its limit
+//	400 10029           anything else malformed: bad JSON, trailing data after
+//	                    the document, too many or duplicate keys, no key
+//	                    ("You must request a minimum of 1 key"), and what net/http
+//	                    refuses before any handler (431, 501, 417 keep their status)
+//	429 10022           the per-key write rate (a fault mode), with Retry-After
+//	503 10001           an unavailable store, or too many requests at once, with Retry-After
+//	500 10001           any other store failure; its message is never forwarded
 //
 // # Metadata
 //
@@ -37,16 +68,32 @@
 // metadata on every path: the metadata field of a multipart PUT and of a
 // bulk pair, GET metadata/{key}, each key of a listing (omitted when it has
 // none) and bulk/get withMetadata. One rule checks it everywhere: one JSON
-// value, compacted, at most 1024 bytes (HTTP 413, code 10047, beyond; 400
-// with 10047 when it is not JSON); JSON null means none. A write without
-// metadata clears it. Over a store that keeps none, a write that carries
-// metadata is refused (400, 10047) rather than stored without it, and reads
+// value, compacted, at most 1024 bytes; JSON null means none. A write
+// without metadata clears it. Over a store that keeps none, a write that
+// carries metadata is refused rather than stored without it, and reads
 // report null.
 //
 // Workers KV values are bytes, but bulk/get in "text" mode returns JSON
 // strings, so a value that is not valid UTF-8 comes back with U+FFFD
 // replacements there, as it does from Cloudflare; GET values/{key} always
 // returns the exact bytes.
+//
+// # Serving: the hardened front
+//
+// NewHTTPServer wraps a Server in the HTTPServer that the emulator and the
+// proxy serve through, with the same defaults: header, read, write and idle
+// timeouts; a 64 KiB header limit; at most 64 requests at once (503 10001
+// with Retry-After beyond); a client token required unless the caller says,
+// in so many words (ServeConfig.Unauthenticated), that it runs without one on
+// loopback; Cloudflare's envelope in place of net/http's plain-text
+// refusals. Within a Server, every body has a limit, refused before reading
+// when declared over it and cut off at it otherwise: 25 MiB for a raw value,
+// 26 MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a
+// bulk/get request, 64 KiB elsewhere; bulk bodies are decoded one element at
+// a time and refused at the element past the count limit; bulk/get builds at
+// most 25 MiB of values (Cloudflare's own simulator's limit). A Server
+// served some other way (httptest, a service's own http.Server) has its
+// body limits but none of the rest.
 //
 // # Faults
 //
@@ -55,7 +102,10 @@
 // one write per second per key (429 with Retry-After, or the key listed in
 // unsuccessful_keys of a bulk write), injected 5xx answers (the next N, or a
 // steady rate), list pages that come back empty with a cursor, and an
-// eventual-consistency window.
+// eventual-consistency window. What the faults remember (each key's last
+// write, what each edge location cached) is bounded in entries and bytes
+// (MaxFaultEntries, MaxFaultBytes); past a bound stale entries are forgotten
+// first, then any others, which makes a fault more lenient, never the store wrong.
 //
 // The consistency window follows Workers KV's caching model. A request that
 // carries the header X-Kvapi-Location with a non-empty name is served by
