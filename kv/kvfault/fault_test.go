@@ -11,6 +11,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/internal/forward"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
 	"github.com/kvshadow/kvshadow/kv/kvtest"
 )
@@ -60,16 +61,18 @@ func TestConformanceExact(t *testing.T) {
 func TestExactAbilities(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(start)
-	plain, err := kvfault.New(struct{ kv.Store }{memory.New(memory.Config{Clock: clk})}, kvfault.Config{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exact := plain.Exact()
-	if _, ok := exact.(kv.ExpiryGetter); ok {
-		t.Error("Exact over a bare kv.Store has GetEntry")
-	}
-	if _, ok := exact.(kv.BulkPutter); ok {
-		t.Error("Exact over a bare kv.Store has PutMany")
+	for set := range forward.BulkDelete << 1 {
+		if set&forward.Entry != 0 && set&forward.Metadata != 0 {
+			continue // metadata carries the entry read
+		}
+		inner := forward.Restrict(memory.New(memory.Config{Clock: clk}), set)
+		f, err := kvfault.New(inner, kvfault.Config{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := forward.Of(f.Exact()); got != set {
+			t.Errorf("Exact over a store with abilities %05b has %05b", set, got)
+		}
 	}
 	var s any = newFault(t, clk, kvfault.Config{})
 	if _, ok := s.(kv.MetadataStore); ok {

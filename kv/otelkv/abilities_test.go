@@ -12,6 +12,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/internal/telemetry/telemetrytest"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/internal/forward"
 	"github.com/kvshadow/kvshadow/kv/kvtest"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 )
@@ -29,151 +30,49 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The four abilities of the sixteen combinations below; metadata has its
+// own test.
 const (
-	bitEntry = 1 << iota
-	bitBulkGet
-	bitBulkPut
-	bitBulkDelete
+	bitMask = int(forward.Entry | forward.BulkGet | forward.BulkPut | forward.BulkDelete)
 )
 
-// subset hides all of m's optional abilities but those in mask.
-func subset(m *memory.Store, mask int) kv.Store {
-	type (
-		S  = kv.Store
-		EG = kv.ExpiryGetter
-		BG = kv.BulkGetter
-		BP = kv.BulkPutter
-		BD = kv.BulkDeleter
-	)
-	switch mask {
-	case 0:
-		return struct{ S }{m}
-	case bitEntry:
-		return struct {
-			S
-			EG
-		}{m, m}
-	case bitBulkGet:
-		return struct {
-			S
-			BG
-		}{m, m}
-	case bitEntry | bitBulkGet:
-		return struct {
-			S
-			EG
-			BG
-		}{m, m, m}
-	case bitBulkPut:
-		return struct {
-			S
-			BP
-		}{m, m}
-	case bitEntry | bitBulkPut:
-		return struct {
-			S
-			EG
-			BP
-		}{m, m, m}
-	case bitBulkGet | bitBulkPut:
-		return struct {
-			S
-			BG
-			BP
-		}{m, m, m}
-	case bitEntry | bitBulkGet | bitBulkPut:
-		return struct {
-			S
-			EG
-			BG
-			BP
-		}{m, m, m, m}
-	case bitBulkDelete:
-		return struct {
-			S
-			BD
-		}{m, m}
-	case bitEntry | bitBulkDelete:
-		return struct {
-			S
-			EG
-			BD
-		}{m, m, m}
-	case bitBulkGet | bitBulkDelete:
-		return struct {
-			S
-			BG
-			BD
-		}{m, m, m}
-	case bitEntry | bitBulkGet | bitBulkDelete:
-		return struct {
-			S
-			EG
-			BG
-			BD
-		}{m, m, m, m}
-	case bitBulkPut | bitBulkDelete:
-		return struct {
-			S
-			BP
-			BD
-		}{m, m, m}
-	case bitEntry | bitBulkPut | bitBulkDelete:
-		return struct {
-			S
-			EG
-			BP
-			BD
-		}{m, m, m, m}
-	case bitBulkGet | bitBulkPut | bitBulkDelete:
-		return struct {
-			S
-			BG
-			BP
-			BD
-		}{m, m, m, m}
-	}
-	return m
-}
+// subset hides all of m's optional abilities but those in mask, metadata
+// among them.
+func subset(m *memory.Store, mask int) kv.Store { return forward.Restrict(m, forward.Set(mask)) }
 
+// abilities is the mask of s's abilities, but metadata.
 func abilities(s kv.Store) int {
-	var mask int
-	if _, ok := s.(kv.ExpiryGetter); ok {
-		mask |= bitEntry
+	set := forward.Of(s)
+	if set&forward.Metadata != 0 {
+		set |= forward.Entry
 	}
-	if _, ok := s.(kv.BulkGetter); ok {
-		mask |= bitBulkGet
-	}
-	if _, ok := s.(kv.BulkPutter); ok {
-		mask |= bitBulkPut
-	}
-	if _, ok := s.(kv.BulkDeleter); ok {
-		mask |= bitBulkDelete
-	}
-	return mask
+	return int(set) & bitMask
 }
 
 // Every one of the sixteen combinations of optional abilities comes out of
 // New exactly as it went in, and each forwarded ability works and is traced.
 func TestAbilitiesAreForwardedExactly(t *testing.T) {
 	ctx := context.Background()
-	for mask := range 16 {
+	for mask := range bitMask + 1 {
+		if mask&^bitMask != 0 {
+			continue
+		}
 		rec := telemetrytest.New(t)
 		m := memory.New(memory.Config{})
 		inner := subset(m, mask)
 		if got := abilities(inner); got != mask {
-			t.Fatalf("test helper: subset(%04b) has %04b", mask, got)
+			t.Fatalf("test helper: subset(%05b) has %05b", mask, got)
 		}
 		s := instrument(t, rec, inner, otelkv.Config{})
 		if got := abilities(s); got != mask {
-			t.Errorf("abilities of the instrumented store: %04b, want %04b", got, mask)
+			t.Errorf("abilities of the instrumented store: %05b, want %05b", got, mask)
 		}
 		if u, ok := s.(interface{ Unwrap() kv.Store }); !ok || u.Unwrap() != inner {
-			t.Errorf("%04b: Unwrap does not return the wrapped store", mask)
+			t.Errorf("%05b: Unwrap does not return the wrapped store", mask)
 		}
 		_, innerMeta := inner.(kv.MetadataStore)
 		if _, meta := s.(kv.MetadataStore); meta != innerMeta {
-			t.Errorf("%04b: the instrumented store keeps metadata: %v; the wrapped one: %v", mask, meta, innerMeta)
+			t.Errorf("%05b: the instrumented store keeps metadata: %v; the wrapped one: %v", mask, meta, innerMeta)
 		}
 		if err := m.Put(ctx, "wordle:a", []byte("A"), kv.PutOptions{}); err != nil {
 			t.Fatal(err)

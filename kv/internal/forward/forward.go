@@ -19,33 +19,84 @@ type Abilities struct {
 	DeleteMany func(ctx context.Context, keys []string) error
 }
 
+// Set is a set of optional abilities, as a type assertion finds them.
+type Set int
+
+// The abilities. Metadata implies the entry read (kv.MetadataStore embeds
+// kv.ExpiryGetter), so Of reports a MetadataStore as Metadata alone.
 const (
-	hasEntry = 1 << iota
-	hasMetadata
-	hasBulkGet
-	hasBulkPut
-	hasBulkDelete
+	Entry Set = 1 << iota
+	Metadata
+	BulkGet
+	BulkPut
+	BulkDelete
 )
 
+// internal names of the combinations.
+const (
+	hasEntry      = int(Entry)
+	hasMetadata   = int(Metadata)
+	hasBulkGet    = int(BulkGet)
+	hasBulkPut    = int(BulkPut)
+	hasBulkDelete = int(BulkDelete)
+)
+
+// Of returns the abilities s has.
+func Of(s kv.Store) Set {
+	var set Set
+	if _, ok := s.(kv.MetadataStore); ok {
+		set |= Metadata
+	} else if _, ok := s.(kv.ExpiryGetter); ok {
+		set |= Entry
+	}
+	if _, ok := s.(kv.BulkGetter); ok {
+		set |= BulkGet
+	}
+	if _, ok := s.(kv.BulkPutter); ok {
+		set |= BulkPut
+	}
+	if _, ok := s.(kv.BulkDeleter); ok {
+		set |= BulkDelete
+	}
+	return set
+}
+
 // Compose returns store, a wrapper of inner, with those of a's abilities that
-// inner has, and an Unwrap method that returns inner.
+// inner has, and an Unwrap method that returns inner. a must set every
+// function that inner's abilities need.
 func Compose(store, inner kv.Store, a Abilities) kv.Store {
-	var mask int
-	if _, ok := inner.(kv.MetadataStore); ok {
-		mask |= hasMetadata
-	} else if _, ok := inner.(kv.ExpiryGetter); ok {
-		mask |= hasEntry
+	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+}
+
+// Restrict returns s with only those of its abilities that are in keep (a
+// store with Metadata kept keeps its entry read too), for tests of wrappers
+// over stores that lack some. Its Unwrap returns s.
+func Restrict(s kv.Store, keep Set) kv.Store {
+	set := Of(s)
+	if set&Metadata != 0 {
+		set |= Entry // a MetadataStore reads entries, with or without keeping metadata
 	}
-	if _, ok := inner.(kv.BulkGetter); ok {
-		mask |= hasBulkGet
+	set &= keep
+	if set&Metadata != 0 {
+		set &^= Entry // the metadata combinations carry the entry read
 	}
-	if _, ok := inner.(kv.BulkPutter); ok {
-		mask |= hasBulkPut
+	var a Abilities
+	if e, ok := s.(kv.ExpiryGetter); ok {
+		a.GetEntry = e.GetEntry
 	}
-	if _, ok := inner.(kv.BulkDeleter); ok {
-		mask |= hasBulkDelete
+	if m, ok := s.(kv.MetadataStore); ok {
+		a.PutEntry = m.PutEntry
 	}
-	return compose(mask, base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	if g, ok := s.(kv.BulkGetter); ok {
+		a.GetMany = g.GetMany
+	}
+	if p, ok := s.(kv.BulkPutter); ok {
+		a.PutMany = p.PutMany
+	}
+	if d, ok := s.(kv.BulkDeleter); ok {
+		a.DeleteMany = d.DeleteMany
+	}
+	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
 }
 
 // base is the wrapper's own store and the store it wraps.
