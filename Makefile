@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 # MongoDB-compatible server) never reaches a library user's build.
 MODULES := . tests demo
 
-.PHONY: demo mongo test lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
+.PHONY: demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -27,11 +27,20 @@ mongo:
 	@cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo
 	@$(DEMO_BIN)/embedded-mongo -dir $(CURDIR)/.demo/embedded-mongo
 
+# Each step says what it runs as it runs; the Go tests go through
+# scripts/testlog, which names each package and slow test as it ends, the
+# tests still running every 30 s, and a failed test's whole output.
+TESTLOG := $(CURDIR)/bin/testlog
 test: lint unit workers integration fuzz
+	@echo "make test: every step passed"
+
+testlog:
+	@$(GO) build -o $(TESTLOG) ./scripts/testlog
 
 lint: fmt-check vet staticcheck
 
 fmt-check:
+	@echo "make test: lint: gofmt, go vet and staticcheck over the modules $(MODULES) (a few minutes the first time)"
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
@@ -41,18 +50,22 @@ vet:
 staticcheck:
 	@for m in $(MODULES); do [ -f $$m/go.mod ] || continue; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
-unit:
-	$(GO) test -race -count=1 ./...
+unit: testlog
+	@echo "make test: unit tests of the library module, with the race detector (about 3 minutes)"
+	@set -o pipefail; $(GO) test -race -count=1 -json ./... | $(TESTLOG)
 
 # The JavaScript package for Workers (binding, tee, bridge Worker), tested
 # with Node's runner and inside workerd through miniflare; the Go tests in
 # tests/workers need its node_modules.
 workers:
+	@echo "make test: the JavaScript package (npm ci, then Node's test runner and miniflare)"
 	cd workers && npm ci --no-audit --no-fund && npm test
 
-integration: workers-deps nodeinterop-deps
-	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -race -count=1 -timeout 30m ./...; fi
-	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
+integration: workers-deps nodeinterop-deps testlog
+	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 8 minutes)"
+	@if [ -f tests/go.mod ]; then set -o pipefail; cd tests && $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
+	@echo "make test: the demo, shortened, as a test (about a minute)"
+	@set -o pipefail; cd demo && $(GO) test -race -count=1 -timeout 10m -json ./... | $(TESTLOG)
 
 workers-deps:
 	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
@@ -62,7 +75,8 @@ nodeinterop-deps:
 	@[ -d tests/nodeinterop/node_modules/mongodb ] || (cd tests/nodeinterop && npm ci --no-audit --no-fund)
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+	@echo "make test: a short fuzz pass over every fuzz target ($(FUZZTIME) executions each, a few minutes)"
+	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
