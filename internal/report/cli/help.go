@@ -79,7 +79,9 @@ REPAIR AND BACKFILL
 EXIT CODES
   0  parity is at least --min-parity (after the repair, when applied)
   1  parity is below --min-parity
-  2  error: bad flags, a store unreachable, an interrupted scan
+  2  error: bad flags, an interrupted scan, or a store unreachable or refusing: both
+     stores are checked at once before the scan (one Workers KV request), and each
+     problem is said in one line
 
 EXAMPLES
   Try it without any account:
