@@ -51,7 +51,7 @@ staticcheck:
 	@for m in $(MODULES); do [ -f $$m/go.mod ] || continue; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 unit: testlog
-	@echo "make test: unit tests of the library module, with the race detector (about 3 minutes)"
+	@echo "make test: unit tests of the library module, with the race detector (a few minutes)"
 	@set -o pipefail; $(GO) test -race -count=1 -json ./... | $(TESTLOG)
 
 # The JavaScript package for Workers (binding, tee, bridge Worker), tested
@@ -62,7 +62,7 @@ workers:
 	cd workers && npm ci --no-audit --no-fund && npm test
 
 integration: workers-deps nodeinterop-deps testlog
-	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 8 minutes)"
+	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 7 minutes)"
 	@if [ -f tests/go.mod ]; then set -o pipefail; cd tests && $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
 	@echo "make test: the demo, shortened, as a test (about a minute)"
 	@set -o pipefail; cd demo && $(GO) test -race -count=1 -timeout 10m -json ./... | $(TESTLOG)
