@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -84,8 +83,6 @@ type Config struct {
 	Help bool
 
 	secrets secrets
-	// open replaces openBackends in tests.
-	open func(context.Context, *Config) (*backends, error)
 }
 
 // secrets are never printed, logged or put in an error.

@@ -37,19 +37,11 @@ type fleet struct {
 
 var _ control.Target = (*fleet)(nil)
 
-// sides are the two backends of one namespace.
-type sides struct {
-	id              string
-	primary, shadow kv.Store
-	primarySystem   string
-	shadowSystem    string
-}
-
 // newFleet builds one instrumented dual-write store per namespace, all in
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
 // store); one callback reports the gauges of the whole fleet, summed, so
 // that several namespaces never observe one series twice.
-func newFleet(cfg dualwrite.Config, all []sides, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger) (*fleet, error) {
+func newFleet(cfg dualwrite.Config, all []Sides, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
 	f := &fleet{}
 	var first *dualwriteotel.Observer
 	for _, sd := range all {
@@ -64,16 +56,16 @@ func newFleet(cfg dualwrite.Config, all []sides, tp trace.TracerProvider, mp met
 		}
 		c := cfg
 		var errs [3]error
-		c.Primary, errs[0] = wrap(sd.primary, sd.primarySystem, otelkv.RolePrimary)
-		c.Shadow, errs[1] = wrap(sd.shadow, sd.shadowSystem, otelkv.RoleShadow)
+		c.Primary, errs[0] = wrap(sd.Primary, cmpOr(sd.PrimarySystem, otelkv.SystemCloudflareKV), otelkv.RolePrimary)
+		c.Shadow, errs[1] = wrap(sd.Shadow, cmpOr(sd.ShadowSystem, otelkv.SystemMongoDB), otelkv.RoleShadow)
 		if err := errors.Join(errs[:2]...); err != nil {
 			return nil, errors.Join(err, f.close(context.Background()))
 		}
-		dual, err := dualwrite.New(c, dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("namespace", sd.id))))
+		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("namespace", sd.ID)))}, opts...)...)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.id, err), f.close(context.Background()))
+			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.ID, err), f.close(context.Background()))
 		}
-		s := &served{id: sd.id, primary: sd.primary, shadow: sd.shadow, dual: dual}
+		s := &served{id: sd.ID, primary: sd.Primary, shadow: sd.Shadow, dual: dual}
 		f.ns = append(f.ns, s)
 		if s.front, errs[2] = wrap(dual, otelkv.SystemComposite, otelkv.RoleComposite); errs[2] != nil {
 			return nil, errors.Join(errs[2], f.close(context.Background()))

@@ -34,7 +34,8 @@ const (
 // the lanes (Drain), writes the keys still dirty to DirtyDir, leaves the
 // control board and stops. Its error is nil after a shutdown that followed
 // ctx, whatever the lanes left: what they left is counted and kept.
-func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Option) error {
+	o := resolve(opts)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-proxy", Prometheus: true, Console: stderr})
 	if err != nil {
@@ -54,21 +55,20 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
 		cert = &kp
 	}
 
-	open := c.open
-	if open == nil {
-		open = openBackends
-	}
-	b, err := open(ctx, c)
+	b, err := o.open(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = b.close(context.Background()) }()
+	defer func() { _ = b.Close(context.Background()) }()
+	if len(b.Sides) != len(c.Namespaces) || b.Board == nil {
+		return fmt.Errorf("service: the backends hold %d namespaces for %d configured, board %v", len(b.Sides), len(c.Namespaces), b.Board != nil)
+	}
 
 	// The stores start in the document's stage, so that following it is no
 	// transition; Initial counts only for the very first instance.
 	stage := c.Stage
 	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
-	doc, err := b.board.Load(lctx)
+	doc, err := b.Board.Load(lctx)
 	cancel()
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		Redactor: redactor,
-	}, b.sides, tel.TracerProvider, tel.MeterProvider, log)
+	}, b.Sides, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
 	}()
 
 	follower, err := control.NewFollower(control.Config{
-		Board: b.board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
+		Board: b.Board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
 	}, control.WithLogger(log))
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer) error {
 	ready := &readiness{fleet: fl, follower: follower}
 	ready.probe(ctx)
 
-	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token})
+	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock})
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func shutdownTelemetry(t *telemetry.Telemetry) {
 	_ = t.Shutdown(ctx)
 }
 
-func printBanner(w io.Writer, c *Config, b *backends, api, adminURL string, st control.Status) {
+func printBanner(w io.Writer, c *Config, b *Backends, api, adminURL string, st control.Status) {
 	ids := make([]string, len(c.Namespaces))
 	for i, ns := range c.Namespaces {
 		ids[i] = ns.ID
@@ -216,10 +216,12 @@ func printBanner(w io.Writer, c *Config, b *backends, api, adminURL string, st c
 	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; stage %s (generation %d); instance %s\n",
 		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
 	fmt.Fprintf(w, "kvshadow-proxy: admin API at %s\n", adminURL)
+	if b.Note != "" {
+		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)
+	}
 	if !c.Demo {
 		return
 	}
-	fmt.Fprintf(w, "kvshadow-proxy: demo: the primary is an emulated Workers KV account at %s, the shadow is in memory; nothing is kept\n", b.demoURL)
 	fmt.Fprintln(w, "# A Workers KV client (cloudflare-go, wrangler's API calls, curl) needs only this environment:")
 	fmt.Fprintf(w, "export CLOUDFLARE_BASE_URL=%s CLOUDFLARE_ACCOUNT_ID=%s CLOUDFLARE_KV_NAMESPACE_ID=%s\n", api, c.Account, ids[0])
 	if c.secrets.token != "" {

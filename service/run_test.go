@@ -38,18 +38,18 @@ func start(t *testing.T, args ...string) *running {
 		t.Fatal(err)
 	}
 	r := &running{c: c, shadows: map[string]*kvfault.Store{}}
-	c.open = func(ctx context.Context, c *Config) (*backends, error) {
-		b, err := openDemo(c)
+	open := func(ctx context.Context, c *Config) (*Backends, error) {
+		b, err := OpenDemo(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		for i := range b.sides {
-			f, err := kvfault.New(b.sides[i].shadow, kvfault.Config{Name: "shadow"})
+		for i := range b.Sides {
+			f, err := kvfault.New(b.Sides[i].Shadow, kvfault.Config{Name: "shadow"})
 			if err != nil {
 				return nil, err
 			}
-			b.sides[i].shadow = f
-			r.shadows[b.sides[i].id] = f
+			b.Sides[i].Shadow = f
+			r.shadows[b.Sides[i].ID] = f
 		}
 		return b, nil
 	}
@@ -61,7 +61,7 @@ func start(t *testing.T, args ...string) *running {
 	logDone := make(chan struct{})
 	go func() { defer close(logDone); _, _ = io.Copy(&logs, errOut) }()
 	go func() {
-		err := Run(ctx, c, w, errW)
+		err := Run(ctx, c, w, errW, WithBackends(open))
 		w.CloseWithError(io.EOF)
 		errW.Close()
 		done <- err

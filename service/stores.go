@@ -20,70 +20,84 @@ import (
 	"github.com/kvshadow/kvshadow/kvapi"
 )
 
-// backends are the stores of every namespace, the control board, and what
-// must be closed after them.
-type backends struct {
-	sides   []sides
-	board   control.Board
-	closers []func(context.Context) error
-	// demoURL is the demo's emulated Workers KV API, when there is one.
-	demoURL string
+// Sides are one namespace's two stores.
+type Sides struct {
+	ID              string
+	Primary, Shadow kv.Store
+	// PrimarySystem and ShadowSystem name them on spans and metrics
+	// (otelkv's System names); "" means Workers KV and MongoDB.
+	PrimarySystem, ShadowSystem string
 }
 
-func (b *backends) close(ctx context.Context) error {
+// Backends are what the service runs over: the stores of every namespace
+// in Config.Namespaces, in that order, and the control board.
+type Backends struct {
+	Sides []Sides
+	Board control.Board
+	// Closers release them once the service has stopped, last first.
+	Closers []func(context.Context) error
+	// Note is a line the banner prints about them.
+	Note string
+}
+
+// Close runs the closers, last first.
+func (b *Backends) Close(ctx context.Context) error {
 	var errs []error
-	for i := len(b.closers) - 1; i >= 0; i-- {
-		errs = append(errs, b.closers[i](ctx))
+	for i := len(b.Closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.Closers[i](ctx))
 	}
 	return errors.Join(errs...)
 }
 
+// Opener opens the Backends for a Config; see WithBackends.
+type Opener func(ctx context.Context, c *Config) (*Backends, error)
+
 // connectTimeout bounds the connects made at start.
 const connectTimeout = 15 * time.Second
 
-// openBackends connects to Workers KV (or the API at PrimaryURL) and MongoDB,
-// or starts the demo's in-process pair.
-func openBackends(ctx context.Context, c *Config) (*backends, error) {
+// OpenBackends is the default Opener: Workers KV (or the API at
+// PrimaryURL) through cfkv and MongoDB through mongokv, with the control
+// board in MongoDB; or, for --demo, OpenDemo.
+func OpenBackends(ctx context.Context, c *Config) (*Backends, error) {
 	if c.Demo {
-		return openDemo(c)
+		return OpenDemo(ctx, c)
 	}
-	b := &backends{}
+	b := &Backends{}
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI})
 	if err != nil {
 		return nil, err
 	}
-	b.closers = append(b.closers, client.Close)
+	b.Closers = append(b.Closers, client.Close)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL})
 		if err != nil {
-			return nil, errors.Join(err, b.close(ctx))
+			return nil, errors.Join(err, b.Close(ctx))
 		}
 		shadow, err := client.Store(mongokv.Config{Database: ns.Database})
 		if err != nil {
-			return nil, errors.Join(err, b.close(ctx))
+			return nil, errors.Join(err, b.Close(ctx))
 		}
-		b.sides = append(b.sides, sides{id: ns.ID, primary: primary, shadow: shadow,
-			primarySystem: otelkv.SystemCloudflareKV, shadowSystem: otelkv.SystemMongoDB})
+		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow})
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := client.Connect(cctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("connecting to MongoDB: %w", err), b.close(ctx))
+		return nil, errors.Join(fmt.Errorf("connecting to MongoDB: %w", err), b.Close(ctx))
 	}
 	// The board reads and writes two small collections; the driver is
 	// mongokv's own, with a pool of its own.
 	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
 	if err != nil {
-		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.close(ctx))
+		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.Close(ctx))
 	}
-	b.closers = append(b.closers, boardClient.Disconnect)
+	b.Closers = append(b.Closers, boardClient.Disconnect)
 	db := c.ControlDB
 	if db == "" {
 		if db = c.Namespaces[0].Database; db == "" {
 			db = defaultDatabase(client)
 		}
 	}
-	b.board = control.NewMongoBoard(boardClient.Database(db))
+	b.Board = control.NewMongoBoard(boardClient.Database(db))
 	return b, nil
 }
 
@@ -97,10 +111,10 @@ func defaultDatabase(client *mongokv.Client) string {
 	return st.Database()
 }
 
-// openDemo serves an emulated Workers KV account on loopback (the kvapi
+// OpenDemo serves an emulated Workers KV account on loopback (the kvapi
 // emulator over memory, reached over HTTP through cfkv, as Workers KV would
 // be) and keeps the shadow and the board in memory.
-func openDemo(c *Config) (*backends, error) {
+func OpenDemo(_ context.Context, c *Config) (*Backends, error) {
 	emulated := map[string]kv.Store{}
 	for _, ns := range c.Namespaces {
 		emulated[ns.ID] = memory.New(memory.Config{})
@@ -115,15 +129,16 @@ func openDemo(c *Config) (*backends, error) {
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	b := &backends{board: control.NewMemoryBoard(), demoURL: "http://" + ln.Addr().String() + "/client/v4/"}
-	b.closers = append(b.closers, srv.Shutdown)
+	url := "http://" + ln.Addr().String() + "/client/v4/"
+	b := &Backends{Board: control.NewMemoryBoard(),
+		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
+	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: b.demoURL})
+		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url})
 		if err != nil {
-			return nil, errors.Join(err, b.close(context.Background()))
+			return nil, errors.Join(err, b.Close(context.Background()))
 		}
-		b.sides = append(b.sides, sides{id: ns.ID, primary: primary, shadow: memory.New(memory.Config{}),
-			primarySystem: otelkv.SystemCloudflareKV, shadowSystem: otelkv.SystemMemory})
+		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: otelkv.SystemMemory})
 	}
 	return b, nil
 }

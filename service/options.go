@@ -1,0 +1,34 @@
+package service
+
+import "github.com/kvshadow/kvshadow/clock"
+
+// Option sets a piece of Run's plumbing.
+type Option func(*runOptions)
+
+type runOptions struct {
+	open  Opener
+	clock clock.Clock
+}
+
+// WithBackends replaces OpenBackends: tests run the service over stores of
+// their own making.
+func WithBackends(open Opener) Option { return func(o *runOptions) { o.open = open } }
+
+// WithClock sets the clock of the data path (the front's expiry checks and
+// the dual-write stores); the control board's polls and the probes keep the
+// system clock. The default is the system clock.
+func WithClock(c clock.Clock) Option { return func(o *runOptions) { o.clock = c } }
+
+func resolve(opts []Option) runOptions {
+	var o runOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.open == nil {
+		o.open = OpenBackends
+	}
+	o.clock = clock.OrReal(o.clock)
+	return o
+}
