@@ -14,9 +14,9 @@ type runOptions struct {
 // their own making.
 func WithBackends(open Opener) Option { return func(o *runOptions) { o.open = open } }
 
-// WithClock sets the clock of the data path (the front's expiry checks and
-// the dual-write stores); the control board's polls and the probes keep the
-// system clock. The default is the system clock.
+// WithClock sets the clock of the data path (the front's expiry checks, the
+// dual-write stores, and the Opener's stores); the control board's polls and
+// the probes keep the system clock. The default is the system clock.
 func WithClock(c clock.Clock) Option { return func(o *runOptions) { o.clock = c } }
 
 func resolve(opts []Option) runOptions {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
 )
@@ -38,8 +39,8 @@ func start(t *testing.T, args ...string) *running {
 		t.Fatal(err)
 	}
 	r := &running{c: c, shadows: map[string]*kvfault.Store{}}
-	open := func(ctx context.Context, c *Config) (*Backends, error) {
-		b, err := OpenDemo(ctx, c)
+	open := func(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error) {
+		b, err := OpenDemo(ctx, c, clk)
 		if err != nil {
 			return nil, err
 		}

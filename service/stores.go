@@ -14,6 +14,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -49,8 +50,9 @@ func (b *Backends) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Opener opens the Backends for a Config; see WithBackends.
-type Opener func(ctx context.Context, c *Config) (*Backends, error)
+// Opener opens the Backends for a Config, with their clocks on clk; see
+// WithBackends.
+type Opener func(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error)
 
 // connectTimeout bounds the connects made at start.
 const connectTimeout = 15 * time.Second
@@ -58,9 +60,9 @@ const connectTimeout = 15 * time.Second
 // OpenBackends is the default Opener: Workers KV (or the API at
 // PrimaryURL) through cfkv and MongoDB through mongokv, with the control
 // board in MongoDB; or, for --demo, OpenDemo.
-func OpenBackends(ctx context.Context, c *Config) (*Backends, error) {
+func OpenBackends(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error) {
 	if c.Demo {
-		return OpenDemo(ctx, c)
+		return OpenDemo(ctx, c, clk)
 	}
 	b := &Backends{}
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI})
@@ -69,11 +71,11 @@ func OpenBackends(ctx context.Context, c *Config) (*Backends, error) {
 	}
 	b.Closers = append(b.Closers, client.Close)
 	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL})
+		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL, Clock: clk})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
-		shadow, err := client.Store(mongokv.Config{Database: ns.Database})
+		shadow, err := client.Store(mongokv.Config{Database: ns.Database, Clock: clk})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
@@ -114,12 +116,12 @@ func defaultDatabase(client *mongokv.Client) string {
 // OpenDemo serves an emulated Workers KV account on loopback (the kvapi
 // emulator over memory, reached over HTTP through cfkv, as Workers KV would
 // be) and keeps the shadow and the board in memory.
-func OpenDemo(_ context.Context, c *Config) (*Backends, error) {
+func OpenDemo(_ context.Context, c *Config, clk clock.Clock) (*Backends, error) {
 	emulated := map[string]kv.Store{}
 	for _, ns := range c.Namespaces {
-		emulated[ns.ID] = memory.New(memory.Config{})
+		emulated[ns.ID] = memory.New(memory.Config{Clock: clk})
 	}
-	api, err := kvapi.New(kvapi.Config{Namespaces: emulated, AccountID: c.Account, Token: c.secrets.cfToken})
+	api, err := kvapi.New(kvapi.Config{Namespaces: emulated, AccountID: c.Account, Token: c.secrets.cfToken, Clock: clk})
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +136,11 @@ func OpenDemo(_ context.Context, c *Config) (*Backends, error) {
 		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url})
+		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(context.Background()))
 		}
-		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: otelkv.SystemMemory})
+		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: memory.New(memory.Config{Clock: clk}), ShadowSystem: otelkv.SystemMemory})
 	}
 	return b, nil
 }
