@@ -1,0 +1,207 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
+)
+
+var srv *mongotest.Server
+
+func TestMain(m *testing.M) { mongotest.Main(m, &srv) }
+
+const (
+	account      = "0123456789abcdef0123456789abcdef"
+	namespace    = "fedcba9876543210fedcba9876543210"
+	primaryToken = "primary-token"
+	clientToken  = "client-token"
+	adminToken   = "admin-token"
+)
+
+// emulator is the primary: an emulated Workers KV account over HTTP.
+type emulator struct {
+	store *memory.Store
+	api   *kvapi.Server
+	url   string
+}
+
+func newEmulator(t testing.TB, clk clock.Clock) *emulator {
+	t.Helper()
+	st := memory.New(memory.Config{Clock: clk})
+	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: st}, AccountID: account, Token: primaryToken, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
+	t.Cleanup(hs.Close)
+	return &emulator{store: st, api: api, url: hs.URL + "/client/v4/"}
+}
+
+// environment is what a proxy instance reads, for database db.
+func (e *emulator) environment(db string) map[string]string {
+	return map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
+		"CLOUDFLARE_BASE_URL": e.url, "MONGODB_URI": srv.URI(), "MONGODB_DB": db,
+		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
+	}
+}
+
+// instance is one running proxy, in-process or not.
+type instance struct {
+	api, admin string
+	stop       func() error
+}
+
+// banner reads the service's first lines for its URLs.
+func banner(t testing.TB, out io.Reader) (api, admin string) {
+	t.Helper()
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		line := lines.Text()
+		if _, rest, ok := strings.Cut(line, "serving the Workers KV API at "); ok {
+			api, _, _ = strings.Cut(rest, ";")
+		}
+		if _, rest, ok := strings.Cut(line, "admin API at "); ok {
+			admin = strings.TrimSpace(rest)
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return api, admin
+}
+
+// startInProcess runs service.Run with env and args on free loopback ports.
+func startInProcess(t testing.TB, env map[string]string, args []string, opts ...service.Option) *instance {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0", "--instance", t.Name()}, args...)
+	c, err := service.Parse(args, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := service.Run(ctx, c, w, io.Discard, opts...)
+		w.Close()
+		done <- err
+	}()
+	api, admin := banner(t, out)
+	if admin == "" {
+		cancel()
+		t.Fatalf("the service did not start: %v", <-done)
+	}
+	stopped, result := false, error(nil)
+	in := &instance{api: api, admin: admin, stop: func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			result = <-done
+		}
+		return result
+	}}
+	t.Cleanup(func() { _ = in.stop() })
+	return in
+}
+
+// client is cloudflare-go, through cfkv, pointed at an instance.
+func (in *instance) client(t testing.TB, clk clock.Clock) *cfkv.Store {
+	t.Helper()
+	st, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: clientToken, BaseURL: in.api, MaxRetries: -1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// call sends an admin request; out receives the decoded JSON answer.
+func (in *instance) call(t testing.TB, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, in.admin+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+type stats struct {
+	Generation uint64 `json:"generation"`
+	Total      struct {
+		Stage  string            `json:"stage"`
+		Queued int64             `json:"queued"`
+		Dirty  int               `json:"dirty"`
+		Drops  map[string]uint64 `json:"drops"`
+	} `json:"total"`
+}
+
+func (in *instance) stats(t testing.TB) stats {
+	t.Helper()
+	var s stats
+	if code := in.call(t, "GET", "/stats", "", &s); code != http.StatusOK {
+		t.Fatalf("GET /stats: %d", code)
+	}
+	return s
+}
+
+// setStage asks for a stage and returns the status and the answer.
+func (in *instance) setStage(t testing.TB, stage string) (int, map[string]any) {
+	t.Helper()
+	var out map[string]any
+	code := in.call(t, "PUT", "/stage", `{"stage":"`+stage+`"}`, &out)
+	return code, out
+}
+
+// eventually waits for cond, polling; it is a wait for an asynchronous
+// outcome, never a measurement of time.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in a minute", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shadowStore reads the shadow database directly.
+func shadowStore(t testing.TB, db string, clk clock.Clock) *mongokv.Store {
+	t.Helper()
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: srv.URI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close(context.Background()) })
+	st, err := client.Store(mongokv.Config{Database: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
