@@ -1,0 +1,120 @@
+package proxy_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+type stageBody struct {
+	Self struct {
+		Instance   string `json:"instance"`
+		Stage      string `json:"stage"`
+		Generation uint64 `json:"generation"`
+		InSync     bool   `json:"in_sync"`
+	} `json:"self"`
+	Instances []struct {
+		Instance string `json:"instance"`
+		Dirty    int    `json:"dirty"`
+		Live     bool   `json:"live"`
+		Stopped  bool   `json:"stopped"`
+	} `json:"instances"`
+}
+
+func (in *instance) stage(t *testing.T) stageBody {
+	t.Helper()
+	var s stageBody
+	if code := in.call(t, "GET", "/stage", "", &s); code != http.StatusOK {
+		t.Fatalf("GET /stage: %d", code)
+	}
+	return s
+}
+
+func (in *instance) runs(t *testing.T, stage string, generation uint64) func() bool {
+	return func() bool {
+		s := in.stage(t)
+		return s.Self.Stage == stage && s.Self.Generation == generation && s.Self.InSync && in.stats(t).Generation == generation
+	}
+}
+
+// TestInstancesFollowOneStageDocument runs two processes over one primary
+// and one shadow database: a change made through either reaches the other
+// within its poll interval, and a flip of the authoritative store is
+// refused while one of them is dirty, live or stopped, until its keys are
+// dealt with.
+func TestInstancesFollowOneStageDocument(t *testing.T) {
+	bin := build(t)
+	em := newEmulator(t, nil)
+	db := srv.Database(t)
+	env := em.environment(db)
+	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "200ms"}
+	a := startProcess(t, bin, env, append(timing, "--instance", "a", "--stage", "dualwrite")...)
+	// b's copies all time out, so every key it writes stays dirty.
+	dirtyDir := t.TempDir()
+	b := startProcess(t, bin, env, append(timing, "--instance", "b", "--stage", "off", "--shadow-timeout", "1us", "--dirty-dir", dirtyDir)...)
+
+	// b found the document a wrote, and follows it rather than its --stage.
+	if s := b.stage(t); s.Self.Stage != "dualwrite" || s.Self.Generation != 1 {
+		t.Fatalf("b started in %s, generation %d", s.Self.Stage, s.Self.Generation)
+	}
+	if code, out := a.setStage(t, "shadow"); code != http.StatusOK {
+		t.Fatalf("PUT shadow on a: %d %v", code, out)
+	}
+	eventually(t, "b runs shadow", b.runs(t, "shadow", 2))
+	// Back again, through b this time.
+	if code, out := b.setStage(t, "dualwrite"); code != http.StatusOK {
+		t.Fatalf("PUT dualwrite on b: %d %v", code, out)
+	}
+	eventually(t, "a runs dualwrite", a.runs(t, "dualwrite", 3))
+	if code, _ := a.setStage(t, "shadow"); code != http.StatusOK {
+		t.Fatal("PUT shadow again")
+	}
+	eventually(t, "b runs shadow again", b.runs(t, "shadow", 4))
+
+	// A write through b leaves a dirty key there; a flip waits for it.
+	if err := b.client(t, nil).Put(t.Context(), "wordle:through-b", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's heartbeat says it is dirty", func() bool {
+		for _, h := range a.stage(t).Instances {
+			if h.Instance == "b" && h.Dirty > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	code, out := a.setStage(t, "live")
+	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "b" (live)`) || !strings.Contains(msg, "dirty") {
+		t.Fatalf("flip with b dirty: %d %v", code, out)
+	}
+
+	// Stopped, b keeps its dirty keys and its heartbeat says so.
+	if err := b.stop(); err != nil {
+		t.Fatalf("b after SIGTERM: %v\n%s", err, b.log())
+	}
+	kept, err := os.ReadFile(filepath.Join(dirtyDir, namespace+".keys"))
+	if err != nil || !strings.Contains(string(kept), "wordle:through-b") {
+		t.Fatalf("b's dirty keys: %q, %v", kept, err)
+	}
+	code, out = a.setStage(t, "live")
+	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "b" (stopped`) {
+		t.Fatalf("flip with b stopped dirty: %d %v", code, out)
+	}
+	// Once its keys are repaired elsewhere, b is forgotten and the flip goes.
+	if code := a.call(t, "DELETE", "/instances/b", "", nil); code != http.StatusNoContent {
+		t.Fatalf("DELETE /instances/b: %d", code)
+	}
+	if code, out := a.setStage(t, "live"); code != http.StatusOK || out["stage"] != "live" {
+		t.Fatalf("flip after forgetting b: %d %v", code, out)
+	}
+	if err := a.stop(); err != nil {
+		t.Fatalf("a after SIGTERM: %v\n%s", err, a.log())
+	}
+	if strings.Contains(a.log()+b.log(), adminToken) || strings.Contains(a.log()+b.log(), primaryToken) {
+		t.Fatal("a token reached the log")
+	}
+}

@@ -1,0 +1,88 @@
+package proxy_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// build compiles the command into the test's directory.
+func build(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "kvshadow-proxy")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/kvshadow/kvshadow/cmd/kvshadow-proxy").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// process is the command running as an instance of its own.
+type process struct {
+	*instance
+	cmd    *exec.Cmd
+	exited chan error
+	mu     sync.Mutex
+	stderr bytes.Buffer
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.Write(b)
+}
+
+func (p *process) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+func startProcess(t *testing.T, bin string, env map[string]string, args ...string) *process {
+	t.Helper()
+	p := &process{exited: make(chan error, 1)}
+	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0"}, args...)...)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	api, admin := banner(t, out)
+	if admin == "" {
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("the command did not start: %v\n%s", <-p.exited, p.log())
+	}
+	var once sync.Once
+	var result error
+	p.instance = &instance{api: api, admin: admin, stop: func() error {
+		once.Do(func() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case result = <-p.exited:
+			case <-time.After(time.Minute):
+				_ = p.cmd.Process.Kill()
+				result = errors.New("no exit a minute after SIGTERM")
+			}
+		})
+		return result
+	}}
+	t.Cleanup(func() { _ = p.stop() })
+	return p
+}
