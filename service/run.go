@@ -55,7 +55,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		cert = &kp
 	}
 
-	b, err := o.open(ctx, c, o.clock)
+	b, err := o.open(ctx, c, Plumbing{Clock: o.clock, Logger: log})
 	if err != nil {
 		return err
 	}

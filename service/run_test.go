@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
 )
@@ -39,8 +38,8 @@ func start(t *testing.T, args ...string) *running {
 		t.Fatal(err)
 	}
 	r := &running{c: c, shadows: map[string]*kvfault.Store{}}
-	open := func(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error) {
-		b, err := OpenDemo(ctx, c, clk)
+	open := func(ctx context.Context, c *Config, p Plumbing) (*Backends, error) {
+		b, err := OpenDemo(ctx, c, p)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -50,9 +51,14 @@ func (b *Backends) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Opener opens the Backends for a Config, with their clocks on clk; see
-// WithBackends.
-type Opener func(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error)
+// Plumbing is what an Opener gives the stores it opens.
+type Plumbing struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Opener opens the Backends for a Config; see WithBackends.
+type Opener func(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 
 // connectTimeout bounds the connects made at start.
 const connectTimeout = 15 * time.Second
@@ -60,12 +66,13 @@ const connectTimeout = 15 * time.Second
 // OpenBackends is the default Opener: Workers KV (or the API at
 // PrimaryURL) through cfkv and MongoDB through mongokv, with the control
 // board in MongoDB; or, for --demo, OpenDemo.
-func OpenBackends(ctx context.Context, c *Config, clk clock.Clock) (*Backends, error) {
+func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error) {
 	if c.Demo {
-		return OpenDemo(ctx, c, clk)
+		return OpenDemo(ctx, c, p)
 	}
+	clk := p.Clock
 	b := &Backends{}
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI})
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +123,8 @@ func defaultDatabase(client *mongokv.Client) string {
 // OpenDemo serves an emulated Workers KV account on loopback (the kvapi
 // emulator over memory, reached over HTTP through cfkv, as Workers KV would
 // be) and keeps the shadow and the board in memory.
-func OpenDemo(_ context.Context, c *Config, clk clock.Clock) (*Backends, error) {
+func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
+	clk := p.Clock
 	emulated := map[string]kv.Store{}
 	for _, ns := range c.Namespaces {
 		emulated[ns.ID] = memory.New(memory.Config{Clock: clk})
