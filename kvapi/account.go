@@ -19,6 +19,10 @@ const tokenID = "00000000000000000000000000000000"
 // maxTitle is the longest namespace title the server takes.
 const maxTitle = 512
 
+// MaxNamespaces is the most namespaces a server that owns them holds:
+// Workers KV's limit per account.
+const MaxNamespaces = 1000
+
 // namespaceInfo is a namespace as the API describes it.
 type namespaceInfo struct {
 	ID                  string `json:"id"`
@@ -144,17 +148,20 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ reque
 	id := hex.EncodeToString(raw[:])
 	store := s.newStore()
 	s.mu.Lock()
-	taken := s.titleTaken(title, "")
+	taken, full := s.titleTaken(title, ""), len(s.namespaces) >= MaxNamespaces
 	n := &namespace{id: id, title: title, store: store}
-	if !taken {
+	if !taken && !full {
 		s.namespaces[id] = n
 	}
 	s.mu.Unlock()
-	if taken {
+	switch {
+	case taken:
 		writeError(w, titleExists())
-		return
+	case full:
+		writeError(w, errorf(http.StatusBadRequest, CodeTooManyNamespaces, "too many namespaces in this account: the limit is %d", MaxNamespaces))
+	default:
+		writeResult(w, n.info(), nil)
 	}
-	writeResult(w, n.info(), nil)
 }
 
 func (s *Server) renameNamespace(w http.ResponseWriter, r *http.Request, req request) {

@@ -2,6 +2,7 @@ package kvapi_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -152,4 +153,15 @@ func TestAccountCalls(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), `"id":"`+kvapi.AnyAccount+`"`) {
 		t.Fatalf("memberships of an open server: %s", rec.Body.String())
 	}
+}
+
+// TestNamespaceCap: a server that owns its namespaces holds at most
+// MaxNamespaces, as a Workers KV account does.
+func TestNamespaceCap(t *testing.T) {
+	a := ownedAPI(t)
+	root := "/client/v4/accounts/" + account + "/storage/kv/namespaces"
+	for i := 1; i < kvapi.MaxNamespaces; i++ {
+		wantOK(t, "create", a.do("POST", root, []byte(fmt.Sprintf(`{"title":"ns-%d"}`, i))))
+	}
+	wantError(t, "one too many", a.do("POST", root, []byte(`{"title":"last"}`)), http.StatusBadRequest, kvapi.CodeTooManyNamespaces)
 }

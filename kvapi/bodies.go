@@ -32,15 +32,15 @@ const (
 
 // bodyLimit is the most bytes the request's body may hold.
 func bodyLimit(ep endpoint, r *http.Request) int64 {
-	switch ep {
-	case epValues:
+	switch {
+	case ep == epValues && r.Method == http.MethodPut:
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
 			return MaxMultipartBytes
 		}
 		return kv.MaxValueSize
-	case epBulk, epBulkDelete:
+	case ep == epBulk || ep == epBulkDelete:
 		return MaxBulkBytes
-	case epBulkGet:
+	case ep == epBulkGet:
 		return MaxBulkGetBytes
 	}
 	return maxSmallBody

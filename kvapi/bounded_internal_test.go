@@ -50,7 +50,7 @@ func TestBounded(t *testing.T) {
 func TestFaultCachesBounded(t *testing.T) {
 	var l writeLimiter
 	now := time.Unix(1e9, 0)
-	for i := range 3 * MaxFaultEntries {
+	for i := range MaxFaultEntries + 10 {
 		l.allow("ns", fmt.Sprint("k", i), now)
 	}
 	if n := l.last.len(); n > MaxFaultEntries || l.last.bytes > MaxFaultBytes {

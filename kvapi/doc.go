@@ -45,6 +45,7 @@
 //	404 10009           a missing key ("get: 'key not found'")
 //	404 10013           a missing namespace; 400 10011 a malformed namespace ID
 //	400 10014 / 10019   a namespace title taken / missing
+//	400 10018           a create past MaxNamespaces (1000)
 //	404 7000 / 7003     a route / an account the server does not serve
 //	405 7001            a method the route does not serve (with Allow)
 //	400 10028           a list limit outside 10..1000
@@ -89,7 +90,8 @@
 // refusals. Within a Server, every body has a limit, refused before reading
 // when declared over it and cut off at it otherwise: 25 MiB for a raw value,
 // 26 MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a
-// bulk/get request, 64 KiB elsewhere; bulk bodies are decoded one element at
+// bulk/get request, 64 KiB elsewhere (GET, HEAD and DELETE of a value
+// included); bulk bodies are decoded one element at
 // a time and refused at the element past the count limit; bulk/get builds at
 // most 25 MiB of values (Cloudflare's own simulator's limit). A Server
 // served some other way (httptest, a service's own http.Server) has its

@@ -31,12 +31,22 @@ func FuzzServer(f *testing.F) {
 		{"POST", nsPath("bulk/get"), `{"keys":["k"],"type":"json","withMetadata":true}`},
 		{"POST", nsPath("bulk/delete"), `["k"]`},
 		{"DELETE", nsPath("values/%FF"), ""},
+		{"HEAD", nsPath("values/k"), ""},
+		{"POST", "/client/v4/accounts/" + account + "/storage/kv/namespaces", `{"title":"t"}`},
+		{"PUT", "/client/v4/accounts/" + account + "/storage/kv/namespaces/" + namespace, `{"title":"u"}`},
+		{"GET", "/client/v4/accounts/" + account + "/storage/kv/namespaces?page=2&per_page=5&order=title", ""},
+		{"GET", "/client/v4/memberships", ""},
 	} {
 		f.Add(c.method, c.path, []byte(c.body))
 	}
 	clk := clock.NewFake(start)
 	mem := memory.New(memory.Config{Clock: clk})
-	srv, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: mem}, AccountID: account, Clock: clk})
+	srv, err := kvapi.New(kvapi.Config{
+		Namespaces: map[string]kv.Store{namespace: mem},
+		NewStore:   func() kv.Store { return memory.New(memory.Config{Clock: clk}) },
+		AccountID:  account,
+		Clock:      clk,
+	})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -53,7 +63,7 @@ func FuzzServer(f *testing.F) {
 		if !statuses[rec.Code] {
 			t.Fatalf("%s %s: status %d", method, path, rec.Code)
 		}
-		isValue := method == "GET" && rec.Code == 200 && rec.Header().Get("Content-Type") == "application/octet-stream"
+		isValue := (method == "GET" || method == "HEAD") && rec.Code == 200 && rec.Header().Get("Content-Type") == "application/octet-stream"
 		if isValue {
 			return
 		}
