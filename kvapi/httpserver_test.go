@@ -2,9 +2,15 @@ package kvapi_test
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"runtime"
@@ -161,5 +167,44 @@ func TestTokenRequired(t *testing.T) {
 	defer ln.Close()
 	if err := hs.Serve(ln); !errors.Is(err, kvapi.ErrUnauthenticated) {
 		t.Fatalf("unauthenticated on %s = %v", ln.Addr(), err)
+	}
+}
+
+// TestTLS: with a TLSConfig the front speaks TLS, refusals included.
+func TestTLS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: start, NotAfter: start.Add(100 * 365 * 24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	f := newFront(t, kvapi.ServeConfig{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	parsed, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(parsed)
+	clientTLS := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, Time: func() time.Time { return start.Add(time.Hour) }}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS}}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "https://"+f.addr+nsPath("keys"), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("over TLS: %d", resp.StatusCode)
+	}
+	c, err := tls.Dial("tcp", f.addr, clientTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if r := readResponse(t, bufio.NewReader(c)); r.status != 400 || r.code != kvapi.CodeInvalidRequest {
+		t.Fatalf("bad request over TLS: %d %q", r.status, r.body)
 	}
 }
