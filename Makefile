@@ -17,7 +17,7 @@ DEMO_BIN := $(CURDIR)/.demo/bin
 demo:
 	@echo "make demo: building (the first time takes a few minutes: it compiles the embedded MongoDB-compatible server; later builds take seconds)"
 	@cd demo && $(GO) build -o $(DEMO_BIN)/kvshadow-demo .
-	@echo "make demo: running the migration (about a minute and a half)"
+	@echo "make demo: running the migration (about 70 seconds)"
 	@$(DEMO_BIN)/kvshadow-demo -dir $(CURDIR)/.demo $(DEMO_FLAGS)
 
 # The embedded MongoDB-compatible server alone, for experiments: prints its
