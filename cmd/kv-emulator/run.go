@@ -90,6 +90,9 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 			fs.PrintDefaults()
 			return nil, nil
 		}
+		if strings.HasSuffix(err.Error(), "defined: -token") {
+			return nil, usagef("-token: the token is not taken from a flag (a flag shows in ps); set %s or -token-file", EnvToken)
+		}
 		return nil, usageError{err}
 	}
 	switch {

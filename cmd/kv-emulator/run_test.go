@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -206,6 +207,9 @@ func TestRunExitCodes(t *testing.T) {
 		if exitCode(err) != exitUsage {
 			t.Errorf("%s: %v, exit %d; want 2", name, err, exitCode(err))
 		}
+	}
+	if err := run(t.Context(), []string{"-token", "t"}, env(), io.Discard, io.Discard); !strings.Contains(fmt.Sprint(err), EnvToken) {
+		t.Errorf("-token: %v, want a pointer to %s", err, EnvToken)
 	}
 	missing := filepath.Join(t.TempDir(), "none")
 	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-token-file", missing}, env(), io.Discard, io.Discard); exitCode(err) != exitError {
