@@ -143,3 +143,32 @@ func mongoHosts(uri string) string {
 	}
 	return rest
 }
+
+// withoutTopology drops the MongoDB driver's topology description from an
+// error's text: a dump of every server's state that buries the cause (kept
+// by netCause) and can run over many lines' worth of one line.
+func withoutTopology(msg string) string {
+	const marker = ", current topology: {"
+	for {
+		i := strings.Index(msg, marker)
+		if i < 0 {
+			return msg
+		}
+		depth, j := 0, i+len(marker)-1
+		for ; j < len(msg); j++ {
+			switch msg[j] {
+			case '{':
+				depth++
+			case '}':
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if j >= len(msg) {
+			return msg[:i]
+		}
+		msg = msg[:i] + msg[j+1:]
+	}
+}
