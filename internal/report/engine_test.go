@@ -310,7 +310,7 @@ func TestUnavailableHonoursRetryAfter(t *testing.T) {
 	if waited := f.clk.Now().Sub(start); waited < 60*time.Second {
 		t.Errorf("the run went on after %s, before the two 30 s Retry-After delays", waited)
 	}
-	if got := notices.String(); strings.Count(got, "cloudflare_kv unavailable (unavailable); pausing its requests for 30s") != 2 {
+	if got := notices.String(); strings.Count(got, "cloudflare_kv unavailable; pausing its requests for 30s, then retry") != 2 {
 		t.Errorf("notices = %q", got)
 	}
 }

@@ -106,8 +106,8 @@ func (s *side) do(ctx context.Context, counter *atomic.Int64, req func(context.C
 		s.retried.Add(1)
 		s.limit.Pause(after)
 		// Said on every retry: a long silence would look like a hang.
-		s.notice("%s unavailable (%s); pausing its requests for %s, retry %d of %d",
-			s.name, compare.ErrorClass(err), after, attempt+1, s.retries)
+		s.notice("%s unavailable; pausing its requests for %s, then retry %d of %d",
+			s.name, after, attempt+1, s.retries)
 	}
 }
 
