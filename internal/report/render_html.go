@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	_ "embed"
 	"html/template"
 	"io"
@@ -86,10 +87,13 @@ func width(n, most int64) string {
 // notAgreeing is a module's keys that count against parity.
 func notAgreeing(c Counts) int64 { return c.Compared - c.agreeing() }
 
-func moduleChart(r *Report) (bars []moduleBar, inStep []string, more int) {
+// moduleChart returns the bars of the modules with keys that differ (the
+// most first, at most chartModules, more counts the rest) and the names of
+// modules in step (at most twice that, inStepMore counts the rest).
+func moduleChart(r *Report) (bars []moduleBar, inStep []string, more, inStepMore int) {
 	mods := slices.Clone(r.Modules)
 	slices.SortStableFunc(mods, func(a, b ModuleCounts) int {
-		return int(min(max(notAgreeing(b.Counts)-notAgreeing(a.Counts), -1), 1))
+		return cmp.Compare(notAgreeing(b.Counts), notAgreeing(a.Counts))
 	})
 	var most int64
 	for _, m := range mods {
@@ -99,7 +103,11 @@ func moduleChart(r *Report) (bars []moduleBar, inStep []string, more int) {
 		n := notAgreeing(m.Counts)
 		drawn := n + m.Kinds[compare.ExpiredOnOneSide]
 		if drawn == 0 {
-			inStep = append(inStep, printable(moduleLabel(m.Module)))
+			if len(inStep) < chartModules*2 {
+				inStep = append(inStep, printable(moduleLabel(m.Module)))
+			} else {
+				inStepMore++
+			}
 			continue
 		}
 		if len(bars) == chartModules {
@@ -117,7 +125,7 @@ func moduleChart(r *Report) (bars []moduleBar, inStep []string, more int) {
 		}
 		bars = append(bars, b)
 	}
-	return bars, inStep, more
+	return bars, inStep, more, inStepMore
 }
 
 func kindChart(k KindCounts) []kindBar {
@@ -135,14 +143,14 @@ func kindChart(k KindCounts) []kindBar {
 }
 
 // countColumns are the counts table's columns, named as the terminal's;
-// "key" columns stay at every width, the others leave narrow screens.
+// "main" columns stay at every width, "aux" ones leave narrow screens.
 func countColumns() []column {
 	cols := make([]column, len(tableHeader))
 	for i, h := range tableHeader {
 		cols[i] = column{Name: h, Class: "aux"}
 		switch h {
 		case "MODULE", "COMPARED", "EXPIRED", "ERRORS", "PARITY":
-			cols[i].Class = "key"
+			cols[i].Class = "main"
 		}
 	}
 	cols[0].Class += " text"
@@ -151,7 +159,7 @@ func countColumns() []column {
 }
 
 func renderHTML(w io.Writer, r *Report) error {
-	bars, inStep, more := moduleChart(r)
+	bars, inStep, more, inStepMore := moduleChart(r)
 	binTitle, binNote := binaryLines(r)
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
@@ -174,6 +182,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		Modules              []moduleBar
 		InStep               []string
 		MoreModules          int
+		MoreInStep           int
 		Kinds                []kindBar
 		Columns              []column
 		Rows                 [][]string
@@ -184,7 +193,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		BinaryNote           string
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), RepairLines: repairLines(r),
-		Repair: repair, Modules: bars, InStep: inStep, MoreModules: more, Kinds: kindChart(r.Totals.Kinds),
+		Repair: repair, Modules: bars, InStep: inStep, MoreModules: more, MoreInStep: inStepMore, Kinds: kindChart(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
 		Sides:       []SideInfo{r.Primary, r.Shadow},

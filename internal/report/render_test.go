@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -152,7 +153,7 @@ func thRow(names []string) string {
 		class := "aux"
 		switch n {
 		case "MODULE", "COMPARED", "EXPIRED", "ERRORS", "PARITY":
-			class = "key"
+			class = "main"
 		}
 		if i == 0 {
 			class += " text"
@@ -245,5 +246,35 @@ func TestRenderRefusesNothing(t *testing.T) {
 		if err := report.Render(io.Discard, nil, f); err == nil {
 			t.Errorf("%s: rendered a nil report", f)
 		}
+	}
+}
+
+// Many modules: the chart draws the 20 with the most keys that differ, says
+// how many more there are, and names at most 40 modules in step.
+func TestHTMLChartsCapModules(t *testing.T) {
+	r := &report.Report{Options: report.Options{MinParity: 100}}
+	for i := range 70 {
+		c := report.Counts{Compared: 10, Kinds: report.KindCounts{compare.Match: 10}, Parity: 100}
+		if i < 25 {
+			c.Kinds = report.KindCounts{compare.Match: int64(10 - i%9 - 1), compare.ValueMismatch: int64(i%9 + 1)}
+			c.Parity = float64(10-i%9-1) * 10
+		}
+		r.Modules = append(r.Modules, report.ModuleCounts{Module: fmt.Sprintf("m%02d", i), Counts: c})
+	}
+	var b bytes.Buffer
+	if err := report.Render(&b, r, report.FormatHTML); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if n := strings.Count(page, `<div class="bar-row module"`); n != 20 {
+		t.Errorf("%d module bars, want 20", n)
+	}
+	if !strings.Contains(page, "5 more modules with keys that differ") || !strings.Contains(page, "m64 and 5 more.") {
+		t.Errorf("the caps are not said:\n%s", section(t, page, `id="modules-chart"`))
+	}
+	// The most divergent first: 9 of 10 keys differ in m08 and m17.
+	where := section(t, page, `id="modules-chart"`)
+	if i, j := strings.Index(where, `data-module="m08"`), strings.Index(where, `data-module="m00"`); i < 0 || j >= 0 && j < i {
+		t.Errorf("m08 (9 differ) is not drawn before m00 (1 differs)")
 	}
 }
