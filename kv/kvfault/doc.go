@@ -9,6 +9,12 @@
 // clock the test chooses: a clock.Fake makes a slow store advance only when
 // the test moves time, the real clock makes it really slow (for benchmarks).
 //
+// The *Store New returns has every optional ability but kv.MetadataStore
+// (one the wrapped store lacks answers ErrUnsupported) and refuses entries
+// with metadata; Store.Exact returns it with exactly the wrapped store's
+// abilities, kv.MetadataStore among them, for code that decides by type
+// assertion.
+//
 // It is a fake, not a mock: it holds no expectations and records only
 // counts, so a test asserts on the behaviour of the code under test, not on
 // the calls it made.

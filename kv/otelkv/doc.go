@@ -12,13 +12,14 @@
 // default to the global ones, so a program that installs no SDK pays for
 // no-op calls only.
 //
-// Values never reach a span or a metric. Keys appear as compare.Redactor
+// Values and metadata never reach a span or a metric. Keys appear as compare.Redactor
 // renders them (a keyed HMAC by default). Errors appear as their class
 // (compare.ErrorClass) in the span status and error.type, never as their
 // text, because backend messages can quote keys.
 //
 // The store New returns implements exactly the optional abilities
-// (kv.ExpiryGetter, kv.BulkGetter, kv.BulkPutter, kv.BulkDeleter) that the
+// (kv.ExpiryGetter, kv.MetadataStore, kv.BulkGetter, kv.BulkPutter,
+// kv.BulkDeleter) that the
 // wrapped store implements, so callers that find them by type assertion
 // behave the same with or without instrumentation. Instrument the raw store
 // and apply kv.Namespace on top: a wrapped namespaced store is recorded with
