@@ -24,7 +24,9 @@
 // multipart PUT, the metadata one JSON text field rather than the SDK's
 // flattened form fields; GetEntry is one bulk/get of the key withMetadata,
 // which carries the value, the expiry and the metadata (a value that is not
-// UTF-8 costs a second request, its own GET, since bulk/get returns text);
+// UTF-8 costs a second request, its own GET, since bulk/get returns text,
+// and a bulk/get refused as a bad request falls back to the value's and the
+// metadata's own GETs);
 // Get stays one GET. Bulk reads take 100 keys a request and bulk writes
 // 10,000 pairs, each with its metadata; the Store splits larger batches. The API token is sent in the Authorization
 // header and nowhere else: it is absent from errors and from the formatted

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // TestMetadataRequests: metadata reaches the server as one JSON value (not
@@ -119,4 +124,50 @@ func rawMetadata(t *testing.T, r *rig, key string) string {
 		t.Fatalf("metadata response %s: %v", body, err)
 	}
 	return string(env.Result)
+}
+
+// TestGetEntryWhereBulkReadIsRefused: the API documents bulk/get for text
+// values only; where it refuses a key as a bad request, GetEntry reads the
+// value and the metadata with their own GETs, two requests, and loses
+// neither.
+func TestGetEntryWhereBulkReadIsRefused(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(start)
+	mem := memory.New(memory.Config{Clock: clk})
+	srv, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{testNamespace: mem}, AccountID: testAccount, Token: testToken, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests, refused atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/bulk/get") {
+			refused.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"success":false,"errors":[{"code":10001,"message":"bulk get: the value is not text"}],"messages":[],"result":null}`)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	st, err := cfkv.New(cfkv.Config{AccountID: testAccount, NamespaceID: testNamespace, APIToken: testToken, BaseURL: hs.URL + "/client/v4/", HTTPClient: hs.Client(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := start.Add(time.Hour)
+	md := json.RawMessage(`{"kind":"binary"}`)
+	if err := mem.PutEntry(ctx, kv.Entry{Key: "bin", Value: []byte{0xff, 0, 0xfe}, Expiration: exp, Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.GetEntry(ctx, "bin")
+	if err != nil || string(e.Value) != "\xff\x00\xfe" || string(e.Metadata) != string(md) || !e.Expiration.Equal(exp) {
+		t.Fatalf("GetEntry = %q, %s, %v, %v", e.Value, e.Metadata, e.Expiration, err)
+	}
+	if n, r := requests.Load(), refused.Load(); n != 3 || r != 1 {
+		t.Errorf("%d requests (%d refused bulk reads), want the refused bulk read and two GETs", n, r)
+	}
+	if _, err := st.GetEntry(ctx, "missing"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("GetEntry(missing) = %v, want kv.ErrNotFound", err)
+	}
 }

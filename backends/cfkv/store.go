@@ -131,6 +131,9 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 		return kv.Entry{}, err
 	}
 	got, err := s.getChunk(ctx, []string{key})
+	if refusedBulkRead(err) {
+		return s.getSeparately(ctx, key)
+	}
 	if err != nil {
 		return kv.Entry{}, err
 	}
@@ -138,6 +141,39 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 		return kv.Entry{}, kv.ErrNotFound
 	}
 	return s.exactValue(ctx, got[0])
+}
+
+// refusedBulkRead reports a bulk/get refused as a bad request: the API
+// documents bulk/get for text values only, and may refuse a key that holds
+// another kind.
+func refusedBulkRead(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.kind == nil && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnsupportedMediaType)
+}
+
+// getSeparately reads a key with its value's GET and its metadata's GET:
+// two requests, where bulk/get cannot serve it.
+func (s *Store) getSeparately(ctx context.Context, key string) (kv.Entry, error) {
+	e, err := s.getValue(ctx, key)
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	var params cf.NamespaceMetadataGetParams
+	params.AccountID.Value = s.cfg.AccountID
+	err = s.retry(ctx, func(ctx context.Context) outcome {
+		env, out := s.sendJSON(ctx, "get metadata", func(ctx context.Context, opts ...option.RequestOption) error {
+			_, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+			return err
+		})
+		if out.err == nil && len(env.Result) > 0 && string(env.Result) != "null" {
+			e.Metadata = env.Result
+		}
+		return out
+	})
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	return e, nil
 }
 
 // exactValue returns e, read by bulk/get, with its value read again by the
