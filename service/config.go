@@ -15,6 +15,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // The environment variables the service reads besides Cloudflare's
@@ -73,6 +74,7 @@ type Config struct {
 	ShutdownDelay time.Duration
 	DirtyDir      string
 
+	MaxConcurrent     int
 	Lanes, LaneDepth  int
 	ShadowTimeout     time.Duration
 	CompareRate       float64
@@ -138,6 +140,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.Grace, "shutdown-grace", DefaultGrace, "")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "")
 	fs.StringVar(&c.DirtyDir, "dirty-dir", "", "")
+	fs.IntVar(&c.MaxConcurrent, "max-concurrent", kvapi.DefaultMaxConcurrent, "")
 	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
 	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
 	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
@@ -255,8 +258,8 @@ func parseStage(name string, demo bool) (dualwrite.Stage, error) {
 
 func (c *Config) checkNumbers() error {
 	switch {
-	case c.Lanes < 1 || c.LaneDepth < 1:
-		return usage("--lanes and --lane-depth take positive numbers")
+	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1:
+		return usage("--lanes, --lane-depth and --max-concurrent take positive numbers")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:

@@ -19,13 +19,11 @@ import (
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
-// Front server limits, until the front builds its own hardened server.
+// The admin listener's limits: small requests, from operators and probes.
 const (
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 2 * time.Minute // a 25 MiB value on a slow link
-	writeTimeout      = 2 * time.Minute
-	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 64 << 10
+	adminHeaderTimeout = 10 * time.Second
+	adminTimeout       = time.Minute
+	adminHeaderBytes   = 64 << 10
 )
 
 // Run serves until ctx ends, then shuts down in order: it reports itself
@@ -127,23 +125,24 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		frontLn.Close()
 		return err
 	}
-	frontSrv := &http.Server{Handler: front, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	adminSrv := &http.Server{Handler: adm, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: time.Minute,
-		WriteTimeout: time.Minute, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ErrorLog: frontSrv.ErrorLog}
+	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated}
 	scheme := "http"
 	if cert != nil {
 		scheme = "https"
-		frontSrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+		serve.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
 	}
+	frontSrv, err := kvapi.NewHTTPServer(front, serve)
+	if err != nil {
+		frontLn.Close()
+		adminLn.Close()
+		return err
+	}
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	frontSrv.HTTP().ErrorLog = errorLog
+	adminSrv := &http.Server{Handler: adm, ReadHeaderTimeout: adminHeaderTimeout, ReadTimeout: adminTimeout,
+		WriteTimeout: adminTimeout, IdleTimeout: adminTimeout, MaxHeaderBytes: adminHeaderBytes, ErrorLog: errorLog}
 	served := make(chan error, 2)
-	go func() {
-		if cert != nil {
-			served <- frontSrv.ServeTLS(frontLn, "", "")
-		} else {
-			served <- frontSrv.Serve(frontLn)
-		}
-	}()
+	go func() { served <- frontSrv.Serve(frontLn) }()
 	go func() { served <- adminSrv.Serve(adminLn) }()
 
 	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
