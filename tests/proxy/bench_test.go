@@ -163,4 +163,3 @@ func BenchmarkProxySaturation(b *testing.B) {
 		}
 	}
 }
-
