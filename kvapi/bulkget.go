@@ -1,11 +1,12 @@
 package kvapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -21,13 +22,6 @@ type bulkGetBody struct {
 	Keys         []bodyKey `json:"keys"`
 	Type         string    `json:"type"`
 	WithMetadata bool      `json:"withMetadata"`
-}
-
-// bulkValue is one value of bulk/get withMetadata.
-type bulkValue struct {
-	Value      any             `json:"value"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Expiration int64           `json:"expiration,omitempty"`
 }
 
 func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
@@ -51,7 +45,7 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
-	writeRawResult(w, append(append([]byte(`{"values":`), values...), '}'))
+	writeRawResult(w, `{"values":`, values, `}`)
 }
 
 // checkBulkGet applies the request's rules: type text or json, 1..100
@@ -83,51 +77,130 @@ func checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	return keys, nil
 }
 
-// bulkValues builds the "values" object, its keys in byte order, refusing
-// with 413 once the values and metadata pass MaxBulkGetValues.
-func bulkValues(keys []string, found map[string]kv.Entry, body bulkGetBody) (json.RawMessage, *apiError) {
-	keys = slices.Sorted(slices.Values(keys))
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+// bulkValues builds the "values" object, its keys in byte order. It
+// refuses with 413 before encoding anything when the values and metadata
+// found pass MaxBulkGetValues together, and encodes into one buffer sized
+// exactly, so that the answer costs its own size and no more.
+func bulkValues(keys []string, found map[string]kv.Entry, body bulkGetBody) ([]byte, *apiError) {
 	total := 0
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		_ = enc.Encode(k)
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		buf.WriteByte(':')
-		e, ok := found[k]
-		if !ok {
-			buf.WriteString("null")
-			continue
-		}
-		if total += len(e.Value) + len(e.Metadata); total > MaxBulkGetValues {
-			return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the values requested exceed %d bytes together; ask for fewer keys", MaxBulkGetValues)
-		}
-		var v any = string(e.Value) // text: invalid UTF-8 becomes U+FFFD, as in Workers KV
-		if body.Type == "json" {
+	for _, e := range found {
+		total += len(e.Value) + len(e.Metadata)
+	}
+	if total > MaxBulkGetValues {
+		return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the values requested exceed %d bytes together; ask for fewer keys", MaxBulkGetValues)
+	}
+	if body.Type == "json" {
+		for _, e := range found {
 			if !json.Valid(e.Value) {
 				return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: at least one of the requested keys holds a value that is not JSON")
 			}
-			v = json.RawMessage(e.Value)
+		}
+	}
+	keys = slices.Sorted(slices.Values(keys))
+	size := 2
+	for _, k := range keys {
+		size += jsonStringLen([]byte(k)) + len(`,:{"value":,"metadata":,"expiration":-9223372036854775808}`)
+		if e, ok := found[k]; ok {
+			size += len(e.Metadata) + len(e.Value)
+			if body.Type != "json" {
+				size += jsonStringLen(e.Value) - len(e.Value)
+			}
+		}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, []byte(k))
+		out = append(out, ':')
+		e, ok := found[k]
+		switch {
+		case !ok:
+			out = append(out, "null"...)
+			continue
+		case body.WithMetadata:
+			out = append(out, `{"value":`...)
+		}
+		if body.Type == "json" {
+			out = append(out, e.Value...) // valid JSON, as it is
+		} else {
+			out = appendJSONString(out, e.Value)
 		}
 		if body.WithMetadata {
-			bv := bulkValue{Value: v, Metadata: e.Metadata}
+			out = append(out, `,"metadata":`...)
+			out = append(out, metadataOrNull(e.Metadata)...)
 			if !e.Expiration.IsZero() {
-				bv.Expiration = e.Expiration.Unix()
+				out = append(out, `,"expiration":`...)
+				out = strconv.AppendInt(out, e.Expiration.Unix(), 10)
 			}
-			v = bv
+			out = append(out, '}')
 		}
-		if err := enc.Encode(v); err != nil {
-			return nil, errorf(http.StatusInternalServerError, CodeUnavailable, "service temporarily unavailable")
-		}
-		buf.Truncate(buf.Len() - 1)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(out, '}'), nil
+}
+
+func metadataOrNull(md json.RawMessage) []byte {
+	if md == nil {
+		return []byte("null")
+	}
+	return md
+}
+
+// jsonEscapes holds how each ASCII byte that needs it is escaped in a JSON
+// string; "" means the byte stands for itself.
+var jsonEscapes = func() (t [utf8.RuneSelf]string) {
+	const hex = "0123456789abcdef"
+	for c := range 0x20 {
+		t[c] = `\u00` + string(hex[c>>4]) + string(hex[c&0xf])
+	}
+	t['\n'], t['\r'], t['\t'], t['"'], t['\\'] = `\n`, `\r`, `\t`, `\"`, `\\`
+	return t
+}()
+
+// jsonPiece reads the character at the start of s (not empty): its escape
+// in a JSON string, "" when its bytes stand for themselves, and its length
+// in s. Invalid UTF-8 becomes U+FFFD, as a text value does in Workers KV.
+func jsonPiece(s []byte) (esc string, n int) {
+	if s[0] < utf8.RuneSelf {
+		return jsonEscapes[s[0]], 1
+	}
+	r, size := utf8.DecodeRune(s)
+	if r == utf8.RuneError && size == 1 {
+		return `\ufffd`, 1
+	}
+	return "", size
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		esc, n := jsonPiece(s[i:])
+		if esc != "" {
+			dst = append(dst, esc...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
+
+// jsonStringLen is the length of appendJSONString's output for s.
+func jsonStringLen(s []byte) int {
+	n := 2
+	for i := 0; i < len(s); {
+		esc, k := jsonPiece(s[i:])
+		if esc != "" {
+			n += len(esc)
+		} else {
+			n += k
+		}
+		i += k
+	}
+	return n
 }
 
 // readMany reads keys in one store call when it can; reads from an edge

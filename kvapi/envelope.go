@@ -67,16 +67,21 @@ func writeResult(w http.ResponseWriter, result any, info any) {
 	writeJSON(w, http.StatusOK, envelope{Success: true, Errors: []message{}, Messages: []message{}, Result: result, ResultInfo: info})
 }
 
-// writeRawResult answers success with result already encoded, so that a
-// large result is not scanned again.
-func writeRawResult(w http.ResponseWriter, result []byte) {
-	const head, tail = `{"success":true,"errors":[],"messages":[],"result":`, `}`
+// writeRawResult answers success with a result already encoded, in parts
+// (head, result, tail), so that a large result is neither scanned nor copied
+// again.
+func writeRawResult(w http.ResponseWriter, head string, result []byte, tail string) {
+	const open, close = `{"success":true,"errors":[],"messages":[],"result":`, `}`
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(tail)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(open)+len(head)+len(result)+len(tail)+len(close)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, head)
+	for _, part := range []string{open, head} {
+		_, _ = io.WriteString(w, part)
+	}
 	_, _ = w.Write(result)
-	_, _ = io.WriteString(w, tail)
+	for _, part := range []string{tail, close} {
+		_, _ = io.WriteString(w, part)
+	}
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
