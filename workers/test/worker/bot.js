@@ -1,0 +1,59 @@
+// A bot Worker as the seeds describe it (modules that each own a namespace
+// of keys through createStore), with the one line that picks its KV: the
+// tee over its own binding, or the proxy binding. The tests run it in
+// workerd through miniflare and send it bot-like updates.
+import { kvshadowBinding, kvshadowTee } from "../../src/index.js";
+import { createStore } from "../seed/create-store.js";
+
+/**
+ * @param {any} env
+ * @param {ExecutionContext} ctx
+ */
+function pickKV(env, ctx) {
+  if (env.KVSHADOW_MODE === "direct") return env.KV; // the bot before kvshadow
+  if (env.KVSHADOW_MODE === "tee") {
+    return kvshadowTee(env.KV, { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate: Number(env.KVSHADOW_SAMPLE ?? 0.05) }, ctx);
+  }
+  return kvshadowBinding({ url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, accountId: env.KVSHADOW_ACCOUNT, namespaceId: env.KVSHADOW_NAMESPACE });
+}
+
+/** One update: a guess in wordle, a trade, an emoji round, a cooldown. */
+async function handle(update, env, ctx) {
+  const KV = pickKV(env, ctx); // the one line the bot changes: it was env.KV
+  const wordle = createStore("wordle", { ...env, KV });
+  const trading = createStore("trading", { ...env, KV });
+  const loldle = createStore("loldle-emoji", { ...env, KV });
+  const u = update.user;
+  let writes = 2; // the game (put or delete) and the cooldown
+  const game = (await wordle.getJSON(`games:${u}`)) ?? { guesses: [] };
+  game.guesses.push(update.guess);
+  if (game.guesses.length >= 6) await wordle.delete(`games:${u}`);
+  else await wordle.putJSON(`games:${u}`, game, { expirationTtl: 3600 });
+  await wordle.put(`cooldown:${u}`, String(update.seq), { expirationTtl: 120 });
+  if (update.trade) {
+    writes++;
+    await trading.putJSON(`trades:${u}:${update.seq}`, { sym: update.trade, qty: update.seq % 7 });
+  }
+  const round = await loldle.get("round");
+  if (round === null || update.seq % 10 === 0) {
+    writes++;
+    await loldle.put("round", `r${update.seq}`);
+  }
+  const listed = await trading.list({ prefix: `trades:${u}:`, limit: 5 });
+  return { writes, guesses: game.guesses.length, trades: listed.keys.length, round: await loldle.get("round") };
+}
+
+export default {
+  /**
+   * @param {Request} request
+   * @param {any} env
+   * @param {ExecutionContext} ctx
+   */
+  async fetch(request, env, ctx) {
+    try {
+      return Response.json(await handle(await request.json(), env, ctx));
+    } catch (e) {
+      return new Response(String(e?.message ?? e), { status: 500 });
+    }
+  },
+};
