@@ -22,13 +22,14 @@ type bridge struct {
 	URL, Account, Namespace, Token string
 }
 
-// startBridge runs workers/test/support/run-bridge.js and stops it when
+// startNode runs a script of workers/test/support with env added, decodes
+// the one JSON line it prints once it is ready into v, and stops it when
 // the test ends (closing its standard input).
-func startBridge(t *testing.T) bridge {
+func startNode(t *testing.T, script string, env []string, v any) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("node is not on PATH: the bridge Worker runs in miniflare under Node")
+		t.Fatalf("node is not on PATH: the Workers run in miniflare under Node")
 	}
 	pkg, err := filepath.Abs(filepath.Join("..", "..", "workers"))
 	if err != nil {
@@ -37,12 +38,9 @@ func startBridge(t *testing.T) bridge {
 	if _, err := os.Stat(filepath.Join(pkg, "node_modules", "miniflare")); err != nil {
 		t.Fatalf("miniflare is not installed: run `npm ci` in %s (make test does)", pkg)
 	}
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	token := hex.EncodeToString(raw)
-	cmd := exec.Command(node, filepath.Join("test", "support", "run-bridge.js"))
+	cmd := exec.Command(node, filepath.Join("test", "support", script))
 	cmd.Dir = pkg
-	cmd.Env = append(os.Environ(), "KVSHADOW_BRIDGE_TOKEN="+token)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -74,19 +72,31 @@ func startBridge(t *testing.T) bridge {
 		}
 		close(line)
 	}()
-	var b bridge
 	select {
 	case l, ok := <-line:
 		if !ok {
-			t.Fatal("run-bridge.js exited before it listened")
+			t.Fatalf("%s exited before it was ready", script)
 		}
-		if err := json.Unmarshal([]byte(l), &b); err != nil {
-			t.Fatalf("run-bridge.js said %q: %v", l, err)
+		if err := json.Unmarshal([]byte(l), v); err != nil {
+			t.Fatalf("%s said %q: %v", script, l, err)
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the bridge did not start within 60 s")
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("%s was not ready within 3 minutes", script)
 	}
-	b.Token = token
+}
+
+// newToken returns a random token for one test.
+func newToken() string {
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	return hex.EncodeToString(raw)
+}
+
+// startBridge runs the bridge Worker in miniflare (run-bridge.js).
+func startBridge(t *testing.T) bridge {
+	t.Helper()
+	b := bridge{Token: newToken()}
+	startNode(t, "run-bridge.js", []string{"KVSHADOW_BRIDGE_TOKEN=" + b.Token}, &b)
 	return b
 }
 

@@ -2,15 +2,21 @@
 // miniflare, with the bindings of one mode, and the updates it is sent.
 import { join } from "node:path";
 import { Miniflare } from "miniflare";
-import { packageRoot } from "./bridge.js";
+import { bridgeWorker, packageRoot } from "./bridge.js";
 
 /**
+ * With bridgeToken, the bridge Worker runs beside the bot over the same
+ * KV namespace, listening on loopback (its URL is returned).
  * @param {Record<string, string>} vars the KVSHADOW_* settings
- * @param {{kvNamespace?: string, extraWorkers?: object[]}} [o]
+ * @param {{bridgeToken?: string}} [o]
  */
 export async function startBot(vars, o = {}) {
+  const ns = "bot-primary";
+  const bridge = o.bridgeToken ? [bridgeWorker({ token: o.bridgeToken, kvNamespace: ns })] : [];
   const mf = new Miniflare({
+    ...(o.bridgeToken ? { host: "127.0.0.1", port: 0 } : {}),
     workers: [
+      ...bridge,
       {
         name: "bot",
         modules: true,
@@ -18,14 +24,13 @@ export async function startBot(vars, o = {}) {
         modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
         scriptPath: join(packageRoot, "test", "worker", "bot.js"),
         compatibilityDate: "2025-01-01",
-        kvNamespaces: { KV: o.kvNamespace ?? "bot-primary" },
+        kvNamespaces: { KV: ns },
         bindings: vars,
       },
-      ...(o.extraWorkers ?? []),
     ],
   });
-  await mf.ready;
-  return mf;
+  const url = await mf.ready;
+  return Object.assign(mf, { bridgeURL: o.bridgeToken ? new URL("/client/v4/", url).toString() : undefined });
 }
 
 /**
@@ -54,10 +59,11 @@ export async function drive(mf, list, parallel = 4) {
   const lanes = Array.from({ length: parallel }, () => []);
   for (const u of list) lanes[Number(u.user.slice(1)) % parallel].push(u); // a user's updates stay in order
   const answers = [];
+  const bot = await mf.getWorker("bot");
   await Promise.all(
     lanes.map(async (lane) => {
       for (const u of lane) {
-        const r = await mf.dispatchFetch("http://bot/", { method: "POST", body: JSON.stringify(u) });
+        const r = await bot.fetch("http://bot/", { method: "POST", body: JSON.stringify(u) });
         const text = await r.text();
         if (r.status !== 200) throw new Error(`update ${u.seq}: ${r.status} ${text}`);
         answers.push(JSON.parse(text));

@@ -16,22 +16,28 @@ export function wranglerConfig() {
 }
 
 /**
- * @param {{token: string, accountId?: string, namespaceId?: string, persist?: string}} o
+ * The bridge as one worker of a Miniflare: its options.
+ * @param {{token: string, accountId?: string, namespaceId?: string, kvNamespace?: string}} o
  */
-export async function startBridge(o) {
+export function bridgeWorker(o) {
   const cfg = wranglerConfig();
-  const mf = new Miniflare({
-    host: "127.0.0.1",
-    port: 0,
+  return {
+    name: "bridge",
     modules: true,
     modulesRoot: packageRoot,
     modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
     scriptPath: join(packageRoot, "bridge", cfg.main),
     compatibilityDate: cfg.compatibilityDate,
-    kvNamespaces: { [cfg.binding]: "bridge-primary" },
-    kvPersist: o.persist ?? false,
+    kvNamespaces: { [cfg.binding]: o.kvNamespace ?? "bridge-primary" },
     bindings: { BRIDGE_TOKEN: o.token, ACCOUNT_ID: o.accountId ?? "", NAMESPACE_ID: o.namespaceId ?? "" },
-  });
+  };
+}
+
+/**
+ * @param {{token: string, accountId?: string, namespaceId?: string}} o
+ */
+export async function startBridge(o) {
+  const mf = new Miniflare({ host: "127.0.0.1", port: 0, workers: [bridgeWorker(o)] });
   const url = await mf.ready;
-  return { mf, url: new URL("/client/v4/", url).toString(), kv: () => mf.getKVNamespace(cfg.binding) };
+  return { mf, url: new URL("/client/v4/", url).toString() };
 }
