@@ -181,4 +181,3 @@ func TestTeeEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d invocations, %d writes, %d keys, %d sampled reads", run.Invocations, run.Writes, len(want), sink.reads)
 }
-
