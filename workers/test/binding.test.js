@@ -164,27 +164,25 @@ for (const server of servers) {
       await assert.rejects(KV.get([k + "1", k + "2"], "json"), (e) => /^KV GET_BULK failed: 400 /.test(e.message));
     });
 
-    if (server.keepsMetadata) {
-      test("metadata round-trips through put, getWithMetadata in every type, and list; a put without it clears it", async () => {
-        const k = p() + "m";
-        await KV.put(k, "v", { metadata: { owner: "wordle", n: 1 }, expirationTtl: 600 });
-        for (const type of ["text", "json", "arrayBuffer", "stream"]) {
-          const got = await KV.getWithMetadata(k, type === "json" ? "text" : type);
-          assert.deepEqual(got.metadata, { owner: "wordle", n: 1 }, type);
-        }
-        const s = await KV.getWithMetadata(k, "stream");
-        assert.equal(new TextDecoder().decode(await readAll(s.value)), "v");
-        assert.deepEqual(await KV.getWithMetadata(k), { value: "v", metadata: { owner: "wordle", n: 1 }, cacheStatus: null });
-        const listed = (await KV.list({ prefix: k })).keys[0];
-        assert.deepEqual(listed.metadata, { owner: "wordle", n: 1 });
-        await KV.put(k, "v2", { metadata: "just a string" });
-        assert.equal((await KV.getWithMetadata(k)).metadata, "just a string");
-        await KV.put(k, "v3");
-        assert.deepEqual(await KV.getWithMetadata(k), { value: "v3", metadata: null, cacheStatus: null });
-        const m = await KV.getWithMetadata([k]);
-        assert.deepEqual([...m], [[k, { value: "v3", metadata: null }]]);
-      });
-    }
+    test("metadata round-trips through put, getWithMetadata in every type, and list; a put without it clears it", async () => {
+      const k = p() + "m";
+      await KV.put(k, "v", { metadata: { owner: "wordle", n: 1 }, expirationTtl: 600 });
+      for (const type of ["text", "json", "arrayBuffer", "stream"]) {
+        const got = await KV.getWithMetadata(k, type === "json" ? "text" : type);
+        assert.deepEqual(got.metadata, { owner: "wordle", n: 1 }, type);
+      }
+      const s = await KV.getWithMetadata(k, "stream");
+      assert.equal(new TextDecoder().decode(await readAll(s.value)), "v");
+      assert.deepEqual(await KV.getWithMetadata(k), { value: "v", metadata: { owner: "wordle", n: 1 }, cacheStatus: null });
+      const listed = (await KV.list({ prefix: k })).keys[0];
+      assert.deepEqual(listed.metadata, { owner: "wordle", n: 1 });
+      await KV.put(k, "v2", { metadata: "just a string" });
+      assert.equal((await KV.getWithMetadata(k)).metadata, "just a string");
+      await KV.put(k, "v3");
+      assert.deepEqual(await KV.getWithMetadata(k), { value: "v3", metadata: null, cacheStatus: null });
+      const m = await KV.getWithMetadata([k]);
+      assert.deepEqual([...m], [[k, { value: "v3", metadata: null }]]);
+    });
 
     test("the seed's CFKVStore and createStore run unchanged on the binding", async () => {
       const mod = `m${run}`;

@@ -13,16 +13,14 @@ import { startEmulator } from "./goserver.js";
  */
 
 /**
- * Each server and what it keeps. The project's REST front (kvapi) keeps no
- * metadata yet: it checks it and drops it (see kvapi's package doc), so the
- * metadata round trips run against the bridge, whose binding keeps it.
- * @type {{name: string, keepsMetadata: boolean, start: () => Promise<Server>}[]}
+ * Each server the binding's tests run against.
+ * @type {{name: string, start: () => Promise<Server>}[]}
  */
 export const servers = [
-  { name: "kv-emulator (kvapi over memory)", keepsMetadata: false, start: () => startEmulator() },
+  { name: "kv-emulator (kvapi over memory)", start: () => startEmulator() },
   {
     name: "bridge Worker (miniflare KV)",
-    keepsMetadata: true,
+   
     start: async () => {
       const token = randomBytes(16).toString("hex");
       const b = await startBridge({ token });
