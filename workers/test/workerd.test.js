@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { kvshadowBinding } from "../src/index.js";
 import { drive, startBot, updates } from "./support/bot.js";
-import { startEmulator } from "./support/goserver.js";
+import { startProxy } from "./support/goserver.js";
 import { startRecorder } from "./support/ingest-recorder.js";
 
 /** Every key of a KVNamespace with its value and expiry. */
@@ -54,7 +54,7 @@ describe("the bot in workerd", () => {
   });
 
   test("(a) over the proxy binding, the server ends up holding what the binding would", async () => {
-    const srv = await startEmulator();
+    const srv = await startProxy();
     try {
       const mf = await startBot({ KVSHADOW_MODE: "binding", KVSHADOW_URL: srv.url, KVSHADOW_TOKEN: srv.token, KVSHADOW_ACCOUNT: srv.accountId, KVSHADOW_NAMESPACE: srv.namespaceId });
       try {

@@ -1,8 +1,9 @@
-// Builds and starts the project's Go servers for the tests: the REST
-// front the binding talks to (kvshadow-proxy --demo once it exists in the
-// repository, else the kv-emulator, which serves the same API).
+// Builds and starts the project's Go servers for the tests: kvshadow-proxy
+// --demo (the REST front over the dual-write store, an emulated primary and
+// an in-memory shadow) and the kv-emulator (the same front over memory,
+// with fault modes).
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -22,18 +23,17 @@ export function goBinary(cmd) {
   return built.get(cmd);
 }
 
-/** Whether kvshadow-proxy is in the repository. */
-export const haveProxy = existsSync(join(repoRoot, "cmd", "kvshadow-proxy"));
 
 /**
  * Starts a binary that prints the environment a client needs as
- * `export NAME=value ...` lines, and returns that environment.
+ * `export NAME=value ...` lines, and returns that environment once the
+ * variables in want are all there.
  * @param {string} bin
  * @param {string[]} args
- * @param {Record<string,string>} [env]
+ * @param {string[]} want
  */
-export async function startPrinting(bin, args, env = {}) {
-  const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+export async function startPrinting(bin, args, want) {
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "inherit"] });
   const vars = {};
   await new Promise((resolve, reject) => {
     let buf = "";
@@ -42,7 +42,7 @@ export async function startPrinting(bin, args, env = {}) {
     child.stdout.on("data", (d) => {
       buf += d;
       for (const m of buf.matchAll(/(CLOUDFLARE_[A-Z_]+|KVSHADOW_[A-Z_]+)=(\S+)/g)) vars[m[1]] = m[2];
-      if (vars.CLOUDFLARE_BASE_URL && vars.CLOUDFLARE_KV_NAMESPACE_ID) {
+      if (want.every((k) => vars[k])) {
         clearTimeout(timer);
         resolve(undefined);
       }
@@ -66,6 +66,17 @@ export async function startPrinting(bin, args, env = {}) {
  */
 export async function startEmulator(flags = []) {
   const token = randomBytes(16).toString("hex");
-  const s = await startPrinting(goBinary("kv-emulator"), ["-addr", "127.0.0.1:0", "-account", "acc", "-namespace", "ns", "-token", token, ...flags]);
+  const s = await startPrinting(goBinary("kv-emulator"), ["-addr", "127.0.0.1:0", "-account", "acc", "-namespace", "ns", "-token", token, ...flags], ["CLOUDFLARE_BASE_URL"]);
   return { url: s.vars.CLOUDFLARE_BASE_URL, token, accountId: "acc", namespaceId: "ns", stop: s.stop };
+}
+
+/** kvshadow-proxy --demo on free loopback ports. */
+export async function startProxy() {
+  const s = await startPrinting(goBinary("kvshadow-proxy"), ["--demo", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], [
+    "CLOUDFLARE_BASE_URL",
+    "CLOUDFLARE_ACCOUNT_ID",
+    "CLOUDFLARE_KV_NAMESPACE_ID",
+    "CLOUDFLARE_API_TOKEN",
+  ]);
+  return { url: s.vars.CLOUDFLARE_BASE_URL, token: s.vars.CLOUDFLARE_API_TOKEN, accountId: s.vars.CLOUDFLARE_ACCOUNT_ID, namespaceId: s.vars.CLOUDFLARE_KV_NAMESPACE_ID, stop: s.stop };
 }

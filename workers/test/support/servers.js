@@ -1,7 +1,7 @@
 // The servers the binding's tests run against, each started by the test.
 import { randomBytes } from "node:crypto";
 import { startBridge } from "./bridge.js";
-import { startEmulator } from "./goserver.js";
+import { startEmulator, startProxy } from "./goserver.js";
 
 /**
  * @typedef {Object} Server
@@ -13,13 +13,17 @@ import { startEmulator } from "./goserver.js";
  */
 
 /**
- * Each server the binding's tests run against.
- * @type {{name: string, start: () => Promise<Server>}[]}
+ * Each server the binding's tests run against, and whether it keeps
+ * metadata: the dual-write store behind kvshadow-proxy keeps none yet, and
+ * refuses a write that carries some (400, 10047) rather than drop it.
+ * @type {{name: string, keepsMetadata: boolean, start: () => Promise<Server>}[]}
  */
 export const servers = [
-  { name: "kv-emulator (kvapi over memory)", start: () => startEmulator() },
+  { name: "kvshadow-proxy --demo", keepsMetadata: false, start: () => startProxy() },
+  { name: "kv-emulator", keepsMetadata: true, start: () => startEmulator() },
   {
     name: "bridge Worker (miniflare KV)",
+    keepsMetadata: true,
    
     start: async () => {
       const token = randomBytes(16).toString("hex");
