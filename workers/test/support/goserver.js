@@ -31,9 +31,10 @@ export function goBinary(cmd) {
  * @param {string} bin
  * @param {string[]} args
  * @param {string[]} want
+ * @param {Record<string, string>} [env] added to the environment (secrets go there, never in flags)
  */
-export async function startPrinting(bin, args, want) {
-  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "inherit"] });
+export async function startPrinting(bin, args, want, env = {}) {
+  const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   const vars = {};
   await new Promise((resolve, reject) => {
     let buf = "";
@@ -66,7 +67,9 @@ export async function startPrinting(bin, args, want) {
  */
 export async function startEmulator(flags = []) {
   const token = randomBytes(16).toString("hex");
-  const s = await startPrinting(goBinary("kv-emulator"), ["-addr", "127.0.0.1:0", "-account", "acc", "-namespace", "ns", "-token", token, ...flags], ["CLOUDFLARE_BASE_URL"]);
+  const s = await startPrinting(goBinary("kv-emulator"), ["-addr", "127.0.0.1:0", "-account", "acc", "-namespace", "ns", ...flags], ["CLOUDFLARE_BASE_URL"], {
+    KV_EMULATOR_TOKEN: token,
+  });
   return { url: s.vars.CLOUDFLARE_BASE_URL, token, accountId: "acc", namespaceId: "ns", stop: s.stop };
 }
 
