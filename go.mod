@@ -6,6 +6,7 @@ require (
 	github.com/cloudflare/cloudflare-go/v6 v6.10.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/sony/gobreaker/v2 v2.4.0
+	go.etcd.io/bbolt v1.4.3
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0

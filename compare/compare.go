@@ -16,6 +16,10 @@ type Observation struct {
 	Value []byte
 	// Expiration is the key's absolute expiry; zero means none or unknown.
 	Expiration time.Time
+	// Metadata is the key's Workers KV metadata, one JSON value; nil means
+	// none, or a store that keeps no metadata (both sides then leave it
+	// nil).
+	Metadata json.RawMessage
 	// Err is set when the store could not be read; Found and Value are
 	// then meaningless.
 	Err error
@@ -104,6 +108,9 @@ func classifyData(p, s Observation, o Options) Kind {
 	if !ExpiryMatch(p.Expiration, s.Expiration, tol) {
 		return TTLMismatch
 	}
+	if !MetadataEqual(p.Metadata, s.Metadata) {
+		return MetadataMismatch
+	}
 	return Match
 }
 
@@ -120,6 +127,15 @@ func ExpiryMatch(a, b time.Time, tol time.Duration) bool {
 	}
 	d := a.Sub(b)
 	return -tol <= d && d <= tol
+}
+
+// MetadataEqual reports whether two keys' metadata agree: both absent, or
+// the same JSON (member order and spelling of numbers aside).
+func MetadataEqual(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return (a == nil) == (b == nil)
+	}
+	return bytes.Equal(a, b) || JSONEqual(a, b)
 }
 
 // JSONEqual reports whether a and b are both valid JSON documents with the

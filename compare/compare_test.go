@@ -1,6 +1,7 @@
 package compare_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -182,4 +183,44 @@ func FuzzJSONEqual(f *testing.F) {
 			t.Fatalf("JSONEqual(%q,%q) but not reflexive", a, b)
 		}
 	})
+}
+
+// Metadata is compared after the value and the expiry, as JSON.
+func TestMetadataMismatch(t *testing.T) {
+	v := []byte("v")
+	obs := func(md string) compare.Observation {
+		o := compare.Observation{Found: true, Value: v}
+		if md != "" {
+			o.Metadata = json.RawMessage(md)
+		}
+		return o
+	}
+	cases := []struct {
+		p, s string
+		want compare.Kind
+	}{
+		{"", "", compare.Match},
+		{`{"a":1,"b":2}`, `{"b":2.0,"a":1}`, compare.Match},
+		{`{"a":1}`, "", compare.MetadataMismatch},
+		{"", `{"a":1}`, compare.MetadataMismatch},
+		{`{"a":1}`, `{"a":2}`, compare.MetadataMismatch},
+	}
+	for _, c := range cases {
+		if got := compare.Classify(obs(c.p), obs(c.s), compare.Options{}); got != c.want {
+			t.Errorf("compare.Classify(%s, %s) = %s, want %s", c.p, c.s, got, c.want)
+		}
+	}
+	if !compare.MetadataMismatch.Divergent() || compare.Suspected.Divergent() {
+		t.Fatal("metadata_mismatch must be a divergence and suspected must not")
+	}
+	r, err := compare.NewRedactor(compare.KeyPlain, []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Digest(obs(`{"a":1}`)); d.Metadata == "" || len(d.Metadata) != 16 {
+		t.Fatalf("metadata digest %+v", d)
+	}
+	if d := r.Digest(obs("")); d.Metadata != "" {
+		t.Fatalf("digest of no metadata = %q", d.Metadata)
+	}
 }

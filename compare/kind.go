@@ -18,6 +18,9 @@ const (
 	// TTLMismatch: same value, expiries further apart than the tolerance,
 	// or an expiry on one side only.
 	TTLMismatch Kind = "ttl_mismatch"
+	// MetadataMismatch: same value and expiry, different Workers KV
+	// metadata (or metadata on one side only).
+	MetadataMismatch Kind = "metadata_mismatch"
 	// ExpiredOnOneSide: one side has the key but it expires within the
 	// tolerance, and the other has already dropped it: clocks, not data.
 	ExpiredOnOneSide Kind = "expired_on_one_side"
@@ -31,12 +34,18 @@ const (
 	Pending Kind = "pending"
 	// Inconclusive: a newer write of the key raced the comparison.
 	Inconclusive Kind = "inconclusive"
+	// Suspected: a sampled read comparison found a difference outside
+	// every window this process knows of. Another process's copy may
+	// still be in flight, so it is not a divergence until a verification
+	// read after the consistency window confirms it.
+	Suspected Kind = "suspected"
 )
 
 // Kinds lists every kind in a stable order, for reports and dashboards.
 var Kinds = []Kind{
 	Match, MissingInShadow, ExtraInShadow, ValueMismatch, JSONEquivalent,
 	TTLMismatch, ExpiredOnOneSide, PrimaryError, ShadowError, Pending, Inconclusive,
+	MetadataMismatch, Suspected,
 }
 
 // Divergent reports whether the kind is a real difference in data that a
@@ -44,7 +53,7 @@ var Kinds = []Kind{
 // not: they say the comparison could not conclude.
 func (k Kind) Divergent() bool {
 	switch k {
-	case MissingInShadow, ExtraInShadow, ValueMismatch, JSONEquivalent, TTLMismatch:
+	case MissingInShadow, ExtraInShadow, ValueMismatch, JSONEquivalent, TTLMismatch, MetadataMismatch:
 		return true
 	}
 	return false

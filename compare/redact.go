@@ -96,6 +96,9 @@ type Digest struct {
 	Length     int       `json:"length,omitempty"`
 	Hash       string    `json:"hash,omitempty"`
 	Expiration time.Time `json:"expiration,omitzero"`
+	// Metadata is a keyed hash prefix of the key's metadata, empty when it
+	// has none.
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // Digest summarises an observation.
@@ -103,7 +106,11 @@ func (r *Redactor) Digest(o Observation) Digest {
 	if o.Err != nil || !o.Found {
 		return Digest{}
 	}
-	return Digest{Present: true, Length: len(o.Value), Hash: r.sum("value", o.Value), Expiration: o.Expiration}
+	d := Digest{Present: true, Length: len(o.Value), Hash: r.sum("value", o.Value), Expiration: o.Expiration}
+	if o.Metadata != nil {
+		d.Metadata = r.sum("metadata", o.Metadata)
+	}
+	return d
 }
 
 // Record is one classified key, safe to log, export and print.

@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,23 +15,26 @@ func (s *Store) runWrite(l *lane, j *job) {
 	start := s.clock.Now()
 	done, err := s.breakers[j.target].allow(start)
 	if err != nil {
-		s.markDirty(j.key, start)
+		s.copyEnded(j, start, true)
 		s.dropped(j.ctx, j.op, j.target, DropBreakerOpen)
 		return
 	}
 	ctx := s.asyncContext(j.ctx, j.op)
 	var moved bool
 	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
-		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.op == OpDelete)
+		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
 		return err
 	})
 	done(err)
 	end := s.clock.Now()
 	s.slotOf(j.hash).touch(end)
+	s.copyEnded(j, end, err != nil)
 	s.opDone(ctx, j, err, start, end)
 	switch {
 	case err != nil:
-		s.markDirty(j.key, end)
+		if errors.Is(err, errAborted) {
+			s.ctr.leftAtClose.Add(1) // in flight when Close gave up
+		}
 		s.dropped(j.ctx, j.op, j.target, dropReasonOf(err))
 	case moved:
 		// The copy outlives the original (see copyExpiry): keep the key
@@ -40,8 +44,16 @@ func (s *Store) runWrite(l *lane, j *job) {
 	}
 }
 
-// copyTo makes key's state in store r a put of value with exp, or a delete.
-func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, exp time.Time, del bool) (moved bool, err error) {
+// copyEnded settles a copy's account in the settle set: the key's copy is
+// no longer on its way, and it is dirty if the copy failed.
+func (s *Store) copyEnded(j *job, end time.Time, failed bool) {
+	first, changed := s.set.copied(j.key, end, failed)
+	s.report(j.ctx, j.op, j.target, markOutcome{overflow: first, changed: changed})
+}
+
+// copyTo makes key's state in store r a put of value with exp and md, or a
+// delete.
+func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, exp time.Time, md json.RawMessage, del bool) (moved bool, err error) {
 	defer s.recovered(r, &err)
 	if !del {
 		out, expired := exp, false
@@ -49,6 +61,9 @@ func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, ex
 			out, moved, expired = copyExpiry(exp, s.clock.Now())
 		}
 		if !expired {
+			if md != nil {
+				return moved, kv.PutEntry(ctx, s.stores[r], kv.Entry{Key: key, Value: value, Expiration: out, Metadata: md})
+			}
 			return moved, s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: out})
 		}
 	}
@@ -68,9 +83,8 @@ func dropReasonOf(err error) DropReason {
 }
 
 func (s *Store) markDirty(key string, ready time.Time) {
-	if s.dirty.mark(key, ready) {
-		s.overflowed()
-	}
+	first, changed := s.set.mark(key, MarkDirty, ready, 0)
+	s.report(context.Background(), "", 0, markOutcome{overflow: first, changed: changed})
 }
 
 // opDone reports job j, which began at start and ended at end.
@@ -88,8 +102,11 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 // runCompare reads the other store after the key's earlier writes have
 // reached it and classifies the two observations. A write that began since
 // the caller's read makes the comparison inconclusive; a recent write or a
-// dirty key makes a difference pending: the layer never reports a
-// difference of its own making as a divergence.
+// dirty key makes a difference pending; any other difference is only
+// suspected, since another process's copy of a newer write may still be on
+// its way: the verification read after the window confirms it or clears
+// it. The layer never reports a difference of its own making, nor one in
+// flight, as a divergence.
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	start := s.clock.Now()
@@ -102,39 +119,54 @@ func (s *Store) runCompare(l *lane, j *job) {
 	ctx := s.asyncContext(j.ctx, OpCompare)
 	var e kv.Entry
 	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
-		e, err = s.get(ctx, j.target, j.key, c.expiry)
+		e, err = s.get(ctx, j.target, j.key, c.expiry || c.meta)
 		return err
 	})
 	done(err)
 	now := s.clock.Now()
-	read := compare.Observation{Found: err == nil}
-	switch {
-	case err == nil:
-		read.Value = e.Value
-		if c.expiry {
-			read.Expiration = e.Expiration
-		}
-	case !errors.Is(err, kv.ErrNotFound):
-		read.Err = err
-	}
+	read := observation(e, err, c.expiry, c.meta)
 	sl := s.slotOf(j.hash)
 	primary, shadow := c.seen, read
 	if j.target == RolePrimary {
 		primary, shadow = read, c.seen
 	}
+	last, tracked := s.set.lastWrite(j.key)
+	if !tracked {
+		last = sl.lastWrite()
+	}
 	kind := compare.Classify(primary, shadow, compare.Options{
 		Now:               now,
-		LastWrite:         sl.lastWrite(),
+		LastWrite:         last,
 		ConsistencyWindow: s.cfg.window,
 		Raced:             c.seq&1 == 1 || sl.seq.Load() != c.seq,
-		Dirty:             s.dirty.has(j.key),
+		Dirty:             s.set.has(j.key),
 	})
+	if kind.Divergent() {
+		kind = compare.Suspected
+		first, changed := s.set.suspect(j.key, now)
+		s.report(ctx, OpCompare, j.target, markOutcome{overflow: first, changed: changed})
+	}
 	s.ctr.compared(kind)
 	s.obs.Compared(ctx, CompareEvent{Kind: kind, Namespace: kv.ModuleOf(j.key)})
-	if kind.Divergent() {
-		s.deliver(ctx, s.cfg.Redactor.Record(j.key, kind, primary, shadow, now))
-	}
 	s.opDone(ctx, j, err, start, now)
+}
+
+// observation is what a read of a store said: e, or err.
+func observation(e kv.Entry, err error, expiry, meta bool) compare.Observation {
+	o := compare.Observation{Found: err == nil}
+	switch {
+	case err == nil:
+		o.Value = e.Value
+		if expiry {
+			o.Expiration = e.Expiration
+		}
+		if meta {
+			o.Metadata = e.Metadata
+		}
+	case !errors.Is(err, kv.ErrNotFound):
+		o.Err = err
+	}
+	return o
 }
 
 // leave accounts for a job that Close abandoned.
@@ -142,11 +174,11 @@ func (s *Store) leave(j *job) {
 	switch j.op {
 	case OpPut, OpDelete:
 		s.ctr.leftAtClose.Add(1)
-		s.markDirty(j.key, s.clock.Now())
+		s.copyEnded(j, s.clock.Now(), true)
 		s.dropped(j.ctx, j.op, j.target, DropClosed)
 	case OpRepair:
 		s.ctr.leftAtClose.Add(1) // the key is still dirty
-		s.dirty.unqueue(j.key)
+		s.set.unqueue(j.key)
 	case OpCompare:
 		s.ctr.comparisonsSkipped.Add(1)
 		s.obs.Dropped(j.ctx, DropEvent{Op: OpCompare, Role: j.target, Reason: DropClosed})

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
@@ -21,6 +22,7 @@ const (
 	DefaultConsistencyWindow = 60 * time.Second
 	DefaultRepairInterval    = time.Minute
 	DefaultMaxDirty          = 100_000
+	DefaultVerifyBatch       = 100 // one Workers KV bulk get
 
 	DefaultFailuresToOpen   = 5
 	DefaultOpenTimeout      = 30 * time.Second
@@ -66,12 +68,28 @@ type Config struct {
 	// Default DefaultConsistencyWindow; negative means none (both stores
 	// read their own writes at once).
 	ConsistencyWindow time.Duration
-	// RepairInterval is how often dirty keys are repaired, besides each
-	// time the breaker closes. Default DefaultRepairInterval.
+	// RepairInterval is how often unsettled keys are verified and dirty
+	// keys repaired, besides each time the breaker closes. Default
+	// DefaultRepairInterval.
 	RepairInterval time.Duration
-	// MaxDirty bounds the set of dirty keys; beyond it keys are counted
-	// and a full reconciliation is flagged. Default DefaultMaxDirty.
+	// MaxDirty bounds the settle set (dirty and unsettled keys together),
+	// in memory and in the journal; beyond it keys are counted and a full
+	// reconciliation is flagged (and journaled). Default DefaultMaxDirty.
 	MaxDirty int
+	// VerifyBatch is the most keys one verification read carries. Default
+	// DefaultVerifyBatch (one Workers KV bulk get).
+	VerifyBatch int
+
+	// Journal keeps the settle set on disk (package journal), so that the
+	// keys not yet settled survive a crash and a restart: New loads it,
+	// and Close leaves in it exactly the keys not settled. Nil keeps the
+	// set in memory only, lost with the process.
+	Journal Journal
+	// PrimaryBudget is the request budget of the primary (Workers KV's
+	// account API limit) that verification and repair draw on, shared with
+	// whatever else the program spends it on (shadow-report). The callers'
+	// own requests never wait on it. Nil: no cap.
+	PrimaryBudget *budget.Limiter
 
 	// Redactor turns keys and values into what divergence records carry.
 	// Nil means compare.KeyHMAC with a random per-process secret.
@@ -139,9 +157,9 @@ func (c Config) resolve() (settings, error) {
 		return bad("Primary and Shadow are the same store")
 	case !c.Stage.Valid():
 		return bad("unknown stage %d", c.Stage)
-	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0:
-		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d) and MaxDirty (%d) must not be negative",
-			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty)
+	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0:
+		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d) and VerifyBatch (%d) must not be negative",
+			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.VerifyBatch)
 	case c.ShadowTimeout < 0 || c.RepairInterval < 0:
 		return bad("ShadowTimeout (%s) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.RepairInterval)
 	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
@@ -161,6 +179,7 @@ func (c Config) resolve() (settings, error) {
 	def(&s.Lanes, DefaultLanes)
 	def(&s.LaneDepth, DefaultLaneDepth)
 	def(&s.MaxDirty, DefaultMaxDirty)
+	def(&s.VerifyBatch, DefaultVerifyBatch)
 	def(&s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
 	def(&s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
 	if s.MaxQueueBytes == 0 {

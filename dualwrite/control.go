@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -52,7 +53,7 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 		if err := s.barrier(ctx); err != nil {
 			return from, fmt.Errorf("dualwrite: stage %s to %s: draining the lanes: %w", from, to, err)
 		}
-		if n, _, reconcile := s.dirty.snapshot(); n > 0 || reconcile {
+		if n, _, _, reconcile := s.set.snapshot(); n > 0 || reconcile {
 			return from, fmt.Errorf("%w: %d dirty keys (reconciliation needed: %v); stage stays %s", ErrUnsynced, n, reconcile, from)
 		}
 	}
@@ -61,19 +62,17 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 }
 
 // Flush waits until every asynchronous operation queued before the call has
-// finished, or ctx ends.
+// finished, or ctx ends. It holds no lock while it waits for room in a full
+// lane, so neither SetStage nor the callers' writes wait behind it.
 func (s *Store) Flush(ctx context.Context) error {
-	s.gate.RLock()
 	if s.closed.Load() {
-		s.gate.RUnlock()
 		return errClosed
 	}
 	done, err := s.sendBarriers(ctx)
-	s.gate.RUnlock()
 	if err != nil {
 		return err
 	}
-	return waitAll(ctx, done)
+	return s.waitAll(ctx, done)
 }
 
 // barrier drains every lane; the caller holds the gate.
@@ -82,7 +81,7 @@ func (s *Store) barrier(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitAll(ctx, done)
+	return s.waitAll(ctx, done)
 }
 
 // sendBarriers queues a barrier at the end of every lane, waiting for room.
@@ -97,17 +96,30 @@ func (s *Store) sendBarriers(ctx context.Context) ([]chan struct{}, error) {
 		case <-ctx.Done():
 			s.ctr.queued.Add(-1)
 			return nil, ctx.Err()
+		case <-s.stopping:
+			// Closing: the workers drain and stop, and a barrier
+			// offered now might never be reached.
+			s.ctr.queued.Add(-1)
+			return nil, errClosed
 		}
 	}
 	return done, nil
 }
 
-func waitAll(ctx context.Context, done []chan struct{}) error {
+func (s *Store) waitAll(ctx context.Context, done []chan struct{}) error {
 	for _, c := range done {
 		select {
 		case <-c:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-s.quit:
+			// The workers have stopped: a barrier sent as Close began
+			// may have come too late to be reached.
+			select {
+			case <-c:
+			default:
+				return errClosed
+			}
 		}
 	}
 	return nil
@@ -115,10 +127,13 @@ func waitAll(ctx context.Context, done []chan struct{}) error {
 
 // Close stops the Store. Later calls return an error matching kv.ErrClosed.
 // It lets the lanes drain until ctx ends; then it cancels the operations
-// under way and marks the keys of the writes left undone dirty, and returns
-// an error that counts them (Stats.LeftAtClose). Either way every goroutine
-// New started has stopped when Close returns. The wrapped stores are not
-// closed: they belong to the caller. Calling Close again returns nil.
+// under way and marks the keys of the writes left undone, queued or in
+// flight, dirty, and returns an error that counts them (Stats.LeftAtClose).
+// With a Journal it then commits the settle set, so that the journal holds
+// exactly the keys not settled, dirty or unsettled, for the next New.
+// Either way every goroutine New started has stopped when Close returns.
+// The wrapped stores and the Journal are not closed: they belong to the
+// caller. Calling Close again returns nil.
 func (s *Store) Close(ctx context.Context) error {
 	s.closeMu.Lock()
 	if s.closeDone {
@@ -127,19 +142,27 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	s.closeDone = true
 	cause := s.shutdown(ctx)
+	var jerr error
+	if s.journal != nil {
+		jerr = s.commit(context.WithoutCancel(ctx))
+	}
 	s.closeMu.Unlock()
 
 	left := s.ctr.leftAtClose.Load()
-	dirty, _, reconcile := s.dirty.snapshot()
+	dirty, unsettled, _, reconcile := s.set.snapshot()
 	if dirty > 0 || reconcile {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"dualwrite: closed with dirty keys; the other store may differ until a reconciliation",
-			slog.Int("dirty", dirty), slog.Uint64("left_undone", left), slog.Bool("reconciliation_needed", reconcile))
+			"dualwrite: closed with dirty keys; the other store may differ until a repair or reconciliation",
+			slog.Int("dirty", dirty), slog.Int("unsettled", unsettled), slog.Uint64("left_undone", left),
+			slog.Bool("reconciliation_needed", reconcile), slog.Bool("journaled", s.journal != nil && jerr == nil))
+	}
+	if jerr != nil {
+		jerr = fmt.Errorf("dualwrite: close could not commit the settle journal (%d dirty, %d unsettled keys): %w", dirty, unsettled, jerr)
 	}
 	if cause != nil {
-		return fmt.Errorf("dualwrite: close gave up draining with %d operations undone (%d dirty keys): %w", left, dirty, cause)
+		return errors.Join(fmt.Errorf("dualwrite: close gave up draining with %d operations undone (%d dirty keys): %w", left, dirty, cause), jerr)
 	}
-	return nil
+	return jerr
 }
 
 // shutdown stops intake, drains the lanes until ctx ends, then aborts, and
@@ -164,6 +187,7 @@ func (s *Store) shutdown(ctx context.Context) error {
 		<-drained
 	}
 	close(s.quit)
+	s.bgCancel()
 	s.background.Wait()
 	return cause
 }
@@ -171,11 +195,24 @@ func (s *Store) shutdown(ctx context.Context) error {
 // DirtyKeys returns the keys whose copy in the other store may be wrong, in
 // byte order. They are user data: keep them out of logs.
 func (s *Store) DirtyKeys() []string {
-	keys := s.dirty.list()
+	keys := s.set.list(MarkDirty)
 	slices.Sort(keys)
 	return keys
 }
 
-// AcknowledgeReconciliation clears the flag that the dirty set overflowed,
+// UnsettledKeys returns the keys whose copy was sent to the other store and
+// not yet verified, in byte order. They are user data: keep them out of
+// logs.
+func (s *Store) UnsettledKeys() []string {
+	keys := s.set.list(MarkUnsettled)
+	slices.Sort(keys)
+	return keys
+}
+
+// AcknowledgeReconciliation clears the flag that the settle set overflowed,
 // once a full reconciliation (shadow-report's repair) has run.
-func (s *Store) AcknowledgeReconciliation() { s.dirty.acknowledge() }
+func (s *Store) AcknowledgeReconciliation() {
+	if s.set.acknowledge() {
+		s.kickCommit()
+	}
+}

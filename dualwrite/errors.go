@@ -23,6 +23,10 @@ var (
 	// writes) or after the dirty set overflowed. Repair, or reconcile and
 	// call AcknowledgeReconciliation, then try again.
 	ErrUnsynced = errors.New("dualwrite: the other store is not in sync")
+	// ErrIngestStage: Ingest was called in a stage where the primary is
+	// not authoritative or the shadow is not written (off, live,
+	// rampdown, complete): a tee copy has nowhere to go.
+	ErrIngestStage = errors.New("dualwrite: the stage takes no ingested writes")
 )
 
 // errClosed is what every call returns after Close.
@@ -35,3 +39,7 @@ var errTimeout = fmt.Errorf("dualwrite: shadow operation timed out: %w", context
 // errAborted is the cause of the operations Close cancels when its context
 // ends before the lanes are drained.
 var errAborted = fmt.Errorf("dualwrite: operation abandoned at close: %w", kv.ErrClosed)
+
+// errNoMetadata refuses an entry with metadata when a store of the pair
+// keeps none: the copy would lose it.
+var errNoMetadata = fmt.Errorf("dualwrite: a store of the pair keeps no metadata: %w", kv.ErrMetadataUnsupported)

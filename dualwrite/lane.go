@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -14,9 +15,19 @@ import (
 type lane struct {
 	ch chan job
 
+	// qmu guards waiting: the copies queued and not yet started, by key.
+	// A newer write of a key replaces its copy there instead of queuing
+	// behind it, keeping that copy's place in the FIFO.
+	qmu     sync.Mutex
+	waiting map[string]*cell
+
 	mu       sync.Mutex // guards the running operation's cancel and deadline
 	cancel   context.CancelCauseFunc
 	deadline int64 // unix ns
+}
+
+func newLane(depth int) *lane {
+	return &lane{ch: make(chan job, depth), waiting: make(map[string]*cell)}
 }
 
 // job is one queued operation. It is passed by value: the lanes' buffers are
@@ -28,29 +39,46 @@ type job struct {
 	hash   uint64
 	value  []byte
 	exp    time.Time
+	md     json.RawMessage
 	size   int64 // bytes counted against MaxQueueBytes
 	// queued is when the job was offered to its lane, from a clock reading
 	// the enqueuing path made anyway; OpEvent.Waited is measured from it.
 	queued time.Time
 	// ctx is the caller's context, handed to Observer.AsyncContext when
 	// the job runs; its cancellation is never used.
-	ctx  context.Context
-	cmp  *comparison
-	gen  uint64        // repair: the dirty mark being repaired
-	done chan struct{} // barrier: closed when the lane reaches it
+	ctx   context.Context
+	acked time.Time // an ingested write: when the authoritative store acknowledged it
+	cell  *cell     // a copy: its content, which a newer write may replace until it starts
+	cmp   *comparison
+	gen   uint64        // repair: the settle mark being repaired
+	done  chan struct{} // barrier: closed when the lane reaches it
 }
+
+// cell is the replaceable content of a queued copy.
+type cell struct {
+	op     Op
+	value  []byte
+	exp    time.Time
+	md     json.RawMessage
+	size   int64
+	queued time.Time
+	ctx    context.Context
+	acked  time.Time
+}
+
+var cells = sync.Pool{New: func() any { return new(cell) }}
 
 // comparison is what a sampled read hands to its lane.
 type comparison struct {
 	seen   compare.Observation // what the caller's read returned
 	seq    uint64              // the slot's sequence before that read
 	expiry bool                // compare expiries (both stores report them)
+	meta   bool                // compare metadata (both stores keep it)
 }
 
 // enqueue offers j to its lane without blocking.
 func (s *Store) enqueue(j job) bool {
-	if j.size > 0 && s.ctr.queuedBytes.Add(j.size) > s.cfg.MaxQueueBytes {
-		s.ctr.queuedBytes.Add(-j.size)
+	if !s.reserveBytes(j.size) {
 		return false
 	}
 	s.ctr.queued.Add(1)
@@ -62,6 +90,75 @@ func (s *Store) enqueue(j job) bool {
 		s.ctr.queuedBytes.Add(-j.size)
 		return false
 	}
+}
+
+func (s *Store) reserveBytes(n int64) bool {
+	if n > 0 && s.ctr.queuedBytes.Add(n) > s.cfg.MaxQueueBytes {
+		s.ctr.queuedBytes.Add(-n)
+		return false
+	}
+	return true
+}
+
+// enqueueCopy offers the copy of a write to its lane without blocking.
+// When the key already has a copy waiting there, the newer write replaces
+// it (an ingested write older than the waiting one is ignored): fresh
+// reports that a new copy was queued rather than one replaced.
+func (s *Store) enqueueCopy(j job) (ok, fresh bool) {
+	l := s.laneOf(j.hash)
+	l.qmu.Lock()
+	if c := l.waiting[j.key]; c != nil {
+		defer l.qmu.Unlock()
+		if !j.acked.IsZero() && c.acked.After(j.acked) {
+			s.ctr.ingestStale.Add(1)
+			return true, false
+		}
+		delta := j.size - c.size
+		if !s.reserveBytes(delta) {
+			return false, false
+		}
+		if delta < 0 {
+			s.ctr.queuedBytes.Add(delta)
+		}
+		c.op, c.value, c.exp, c.md, c.size, c.ctx, c.acked = j.op, j.value, j.exp, j.md, j.size, j.ctx, j.acked
+		s.ctr.coalesced.Add(1)
+		return true, false
+	}
+	if !s.reserveBytes(j.size) {
+		l.qmu.Unlock()
+		return false, false
+	}
+	c := cells.Get().(*cell)
+	*c = cell{op: j.op, value: j.value, exp: j.exp, md: j.md, size: j.size, queued: j.queued, ctx: j.ctx, acked: j.acked}
+	s.ctr.queued.Add(1)
+	select {
+	case l.ch <- job{op: j.op, target: j.target, key: j.key, hash: j.hash, cell: c}:
+		l.waiting[j.key] = c
+		l.qmu.Unlock()
+		return true, true
+	default:
+		l.qmu.Unlock()
+		s.ctr.queued.Add(-1)
+		s.ctr.queuedBytes.Add(-j.size)
+		*c = cell{}
+		cells.Put(c)
+		return false, false
+	}
+}
+
+// take moves a copy's content out of its cell as it starts: from here on a
+// newer write queues a copy of its own.
+func (l *lane) take(j *job) {
+	c := j.cell
+	l.qmu.Lock()
+	if l.waiting[j.key] == c {
+		delete(l.waiting, j.key)
+	}
+	j.op, j.value, j.exp, j.md, j.size, j.queued, j.ctx, j.acked = c.op, c.value, c.exp, c.md, c.size, c.queued, c.ctx, c.acked
+	l.qmu.Unlock()
+	*c = cell{}
+	cells.Put(c)
+	j.cell = nil
 }
 
 // asyncContext asks the Observer for the context of an operation started
@@ -106,6 +203,9 @@ func (s *Store) run(l *lane, j *job) {
 		s.ctr.queued.Add(-1)
 		close(j.done)
 		return
+	}
+	if j.cell != nil {
+		l.take(j)
 	}
 	defer func() {
 		s.ctr.queued.Add(-1)

@@ -36,6 +36,10 @@ type Observer interface {
 	// Repaired reports the outcome of one dirty key's repair, before the
 	// OpDone of the same operation.
 	Repaired(ctx context.Context, e RepairEvent)
+	// Verified reports the verification of one unsettled key after the
+	// consistency window, from the verification pass's goroutine (or
+	// Settle's caller).
+	Verified(ctx context.Context, e VerifyEvent)
 	// BreakerChanged reports a state change of a store's breaker, from the
 	// Store's own event goroutine.
 	BreakerChanged(e BreakerEvent)
@@ -52,6 +56,7 @@ const (
 	OpDelete  Op = "delete"
 	OpCompare Op = "compare" // the read of the other store for a comparison
 	OpRepair  Op = "repair"  // re-copying a dirty key
+	OpVerify  Op = "verify"  // reading both stores to settle a key
 )
 
 // Outcome is how an asynchronous operation ended.
@@ -138,6 +143,19 @@ type RepairEvent struct {
 	Namespace string
 }
 
+// VerifyEvent describes the verification of one key.
+type VerifyEvent struct {
+	// Kind is the classification: Match (the key settled), Suspected (a
+	// first difference, to be verified again), a divergent kind (a
+	// difference confirmed, reported to the Sink and repaired), or a kind
+	// that could not conclude (errors, Inconclusive, ExpiredOnOneSide).
+	Kind compare.Kind
+	// Namespace is the key's module (kv.ModuleOf), never the key.
+	Namespace string
+	// Suspected reports that the key was suspected before this read.
+	Suspected bool
+}
+
 // BreakerState is a breaker's state.
 type BreakerState string
 
@@ -172,13 +190,14 @@ func (NopObserver) OpDone(context.Context, OpEvent)        {}
 func (NopObserver) Dropped(context.Context, DropEvent)     {}
 func (NopObserver) Compared(context.Context, CompareEvent) {}
 func (NopObserver) Repaired(context.Context, RepairEvent)  {}
+func (NopObserver) Verified(context.Context, VerifyEvent)  {}
 func (NopObserver) BreakerChanged(BreakerEvent)            {}
 func (NopObserver) StageChanged(StageEvent)                {}
 
-// Sink receives the divergences that comparisons find: the kinds for which
-// compare.Kind.Divergent holds. Records are redacted and never hold values.
-// It is called on a lane's worker, outside every lock; a slow Sink slows
-// that lane.
+// Sink receives the divergences that verification confirms: the kinds for
+// which compare.Kind.Divergent holds, found by two reads of both stores a
+// consistency window apart. Records are redacted and never hold values.
+// It is called from the verification pass, outside every lock.
 type Sink interface {
 	Divergence(ctx context.Context, rec compare.Record)
 }

@@ -3,13 +3,13 @@ package dualwrite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -44,21 +44,29 @@ func (s *Store) read(ctx context.Context, key string, entry bool) (kv.Entry, err
 	if !st.compares() || !sampled(h, s.threshold) {
 		return s.get(ctx, from, key, entry)
 	}
-	withExpiry := s.expiry[RolePrimary] != nil && s.expiry[RoleShadow] != nil
 	seq := s.slotOf(h).seq.Load() // before the read: see comparison.seq
-	e, err := s.get(ctx, from, key, entry || withExpiry)
+	e, err := s.get(ctx, from, key, entry || s.withExpiry)
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return e, err // nothing to compare: the caller learns of the error
 	}
-	seen := compare.Observation{Found: err == nil}
-	if seen.Found {
-		seen.Value = bytes.Clone(e.Value)
-		if withExpiry {
-			seen.Expiration = e.Expiration
+	s.offerComparison(ctx, from.other(), key, h, s.newComparison(e, err == nil, seq))
+	return e, err
+}
+
+// newComparison keeps what a sampled read saw, for its lane.
+func (s *Store) newComparison(e kv.Entry, found bool, seq uint64) *comparison {
+	c := &comparison{seq: seq, expiry: s.withExpiry, meta: s.metadata}
+	c.seen.Found = found
+	if found {
+		c.seen.Value = bytes.Clone(e.Value)
+		if c.expiry {
+			c.seen.Expiration = e.Expiration
+		}
+		if c.meta {
+			c.seen.Metadata = bytes.Clone(e.Metadata)
 		}
 	}
-	s.offerComparison(ctx, from.other(), key, h, &comparison{seen: seen, seq: seq, expiry: withExpiry})
-	return e, err
+	return c
 }
 
 func (s *Store) get(ctx context.Context, r Role, key string, entry bool) (_ kv.Entry, err error) {
@@ -105,7 +113,22 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
-	return s.write(ctx, OpPut, key, value, expiryFor(opts, now))
+	return s.write(ctx, OpPut, key, value, expiryFor(opts, now), nil)
+}
+
+// PutEntry implements kv.MetadataStore: e.Value with e.Expiration and
+// e.Metadata, copied with its metadata to the other store. When either
+// store keeps no metadata it refuses an entry that carries some, with
+// kv.ErrMetadataUnsupported, and writes one without as Put does.
+func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
+	now := s.clock.Now()
+	if err := kv.ValidateEntry(e, now); err != nil {
+		return err
+	}
+	if e.Metadata != nil && !s.metadata {
+		return errNoMetadata
+	}
+	return s.write(ctx, OpPut, e.Key, e.Value, expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), e.Metadata)
 }
 
 // Delete implements kv.Store.
@@ -113,13 +136,13 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := kv.ValidateKey(key); err != nil {
 		return err
 	}
-	return s.write(ctx, OpDelete, key, nil, time.Time{})
+	return s.write(ctx, OpDelete, key, nil, time.Time{}, nil)
 }
 
 // write applies a write to the authoritative store and enqueues its copy.
 // The caller gets the authoritative store's result and never waits for the
 // other store.
-func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp time.Time) error {
+func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp time.Time, md json.RawMessage) error {
 	h := hashKey(key)
 	s.gate.RLock()
 	if s.closed.Load() {
@@ -131,58 +154,113 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	sl := s.slotOf(h)
 	sl.mu.Lock()
 	sl.seq.Add(1)
-	err := s.apply(ctx, auth, op, key, value, exp)
+	err := s.apply(ctx, auth, op, key, value, exp, md)
 	now := s.clock.Now()
 	sl.touch(now)
-	var reason DropReason
-	var overflow bool
+	var out markOutcome
 	if st.mirrors() {
-		switch {
-		case err == nil:
-			reason, overflow = s.mirror(ctx, auth.other(), op, key, h, value, exp, now)
-		case uncertain(err):
-			// The write may have landed (a timeout after the store
-			// applied it): let repair copy whatever the store holds.
-			overflow = s.dirty.mark(key, now)
-		}
+		out = s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err)
 	}
 	sl.seq.Add(1)
 	sl.mu.Unlock()
 	s.gate.RUnlock()
-	if reason != "" {
-		s.dropped(ctx, op, auth.other(), reason)
-	}
-	if overflow {
-		s.overflowed()
-	}
+	s.report(ctx, op, auth.other(), out)
 	return err
 }
 
-// apply makes the caller's write on the authoritative store r.
-func (s *Store) apply(ctx context.Context, r Role, op Op, key string, value []byte, exp time.Time) (err error) {
-	defer s.recovered(r, &err)
-	if op == OpPut {
-		return s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: exp})
-	}
-	return s.stores[r].Delete(ctx, key)
+// markOutcome is what a write's bookkeeping under its slot's lock leaves
+// to report once the locks are released.
+type markOutcome struct {
+	reason   DropReason
+	overflow bool // the settle set overflowed: log it
+	changed  bool // the journal has something new: wake the committer
 }
 
-// mirror enqueues the copy of a write that the authoritative store accepted,
-// or marks the key dirty when it cannot.
-func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp, now time.Time) (DropReason, bool) {
-	if s.breakers[target].isOpen(now) {
-		return DropBreakerOpen, s.dirty.mark(key, now)
+func (o *markOutcome) add(first, changed bool) {
+	o.overflow = o.overflow || first
+	o.changed = o.changed || changed
+}
+
+// afterWrite queues the copy of a write the authoritative store accepted,
+// or marks the key dirty, and records it in the settle set, before the
+// caller's write returns.
+func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error) (out markOutcome) {
+	switch {
+	case err == nil:
+		var fresh bool
+		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{})
+		out.add(s.set.mark(key, markAfter(out.reason), now, copies(fresh)))
+	case uncertain(err):
+		// The write may have landed (a timeout after the store
+		// applied it): let repair copy whatever the store holds.
+		out.add(s.set.mark(key, MarkDirty, now, 0))
 	}
-	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx, queued: now}
+	return out
+}
+
+// markAfter is the mark a write gets once its copy was queued, or dropped
+// for reason.
+func markAfter(reason DropReason) Mark {
+	if reason != "" {
+		return MarkDirty
+	}
+	return MarkUnsettled
+}
+
+func copies(fresh bool) int32 {
+	if fresh {
+		return 1
+	}
+	return 0
+}
+
+// report counts and reports what a write left to say, outside every lock.
+func (s *Store) report(ctx context.Context, op Op, target Role, out markOutcome) {
+	if out.reason != "" {
+		s.dropped(ctx, op, target, out.reason)
+	}
+	if out.overflow {
+		s.overflowed()
+	}
+	if out.changed {
+		s.kickCommit()
+	}
+}
+
+// apply makes the caller's write on the authoritative store r.
+func (s *Store) apply(ctx context.Context, r Role, op Op, key string, value []byte, exp time.Time, md json.RawMessage) (err error) {
+	defer s.recovered(r, &err)
+	switch {
+	case op == OpDelete:
+		return s.stores[r].Delete(ctx, key)
+	case md != nil:
+		return kv.PutEntry(ctx, s.stores[r], kv.Entry{Key: key, Value: value, Expiration: exp, Metadata: md})
+	}
+	return s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: exp})
+}
+
+// mirror enqueues the copy of a write, or says why it cannot. acked is the
+// acknowledged-at time of an ingested write, zero otherwise.
+// fresh reports that a new copy was queued rather than a waiting one
+// replaced.
+func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now, acked time.Time) (_ DropReason, fresh bool) {
+	if s.breakers[target].isOpen(now) {
+		return DropBreakerOpen, false
+	}
+	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx, queued: now, acked: acked}
 	if op == OpPut {
-		// The caller may reuse its buffer once Put returns.
+		// The caller may reuse its buffers once the call returns.
 		j.value = append(make([]byte, 0, len(value)), value...)
 		j.size = int64(len(value))
+		if md != nil {
+			j.md = bytes.Clone(md)
+		}
 	}
-	if !s.enqueue(j) {
-		return DropLaneFull, s.dirty.mark(key, now)
+	ok, fresh := s.enqueueCopy(j)
+	if !ok {
+		return DropLaneFull, false
 	}
-	return "", false
+	return "", fresh
 }
 
 // uncertain reports whether a failed authoritative write may nevertheless
@@ -195,10 +273,10 @@ func (s *Store) dropped(ctx context.Context, op Op, target Role, reason DropReas
 	s.obs.Dropped(ctx, DropEvent{Op: op, Role: target, Reason: reason})
 }
 
-// overflowed logs, once per raised flag, that the dirty set overflowed.
+// overflowed logs, once per raised flag, that the settle set overflowed.
 func (s *Store) overflowed() {
 	s.log.LogAttrs(context.Background(), slog.LevelWarn,
-		"dualwrite: dirty key set is full; keys beyond it are not tracked, a full reconciliation (shadow-report) is needed",
+		"dualwrite: settle set is full; keys beyond it are not tracked, a full reconciliation (shadow-report) is needed",
 		slog.Int("max_dirty", s.cfg.MaxDirty))
 }
 

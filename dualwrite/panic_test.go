@@ -204,18 +204,25 @@ func TestComparisonPanicsAreContained(t *testing.T) {
 		t.Fatalf("shadow_error comparisons = %d, want the panicking read: %+v", n, e.store.Stats().Comparisons)
 	}
 
-	must(t, e.shadow.Store.Put(ctx, "wordle:a", []byte("other"), kv.PutOptions{})) // a divergence for the sink
-	for range 2 {
-		if _, err := e.store.Get(ctx, "wordle:a"); err != nil {
+	// Two divergences for the sink, each suspected by a comparison and
+	// confirmed by a verification.
+	for _, k := range []string{"wordle:a", "wordle:b"} {
+		must(t, e.store.Put(ctx, k, []byte("1"), kv.PutOptions{}))
+		e.flush(t)
+		must(t, e.shadow.Store.Put(ctx, k, []byte("other"), kv.PutOptions{}))
+		if _, err := e.store.Get(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 		e.flush(t)
 	}
-	if n := sink.calls.Load(); n != 2 {
-		t.Fatalf("sink called %d times, want 2: a panicking sink must not stop the lane", n)
+	if _, err := e.store.Settle(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if st := e.store.Stats(); st.Comparisons[compare.ValueMismatch] != 2 {
-		t.Errorf("comparisons %+v", st.Comparisons)
+	if n := sink.calls.Load(); n != 2 {
+		t.Fatalf("sink called %d times, want 2: a panicking sink must not stop verification", n)
+	}
+	if st := e.store.Stats(); st.Comparisons[compare.Suspected] != 2 || st.Verifications[compare.ValueMismatch] != 2 {
+		t.Errorf("comparisons %+v, verifications %+v", st.Comparisons, st.Verifications)
 	}
 	if log := e.log.String(); strings.Count(log, "divergence sink panicked") != 1 {
 		t.Errorf("want the sink's panic logged once:\n%s", log)

@@ -8,8 +8,8 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// repairLoop repairs dirty keys every RepairInterval and each time a
-// breaker closes.
+// repairLoop verifies the unsettled keys and repairs the dirty ones every
+// RepairInterval and each time a breaker closes.
 func (s *Store) repairLoop() {
 	for {
 		t := s.clock.NewTimer(s.cfg.RepairInterval)
@@ -21,6 +21,7 @@ func (s *Store) repairLoop() {
 			t.Stop()
 			return
 		}
+		s.settlePass(s.bg)
 		s.RepairDirty()
 	}
 }
@@ -28,10 +29,12 @@ func (s *Store) repairLoop() {
 // RepairDirty queues a repair for each dirty key whose last write is older
 // than the consistency window, as far as the lanes have room, and returns
 // how many it queued. Each repair runs in its key's lane, so it never races
-// a newer write: it reads the authoritative store (value and expiry) and
-// copies the key to the other store, or deletes it there when the
-// authoritative store no longer has it. The Store calls it periodically and
-// when a breaker closes; call it to repair now.
+// a newer write: it reads the authoritative store (value, expiry and
+// metadata) and copies the key to the other store, or deletes it there
+// when the authoritative store no longer has it; the key is then unsettled
+// until a verification after another window finds both stores equal. The
+// Store calls it periodically and when a breaker closes; call it to repair
+// now.
 func (s *Store) RepairDirty() int {
 	s.gate.RLock()
 	n, deferred := s.queueRepairs()
@@ -56,12 +59,12 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 	if room <= 0 {
 		return 0, nil
 	}
-	for _, ref := range s.dirty.eligible(now.Add(-s.cfg.window), int(room)) {
+	for _, ref := range s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room)) {
 		j := job{op: OpRepair, target: target, key: ref.key, hash: hashKey(ref.key), gen: ref.gen, ctx: context.Background(), queued: now}
 		if s.enqueue(j) {
 			n++
 		} else {
-			s.dirty.unqueue(ref.key)
+			s.set.unqueue(ref.key)
 			deferred = append(deferred, ref.key)
 		}
 	}
@@ -71,11 +74,12 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 // runRepair copies one dirty key from the authoritative store, whose role
 // was fixed when the repair was queued (a stage flip drains the lanes first).
 func (s *Store) runRepair(l *lane, j *job) {
-	defer s.dirty.unqueue(j.key)
+	defer s.set.unqueue(j.key)
 	start := s.clock.Now()
-	if start.Sub(s.slotOf(j.hash).lastWrite()) < s.cfg.window {
+	if !s.set.ready(j.key, j.gen, start.Add(-s.cfg.window)) {
 		// Written since it was queued: the authoritative store may still
-		// serve an older value. The next pass takes it.
+		// serve an older value. The next pass takes it. Only this key's
+		// own writes count, not those of keys that share its slot.
 		s.repaired(j.ctx, j.key, RepairDeferred)
 		return
 	}
@@ -84,6 +88,10 @@ func (s *Store) runRepair(l *lane, j *job) {
 		s.warnOnce("dualwrite: the authoritative store cannot report expiries, so dirty keys cannot be repaired; run a reconciliation",
 			slog.String("role", source.String()))
 		s.repaired(j.ctx, j.key, RepairFailed)
+		return
+	}
+	if !s.spend(RolePrimary, 1) {
+		s.repaired(j.ctx, j.key, RepairDeferred) // the primary's budget is spent
 		return
 	}
 	ctx := s.asyncContext(j.ctx, OpRepair)
@@ -102,7 +110,25 @@ func (s *Store) runRepair(l *lane, j *job) {
 	s.opDone(ctx, j, err, start, end)
 }
 
+// spend takes n requests of role's budget without waiting, and reports
+// whether it could: a lane never waits for the budget. Only the primary
+// has one.
+func (s *Store) spend(role Role, n int) bool {
+	if role != RolePrimary || s.cfg.PrimaryBudget == nil {
+		return true
+	}
+	for range n {
+		if !s.cfg.PrimaryBudget.TryTake() {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, missing bool) (RepairOutcome, error) {
+	if !s.spend(j.target, 1) {
+		return RepairDeferred, nil
+	}
 	now := s.clock.Now()
 	done, err := s.breakers[j.target].allow(now)
 	if err != nil {
@@ -110,15 +136,21 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	}
 	var moved bool
 	err = s.do(l, ctx, now, func(ctx context.Context) (err error) {
-		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, missing)
+		md := e.Metadata
+		if !s.metadata {
+			md = nil
+		}
+		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, md, missing)
 		return err
 	})
 	done(err)
 	if err != nil {
 		return RepairFailed, err
 	}
-	s.slotOf(j.hash).touch(s.clock.Now())
-	s.dirty.clear(j.key, j.gen)
+	end := s.clock.Now()
+	if s.set.repaired(j.key, j.gen, end) {
+		s.kickCommit()
+	}
 	if moved {
 		s.markDirty(j.key, e.Expiration)
 	}

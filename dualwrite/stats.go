@@ -24,17 +24,42 @@ type Stats struct {
 	// Drops counts the writes that did not reach the other store, by
 	// reason; each left its key dirty.
 	Drops map[DropReason]uint64
-	// Dirty is the number of dirty keys; DirtyOverflow the marks refused
+	// Coalesced counts the writes whose copy replaced a copy of the same
+	// key still waiting in its lane.
+	Coalesced uint64
+	// Dirty is the number of dirty keys and Unsettled of unsettled ones:
+	// the settle set holds both. DirtyOverflow counts the marks refused
 	// because the set was full. ReconciliationNeeded is raised by the
 	// first overflow, until AcknowledgeReconciliation.
 	Dirty                int
+	Unsettled            int
 	DirtyOverflow        uint64
 	ReconciliationNeeded bool
 	Repairs              map[RepairOutcome]uint64
-	// Comparisons counts classified comparisons by kind;
-	// ComparisonsSkipped those not made (lane full, breaker open, closing).
+	// Comparisons counts classified sampled comparisons by kind (a
+	// difference is Suspected); ComparisonsSkipped those not made (lane
+	// full, breaker open, closing).
 	Comparisons        map[compare.Kind]uint64
 	ComparisonsSkipped uint64
+	// Verifications counts verification reads by kind: Match settled the
+	// key, Suspected was a first difference, a divergent kind a confirmed
+	// one. Confirmed counts the confirmed divergences (reported to the
+	// Sink), Cleared the suspicions a later read cleared.
+	Verifications map[compare.Kind]uint64
+	Confirmed     uint64
+	Cleared       uint64
+	// Journal: whether a journal is configured, whether its last commit
+	// succeeded, its commits and failed commits, the changes waiting for
+	// the next commit, and the keys loaded from it by New.
+	Journal        bool
+	JournalOK      bool
+	JournalCommits uint64
+	JournalErrors  uint64
+	JournalPending int
+	Loaded         uint64
+	// IngestStale counts ingested writes older than one already known for
+	// their key, not applied.
+	IngestStale uint64
 	// Breaker is the state of the breaker guarding the store that is not
 	// authoritative in this stage; Breakers has both.
 	Breaker  BreakerState
@@ -46,10 +71,11 @@ type Stats struct {
 	LostEvents uint64
 }
 
-// Divergences sums the comparisons whose kind is a divergence.
+// Divergences is the number of confirmed divergences: verification reads
+// whose kind is a divergence.
 func (st Stats) Divergences() uint64 {
 	var n uint64
-	for k, c := range st.Comparisons {
+	for k, c := range st.Verifications {
 		if k.Divergent() {
 			n += c
 		}
@@ -90,14 +116,23 @@ type counters struct {
 	drops              [len(DropReasons)]atomic.Uint64
 	repairs            [len(RepairOutcomes)]atomic.Uint64
 	kinds              [maxKinds]atomic.Uint64
+	verifications      [maxKinds]atomic.Uint64
 	comparisonsSkipped atomic.Uint64
 	leftAtClose        atomic.Uint64
 	lostEvents         atomic.Uint64
+	coalesced          atomic.Uint64
+	confirmed          atomic.Uint64
+	cleared            atomic.Uint64
+	journalCommits     atomic.Uint64
+	journalErrors      atomic.Uint64
+	loaded             atomic.Uint64
+	ingestStale        atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
 func (c *counters) repair(o RepairOutcome)  { c.repairs[repairIndex[o]].Add(1) }
 func (c *counters) compared(k compare.Kind) { c.kinds[kindIndex[k]].Add(1) }
+func (c *counters) verified(k compare.Kind) { c.verifications[kindIndex[k]].Add(1) }
 
 // Stats returns a snapshot.
 func (s *Store) Stats() Stats {
@@ -112,6 +147,17 @@ func (s *Store) Stats() Stats {
 		Repairs:            make(map[RepairOutcome]uint64, len(RepairOutcomes)),
 		Comparisons:        make(map[compare.Kind]uint64, len(kindIndex)),
 		ComparisonsSkipped: s.ctr.comparisonsSkipped.Load(),
+		Verifications:      make(map[compare.Kind]uint64, len(kindIndex)),
+		Coalesced:          s.ctr.coalesced.Load(),
+		Confirmed:          s.ctr.confirmed.Load(),
+		Cleared:            s.ctr.cleared.Load(),
+		Journal:            s.journal != nil,
+		JournalOK:          s.journal != nil && s.journalOK.Load(),
+		JournalCommits:     s.ctr.journalCommits.Load(),
+		JournalErrors:      s.ctr.journalErrors.Load(),
+		JournalPending:     s.set.pending(),
+		Loaded:             s.ctr.loaded.Load(),
+		IngestStale:        s.ctr.ingestStale.Load(),
 		Breakers:           make(map[Role]BreakerState, 2),
 		LeftAtClose:        s.ctr.leftAtClose.Load(),
 		LostEvents:         s.ctr.lostEvents.Load(),
@@ -127,8 +173,9 @@ func (s *Store) Stats() Stats {
 	}
 	for k, i := range kindIndex {
 		st.Comparisons[k] = s.ctr.kinds[i].Load()
+		st.Verifications[k] = s.ctr.verifications[i].Load()
 	}
-	st.Dirty, st.DirtyOverflow, st.ReconciliationNeeded = s.dirty.snapshot()
+	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = s.set.snapshot()
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}

@@ -3,6 +3,7 @@ package dualwrite
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -13,10 +14,15 @@ import (
 // Store is the dual-write kv.Store. Create it with New and stop it with
 // Close. It is safe for concurrent use.
 type Store struct {
-	cfg       settings
-	stores    [2]kv.Store        // by Role
-	expiry    [2]kv.ExpiryGetter // by Role; nil when the store has no such ability
-	threshold uint64             // sampleThreshold(CompareRate)
+	cfg        settings
+	stores     [2]kv.Store        // by Role
+	expiry     [2]kv.ExpiryGetter // by Role; nil when the store has no such ability
+	bulk       [2]kv.BulkGetter   // by Role; nil when the store has no such ability
+	puts       [2]kv.BulkPutter   // by Role
+	deletes    [2]kv.BulkDeleter  // by Role
+	withExpiry bool               // both stores report expiries: compare them
+	metadata   bool               // both stores keep metadata: copy and compare it
+	threshold  uint64             // sampleThreshold(CompareRate)
 	clock     clock.Clock
 	log       *slog.Logger
 	obs       Observer
@@ -34,9 +40,18 @@ type Store struct {
 	slots    []slot
 	lanes    []*lane
 	breakers [2]*breaker // by Role
-	dirty    *dirtySet
+	set      *settleSet
 	watch    *watchdog
 	ctr      counters
+	settler  *lane         // the verification pass's timeouts, as a lane's
+	settling chan struct{} // held by the verification pass under way
+
+	journal    Journal
+	journalOK  atomic.Bool
+	commitKick chan struct{}
+	// bg is the context of the Store's own passes; Close cancels it.
+	bg       context.Context
+	bgCancel context.CancelFunc
 
 	events     chan BreakerEvent
 	repairKick chan struct{}
@@ -52,12 +67,18 @@ type Store struct {
 }
 
 var (
-	_ kv.Store        = (*Store)(nil)
-	_ kv.ExpiryGetter = (*Store)(nil)
+	_ kv.Store         = (*Store)(nil)
+	_ kv.ExpiryGetter  = (*Store)(nil)
+	_ kv.MetadataStore = (*Store)(nil)
+	_ kv.BulkGetter    = (*Store)(nil)
+	_ kv.BulkPutter    = (*Store)(nil)
+	_ kv.BulkDeleter   = (*Store)(nil)
 )
 
-// New checks cfg and starts the Store's goroutines: one worker per lane, the
-// timeout watchdog, the repair loop and the event loop. Close stops them.
+// New checks cfg, loads the settle journal when there is one, and starts
+// the Store's goroutines: one worker per lane, the timeout watchdog, the
+// repair and verification loop, the event loop and the journal's
+// committer. Close stops them.
 func New(cfg Config, opts ...Option) (*Store, error) {
 	set, err := cfg.resolve()
 	if err != nil {
@@ -85,7 +106,10 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		sink:       set.Sink,
 		slots:      make([]slot, 1<<slotBits),
 		lanes:      make([]*lane, set.Lanes),
-		dirty:      newDirtySet(set.MaxDirty),
+		set:        newSettleSet(set.MaxDirty, set.Journal != nil),
+		journal:    set.Journal,
+		settling:   make(chan struct{}, 1),
+		commitKick: make(chan struct{}, 1),
 		events:     make(chan BreakerEvent, 64),
 		repairKick: make(chan struct{}, 1),
 		stopping:   make(chan struct{}),
@@ -94,15 +118,31 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	if s.sink == nil {
 		s.sink = LogSink{Logger: s.log}
 	}
+	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.withExpiry, s.metadata = true, true
 	for r := range s.stores {
 		s.expiry[r], _ = s.stores[r].(kv.ExpiryGetter)
+		s.bulk[r], _ = s.stores[r].(kv.BulkGetter)
+		s.puts[r], _ = s.stores[r].(kv.BulkPutter)
+		s.deletes[r], _ = s.stores[r].(kv.BulkDeleter)
+		_, md := s.stores[r].(kv.MetadataStore)
+		s.withExpiry = s.withExpiry && (s.expiry[r] != nil || s.bulk[r] != nil)
+		s.metadata = s.metadata && md
 		s.breakers[r] = newBreaker(Role(r), set.Breaker, s.clock, s.events, &s.ctr.lostEvents, s.repairKick)
 	}
 	s.stage.Store(uint32(cfg.Stage))
-	for i := range s.lanes {
-		s.lanes[i] = &lane{ch: make(chan job, set.LaneDepth)}
+	if s.journal != nil {
+		s.journalOK.Store(true)
+		if err := s.loadJournal(s.bg); err != nil {
+			s.bgCancel()
+			return nil, err
+		}
 	}
-	s.watch = &watchdog{clock: s.clock, lanes: s.lanes, kick: make(chan struct{}, 1)}
+	for i := range s.lanes {
+		s.lanes[i] = newLane(set.LaneDepth)
+	}
+	s.settler = newLane(0)
+	s.watch = &watchdog{clock: s.clock, lanes: append(slices.Clip(s.lanes), s.settler), kick: make(chan struct{}, 1)}
 
 	s.workers.Add(len(s.lanes))
 	for _, l := range s.lanes {
@@ -112,6 +152,10 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	go func() { defer s.background.Done(); s.watch.run(s.quit) }()
 	go func() { defer s.background.Done(); s.repairLoop() }()
 	go func() { defer s.background.Done(); s.eventLoop() }()
+	if s.journal != nil {
+		s.background.Add(1)
+		go func() { defer s.background.Done(); s.commitLoop() }()
+	}
 	return s, nil
 }
 

@@ -76,6 +76,9 @@ func emitted(t *testing.T) (metrics map[string]metricdata.Metrics, attrKeys map[
 		t.Fatal(err)
 	}
 	compared.flush(t)
+	if _, err := compared.st.Dual.Settle(ctx); err != nil { // confirms the suspicion
+		t.Fatal(err)
+	}
 	harvest(compared)
 
 	faulty2, err := kvfault.New(nil2mem(), kvfault.Config{Outage: true})

@@ -19,9 +19,10 @@ type instruments struct {
 	comparisons metric.Int64Counter
 	divergences metric.Int64Counter
 	repairs     metric.Int64Counter
+	verified    metric.Int64Counter
 	transitions metric.Int64Counter
 
-	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, reconcile metric.Int64ObservableGauge
+	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile metric.Int64ObservableGauge
 	overflow, skipped, lost                                                      metric.Int64ObservableCounter
 
 	sets setCache
@@ -57,7 +58,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	errs = append(errs, err)
 	in.drops = counter(MetricDrops, "{operation}", "Operations that did not reach the other store, by operation, target role and reason; a dropped write leaves its key dirty.")
 	in.comparisons = counter(MetricComparisons, "{comparison}", "Classified read comparisons, by kind and namespace.")
-	in.divergences = counter(MetricDivergences, "{comparison}", "Comparisons whose kind is a divergence, by kind and namespace.")
+	in.divergences = counter(MetricDivergences, "{comparison}", "Divergences confirmed by a verification read after the consistency window, by kind and namespace.")
+	in.verified = counter(MetricVerifications, "{key}", "Verification reads of unsettled keys after the consistency window, by kind (match settles the key, suspected is a first difference) and namespace.")
 	in.repairs = counter(MetricRepairs, "{key}", "Repairs of dirty keys, by outcome and namespace.")
 	in.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by role and states.")
 
@@ -68,6 +70,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.laneDepth = gauge(MetricLaneDepth, "{operation}", "Operations queued in the fullest lane.")
 	in.laneCap = gauge(MetricLaneCapacity, "{operation}", "Operations a lane holds before it drops (LaneDepth).")
 	in.dirty = gauge(MetricDirtyKeys, "{key}", "Keys whose copy in the other store may be wrong, awaiting repair.")
+	in.unsettled = gauge(MetricUnsettledKeys, "{key}", "Keys whose copy was sent to the other store and not yet verified after the consistency window.")
 	in.reconcile = gauge(MetricReconciliationNeeded, "{flag}", "1 once the dirty set has overflowed, until a reconciliation is acknowledged.")
 	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")

@@ -34,6 +34,7 @@ const (
 	MetricComparisons        = "kvshadow.dualwrite.comparisons"
 	MetricDivergences        = "kvshadow.dualwrite.divergences"
 	MetricRepairs            = "kvshadow.dualwrite.repairs"
+	MetricVerifications      = "kvshadow.dualwrite.verifications"
 	MetricBreakerTransitions = "kvshadow.dualwrite.breaker.transitions"
 
 	// The gauges and counters that Watch reads from Stats.
@@ -44,6 +45,7 @@ const (
 	MetricLaneDepth            = "kvshadow.dualwrite.lane.depth"
 	MetricLaneCapacity         = "kvshadow.dualwrite.lane.capacity"
 	MetricDirtyKeys            = "kvshadow.dualwrite.dirty.keys"
+	MetricUnsettledKeys        = "kvshadow.dualwrite.unsettled.keys"
 	MetricDirtyOverflow        = "kvshadow.dualwrite.dirty.overflow"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
 	MetricComparisonsSkipped   = "kvshadow.dualwrite.comparisons.skipped"

@@ -231,11 +231,18 @@ func (o *Observer) Dropped(ctx context.Context, e dualwrite.DropEvent) {
 func (o *Observer) Compared(ctx context.Context, e dualwrite.CompareEvent) {
 	set := o.inst.sets.get(mCompare, string(e.Kind), e.Namespace, "")
 	o.inst.comparisons.Add(ctx, 1, set.add...)
-	if e.Kind.Divergent() {
-		o.inst.divergences.Add(ctx, 1, set.add...)
-	}
 	if a := asyncOf(ctx); a != nil {
 		a.span.SetAttributes(KindKey.String(string(e.Kind)), semconv.DBNamespace(e.Namespace))
+	}
+}
+
+// Verified implements dualwrite.Observer: a divergence is counted once a
+// verification confirms it.
+func (o *Observer) Verified(ctx context.Context, e dualwrite.VerifyEvent) {
+	set := o.inst.sets.get(mCompare, string(e.Kind), e.Namespace, "")
+	o.inst.verified.Add(ctx, 1, set.add...)
+	if e.Kind.Divergent() {
+		o.inst.divergences.Add(ctx, 1, set.add...)
 	}
 }
 

@@ -106,6 +106,11 @@ func TestComparisonsAndDivergencesByKindAndNamespace(t *testing.T) {
 	}
 	bot.End()
 	f.flush(t)
+	// The comparison's difference is suspected; a verification read
+	// confirms it.
+	if _, err := f.st.Dual.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	rm := f.rec.Collect(t)
 	kind := func(k string) attribute.KeyValue { return dualwriteotel.KindKey.String(k) }
@@ -115,7 +120,8 @@ func TestComparisonsAndDivergencesByKindAndNamespace(t *testing.T) {
 		want   float64
 	}{
 		{dualwriteotel.MetricComparisons, []attribute.KeyValue{kind("match"), semconv.DBNamespace("wordle")}, 1},
-		{dualwriteotel.MetricComparisons, []attribute.KeyValue{kind("missing_in_shadow"), semconv.DBNamespace("trading")}, 1},
+		{dualwriteotel.MetricComparisons, []attribute.KeyValue{kind("suspected"), semconv.DBNamespace("trading")}, 1},
+		{dualwriteotel.MetricVerifications, []attribute.KeyValue{kind("missing_in_shadow"), semconv.DBNamespace("trading")}, 1},
 		{dualwriteotel.MetricDivergences, []attribute.KeyValue{kind("missing_in_shadow"), semconv.DBNamespace("trading")}, 1},
 		{dualwriteotel.MetricDivergences, []attribute.KeyValue{kind("match")}, 0},
 		{dualwriteotel.MetricAsyncOperations, []attribute.KeyValue{dualwriteotel.OperationKey.String("compare"), roleShadow}, 2},
@@ -124,7 +130,7 @@ func TestComparisonsAndDivergencesByKindAndNamespace(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.metric, c.attrs, got, c.want)
 		}
 	}
-	cmp := one(t, f.rec.With(dualwriteotel.SpanCompare, kind("missing_in_shadow"), semconv.DBNamespace("trading"),
+	cmp := one(t, f.rec.With(dualwriteotel.SpanCompare, kind("suspected"), semconv.DBNamespace("trading"),
 		otelkv.StageKey.String("shadow")), "divergent comparison")
 	if l := cmp.Links(); len(l) != 1 || l[0].SpanContext.TraceID() != bot.SpanContext().TraceID() {
 		t.Errorf("comparison links %+v, want one into the caller's trace", l)
@@ -277,7 +283,7 @@ func TestRepairSpansAndCounts(t *testing.T) {
 	f.flush(t)
 	faulty.SetOutage(false)
 	if n := f.st.Dual.RepairDirty(); n != 1 {
-		t.Fatalf("RepairDirty queued %d, want 1", n)
+		t.Fatalf("RepairDirty queued %d, want 1: %+v", n, f.st.Dual.Stats())
 	}
 	f.flush(t)
 

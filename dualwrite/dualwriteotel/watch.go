@@ -50,6 +50,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.laneDepth, int64(st.MaxLaneDepth))
 		obs.ObserveInt64(in.laneCap, int64(st.LaneCapacity))
 		obs.ObserveInt64(in.dirty, int64(st.Dirty))
+		obs.ObserveInt64(in.unsettled, int64(st.Unsettled))
 		var reconcile int64
 		if st.ReconciliationNeeded {
 			reconcile = 1
@@ -59,7 +60,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
 		obs.ObserveInt64(in.lost, int64(st.LostEvents))
 		return nil
-	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.reconcile,
+	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
 		in.overflow, in.skipped, in.lost)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)

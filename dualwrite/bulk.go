@@ -1,0 +1,284 @@
+package dualwrite
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// GetMany implements kv.BulkGetter on the stage's authoritative store: one
+// bulk call when it has the ability, else one read a key. Sampled keys, in
+// the Shadow and Live stages, have what was read compared with the other
+// store in their lanes, as Get does.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	st := s.Stage()
+	from := st.authority()
+	type sample struct {
+		key string
+		h   uint64
+		seq uint64
+	}
+	var samples []sample
+	if st.compares() {
+		for _, k := range keys {
+			if h := hashKey(k); sampled(h, s.threshold) {
+				samples = append(samples, sample{key: k, h: h, seq: s.slotOf(h).seq.Load()})
+			}
+		}
+	}
+	entries, err := s.readMany(ctx, from, keys)
+	if err != nil || len(samples) == 0 {
+		return entries, err
+	}
+	byKey := make(map[string]int, len(entries))
+	for i, e := range entries {
+		byKey[e.Key] = i
+	}
+	for _, sm := range samples {
+		i, found := byKey[sm.key]
+		var e kv.Entry
+		if found {
+			e = entries[i]
+		}
+		s.offerComparison(ctx, from.other(), sm.key, sm.h, s.newComparison(e, found, sm.seq))
+	}
+	return entries, nil
+}
+
+// PutMany implements kv.BulkPutter: one call to the authoritative store's
+// PutMany (one per entry when it has none), then each entry's copy queued
+// on its key's lane, with its expiry and metadata. Every key's slot is held
+// from before the authoritative call until its copy is queued, as a single
+// Put holds it, so the per-key order holds between bulks and single
+// writes; slots are taken in a fixed order, so two bulks never deadlock.
+// Entries with metadata are refused unless both stores keep it.
+func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
+	now := s.clock.Now()
+	if err := kv.ValidateEntries(entries, now); err != nil {
+		return err
+	}
+	batch := make([]kv.Entry, len(entries))
+	for i, e := range entries {
+		if e.Metadata != nil && !s.metadata {
+			return errNoMetadata
+		}
+		e.Expiration = expiryFor(kv.PutOptions{Expiration: e.Expiration}, now)
+		batch[i] = e
+	}
+	return s.writeMany(ctx, OpPut, batch)
+}
+
+// DeleteMany implements kv.BulkDeleter as PutMany does PutMany: one
+// authoritative call, then each key's delete queued on its lane.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	if err := kv.ValidateKeys(keys); err != nil {
+		return err
+	}
+	batch := make([]kv.Entry, len(keys))
+	for i, k := range keys {
+		batch[i].Key = k
+	}
+	return s.writeMany(ctx, OpDelete, batch)
+}
+
+func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	hashes := make([]uint64, len(batch))
+	for i, e := range batch {
+		hashes[i] = hashKey(e.Key)
+	}
+	slots := s.slotIndexes(hashes)
+	s.gate.RLock()
+	if s.closed.Load() {
+		s.gate.RUnlock()
+		return errClosed
+	}
+	st := s.Stage()
+	auth := st.authority()
+	for _, i := range slots {
+		s.slots[i].mu.Lock()
+		s.slots[i].seq.Add(1)
+	}
+	applied, err := s.applyMany(ctx, auth, op, batch)
+	now := s.clock.Now()
+	for _, i := range slots {
+		s.slots[i].touch(now)
+	}
+	var outs []markOutcome
+	if st.mirrors() {
+		outs = make([]markOutcome, 0, len(batch))
+		for i, e := range batch {
+			var werr error
+			switch {
+			case i < applied:
+			case i == applied:
+				werr = err
+			default:
+				continue // never reached the authoritative store
+			}
+			outs = append(outs, s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, werr))
+		}
+	}
+	for _, i := range slices.Backward(slots) {
+		s.slots[i].seq.Add(1)
+		s.slots[i].mu.Unlock()
+	}
+	s.gate.RUnlock()
+	for _, o := range outs {
+		s.report(ctx, op, auth.other(), o)
+	}
+	return err
+}
+
+// slotIndexes returns the slots of hashes, each once, in ascending order:
+// the order every bulk takes them in.
+func (s *Store) slotIndexes(hashes []uint64) []int {
+	idx := make([]int, len(hashes))
+	for i, h := range hashes {
+		idx[i] = int(h & (1<<slotBits - 1))
+	}
+	slices.Sort(idx)
+	return slices.Compact(idx)
+}
+
+// applyMany makes a bulk write on the authoritative store r and returns how
+// many entries, in order, are known applied: all or none for a bulk call,
+// those before the first failure otherwise (the failed one is the
+// uncertain one).
+func (s *Store) applyMany(ctx context.Context, r Role, op Op, batch []kv.Entry) (applied int, err error) {
+	defer s.recovered(r, &err)
+	switch {
+	case op == OpPut && s.puts[r] != nil:
+		if err := s.puts[r].PutMany(ctx, batch); err != nil {
+			return 0, err
+		}
+		return len(batch), nil
+	case op == OpDelete && s.deletes[r] != nil:
+		keys := make([]string, len(batch))
+		for i, e := range batch {
+			keys[i] = e.Key
+		}
+		if err := s.deletes[r].DeleteMany(ctx, keys); err != nil {
+			return 0, err
+		}
+		return len(batch), nil
+	}
+	for i, e := range batch {
+		if err := s.apply(ctx, r, op, e.Key, e.Value, e.Expiration, e.Metadata); err != nil {
+			return i, err
+		}
+	}
+	return len(batch), nil
+}
+
+// TeeWrite is a write whose authoritative part was already done elsewhere:
+// in tee mode the bot's Worker writes Workers KV through its binding and
+// sends the dual-write store a copy of each write to ingest.
+type TeeWrite struct {
+	Key string
+	// Delete makes the write a delete; Value, Expiration and Metadata are
+	// then ignored.
+	Delete bool
+	Value  []byte
+	// Expiration is the absolute expiry the primary received; zero means
+	// none. An expiry already past makes the copy a delete.
+	Expiration time.Time
+	// Metadata is the key's Workers KV metadata; nil means none.
+	Metadata []byte
+	// At is when the primary acknowledged the write; zero means when
+	// Ingest receives it. A write older than one already ingested for the
+	// same key is not applied over it.
+	At time.Time
+}
+
+// Ingest queues the copies of writes that the primary has already applied
+// (tee mode) onto their keys' lanes, to the shadow, and records each key in
+// the settle set as unsettled, so that verification after the window
+// checks it against the primary: a copy that arrives out of order, twice,
+// or never is found and repaired there. It returns once every write is
+// queued or, when its lane is full or the breaker open, marked dirty; it
+// never waits for the shadow. Only the DualWrite and Shadow stages take
+// ingested writes (ErrIngestStage). Inputs are checked as the contract
+// checks them, before any is queued.
+func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
+	for _, w := range writes {
+		if err := validateTee(w); err != nil {
+			return err
+		}
+		if w.Metadata != nil && !w.Delete && !s.metadata {
+			return errNoMetadata
+		}
+	}
+	s.gate.RLock()
+	if s.closed.Load() {
+		s.gate.RUnlock()
+		return errClosed
+	}
+	st := s.Stage()
+	if !st.mirrors() || st.authority() != RolePrimary {
+		s.gate.RUnlock()
+		return ErrIngestStage
+	}
+	now := s.clock.Now()
+	outs := make([]markOutcome, len(writes))
+	for i, w := range writes {
+		outs[i] = s.ingest(ctx, w, now)
+	}
+	s.gate.RUnlock()
+	for i, o := range outs {
+		s.report(ctx, teeOp(writes[i]), RoleShadow, o)
+	}
+	return nil
+}
+
+func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out markOutcome) {
+	at := w.At
+	if at.IsZero() {
+		at = now
+	}
+	h := hashKey(w.Key)
+	sl := s.slotOf(h)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.seq.Add(1)
+	defer sl.seq.Add(1)
+	sl.touch(now)
+	if !s.set.newer(w.Key, at) {
+		s.ctr.ingestStale.Add(1)
+		return out
+	}
+	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at)
+	out.reason = reason
+	out.add(s.set.ingested(w.Key, markAfter(reason), at, now, copies(fresh)))
+	return out
+}
+
+func teeOp(w TeeWrite) Op {
+	if w.Delete {
+		return OpDelete
+	}
+	return OpPut
+}
+
+func validateTee(w TeeWrite) error {
+	if err := kv.ValidateKey(w.Key); err != nil {
+		return err
+	}
+	if w.Delete {
+		return nil
+	}
+	if err := kv.ValidateValue(w.Value); err != nil {
+		return err
+	}
+	return kv.ValidateMetadata(w.Metadata)
+}

@@ -1,0 +1,198 @@
+package dualwrite
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Settle runs one verification pass now and returns how many keys it
+// compared. Every unsettled key whose last write (or copy) is older than
+// the consistency window and that has no copy on its way is read from both
+// stores in bulk (VerifyBatch keys a request, kv.BulkGetter when the store
+// has it) and classified with package compare:
+//   - equal: the key is settled and leaves the set (and the journal);
+//   - different, for the first time: the key is suspected and verified
+//     again after another window, since another process's copy may have
+//     been on its way;
+//   - different again: the divergence is confirmed, reported to the Sink,
+//     and the key becomes dirty, for repair through its lane;
+//   - a read error, a write racing the read, or a key about to expire: the
+//     key stays for the next pass.
+//
+// Reads of the primary wait on Config.PrimaryBudget; reads of the other
+// store are refused while its breaker is open. The Store runs a pass every
+// RepairInterval and when a breaker closes; passes never run together.
+func (s *Store) Settle(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	return s.settlePass(ctx)
+}
+
+func (s *Store) settlePass(ctx context.Context) (int, error) {
+	select {
+	case s.settling <- struct{}{}:
+		defer func() { <-s.settling }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	st := s.Stage()
+	if !st.mirrors() {
+		return 0, nil
+	}
+	auth := st.authority()
+	now := s.clock.Now()
+	if s.breakers[auth.other()].isOpen(now) {
+		return 0, nil
+	}
+	refs := s.set.due(MarkUnsettled, now.Add(-s.cfg.window), s.cfg.MaxDirty)
+	n := 0
+	for lo := 0; lo < len(refs); lo += s.cfg.VerifyBatch {
+		chunk := refs[lo:min(lo+s.cfg.VerifyBatch, len(refs))]
+		if err := s.verify(ctx, auth, chunk); err != nil {
+			return n, err
+		}
+		n += len(chunk)
+	}
+	return n, nil
+}
+
+// verify compares one batch of keys across both stores.
+func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
+	keys := make([]string, len(refs))
+	seqs := make([]uint64, len(refs))
+	for i, r := range refs {
+		keys[i] = r.key
+		seqs[i] = s.slotOf(hashKey(r.key)).seq.Load()
+	}
+	var obs [2][]compare.Observation
+	for _, r := range [2]Role{auth, auth.other()} {
+		o, err := s.observe(ctx, r, keys, r != auth)
+		if err != nil {
+			return err
+		}
+		obs[r] = o
+	}
+	now := s.clock.Now()
+	for i, ref := range refs {
+		seq := s.slotOf(hashKey(ref.key)).seq.Load()
+		p, sh := obs[RolePrimary][i], obs[RoleShadow][i]
+		kind := compare.Classify(p, sh, compare.Options{Now: now, Raced: seqs[i]&1 == 1 || seq != seqs[i]})
+		suspected := ref.suspected
+		var out markOutcome
+		switch {
+		case kind == compare.Match:
+			if s.set.settle(ref.key, ref.gen) {
+				out.changed = s.journal != nil
+				if suspected {
+					s.ctr.cleared.Add(1)
+				}
+			}
+		case kind.Divergent() && suspected:
+			if s.set.diverged(ref.key, ref.gen) {
+				out.changed = s.journal != nil
+				s.ctr.confirmed.Add(1)
+				s.deliver(ctx, s.cfg.Redactor.Record(ref.key, kind, p, sh, now))
+				s.kickRepair()
+			}
+		case kind.Divergent():
+			out.add(s.set.suspect(ref.key, now))
+			kind = compare.Suspected
+		}
+		s.ctr.verified(kind)
+		s.report(ctx, OpVerify, auth.other(), out)
+		s.obs.Verified(ctx, VerifyEvent{Kind: kind, Namespace: kv.ModuleOf(ref.key), Suspected: suspected})
+	}
+	return nil
+}
+
+// observe reads keys from store r for verification, in bulk when it can.
+// A failed read becomes an observation with Err for every key; only the
+// end of ctx fails the pass.
+func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool) ([]compare.Observation, error) {
+	out := make([]compare.Observation, len(keys))
+	fail := func(err error) ([]compare.Observation, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		for i := range out {
+			out[i].Err = err
+		}
+		return out, nil
+	}
+	requests := 1
+	if s.bulk[r] == nil {
+		requests = len(keys)
+	}
+	if r == RolePrimary && s.cfg.PrimaryBudget != nil {
+		for range requests {
+			if err := s.cfg.PrimaryBudget.Wait(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	start := s.clock.Now()
+	done := func(error) {}
+	if guarded {
+		d, err := s.breakers[r].allow(start)
+		if err != nil {
+			return fail(err)
+		}
+		done = d
+	}
+	var entries []kv.Entry
+	err := s.do(s.settler, ctx, start, func(ctx context.Context) error {
+		var err error
+		entries, err = s.readMany(ctx, r, keys)
+		return err
+	})
+	done(err)
+	if err != nil {
+		return fail(err)
+	}
+	byKey := make(map[string]kv.Entry, len(entries))
+	for _, e := range entries {
+		byKey[e.Key] = e
+	}
+	for i, k := range keys {
+		e, ok := byKey[k]
+		if !ok {
+			continue // missing
+		}
+		out[i] = observation(e, nil, s.withExpiry, s.metadata)
+	}
+	return out, nil
+}
+
+// readMany reads keys from store r: one bulk call when r is a
+// kv.BulkGetter, else one read a key. Missing keys are absent.
+func (s *Store) readMany(ctx context.Context, r Role, keys []string) (_ []kv.Entry, err error) {
+	defer s.recovered(r, &err)
+	if s.bulk[r] != nil {
+		return s.bulk[r].GetMany(ctx, keys)
+	}
+	out := make([]kv.Entry, 0, len(keys))
+	for _, k := range keys {
+		e, err := s.get(ctx, r, k, s.expiry[r] != nil)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		e.Key = k
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// kickRepair asks the repair loop for a pass now.
+func (s *Store) kickRepair() {
+	select {
+	case s.repairKick <- struct{}{}:
+	default:
+	}
+}

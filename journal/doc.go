@@ -1,0 +1,38 @@
+// Package journal is the durable settle set of the dual-write store: a
+// dualwrite.Journal kept in one bbolt file on local disk, so that the keys
+// written through a dualwrite.Store and not yet settled (dirty: the copy is
+// known lost; unsettled: the copy was sent and not yet verified) survive a
+// crash, a SIGKILL or a restart, and are verified and repaired by the next
+// dualwrite.New on the same file.
+//
+// # Why bbolt
+//
+// go.etcd.io/bbolt is pure Go (no cgo, nothing to install), keeps one file,
+// and commits each transaction atomically and durably: a commit writes its
+// pages, syncs them, then writes and syncs the meta page, so after a crash
+// or a power loss the file holds either the whole group or none of it, and
+// is never torn. It is a B+tree updated in place with a free list, so the
+// file stays proportional to the keys it holds (bounded by the settle
+// set's MaxDirty) without the compaction an append-only log would need.
+// It is maintained by the etcd project, which runs it in production as
+// etcd's own storage, and it takes a file lock, so two processes cannot
+// share one journal by mistake. An embedded SQL or LSM store would bring a
+// larger dependency for a set of keys with a one-byte state.
+//
+// # Durability and cost
+//
+// The dual-write store records marks in memory before the caller's write
+// returns and hands them to Commit in groups from its own goroutine, one
+// bbolt transaction a group, as soon as the previous commit has ended: the
+// caller never waits on the disk. Only changes are written (a key entering
+// the set, changing state, or leaving it); a key written again while
+// unsettled costs nothing here. A SIGKILL loses at most the changes of the
+// commit under way and those made since it began: at a write rate R and a
+// commit time C, about R × 2C marks (with NoSync, C is the time to write
+// the pages to the operating system, which a SIGKILL does not lose; only a
+// power loss or a kernel crash can lose what the OS has not yet written).
+//
+// The file holds one bucket of keys, each with a one-byte mark, and one of
+// settings: the format version and the flag that a full reconciliation is
+// needed.
+package journal

@@ -1,0 +1,92 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/journal"
+)
+
+func open(t *testing.T, path string) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// Commits are kept across a reopen: keys with their marks, removals, and
+// the reconciliation flag.
+func TestCommitLoadReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "settle.db")
+	j := open(t, path)
+	must(t, j.Commit(ctx, map[string]dualwrite.Mark{
+		"wordle:a": dualwrite.MarkUnsettled, "wordle:b": dualwrite.MarkDirty, "wordle:c": dualwrite.MarkUnsettled,
+	}, false))
+	must(t, j.Commit(ctx, map[string]dualwrite.Mark{"wordle:c": dualwrite.MarkSettled, "wordle:a": dualwrite.MarkDirty}, true))
+	must(t, j.Close())
+
+	j = open(t, path)
+	defer j.Close()
+	marks, reconcile, err := j.Load(ctx)
+	must(t, err)
+	if len(marks) != 2 || marks["wordle:a"] != dualwrite.MarkDirty || marks["wordle:b"] != dualwrite.MarkDirty || !reconcile {
+		t.Fatalf("Load = %v, reconcile %v", marks, reconcile)
+	}
+	if n, err := j.Len(); err != nil || n != 2 {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode %v, %v: the keys are user data", fi.Mode(), err)
+	}
+}
+
+// One journal file has one holder at a time.
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settle.db")
+	j := open(t, path)
+	defer j.Close()
+	_, err := journal.Open(path, journal.Options{LockTimeout: -1})
+	if !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+}
+
+// A file that is not a journal, or holds a mark this format does not know,
+// is refused rather than read as an empty set.
+func TestCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.db")
+	must(t, os.WriteFile(junk, []byte("not a bbolt file, not at all, but long enough to be read as a page header............"), 0o600))
+	if _, err := journal.Open(junk, journal.Options{}); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Open(junk) = %v, want ErrCorrupt", err)
+	}
+
+	path := filepath.Join(dir, "settle.db")
+	j := open(t, path)
+	must(t, j.Close())
+	db, err := bolt.Open(path, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("marks")).Put([]byte("wordle:x"), []byte{9}) }))
+	must(t, db.Close())
+	j = open(t, path)
+	defer j.Close()
+	if _, _, err := j.Load(context.Background()); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Load = %v, want ErrCorrupt", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
