@@ -257,9 +257,12 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out mark
 		s.ctr.ingestStale.Add(1)
 		return out
 	}
+	out.add(s.set.ingested(w.Key, MarkUnsettled, at, now, 1))
 	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at)
 	out.reason = reason
-	out.add(s.set.ingested(w.Key, markAfter(reason), at, now, copies(fresh)))
+	if !fresh {
+		out.add(s.set.copied(w.Key, now, reason != ""))
+	}
 	return out
 }
 

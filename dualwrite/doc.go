@@ -36,9 +36,11 @@
 // seconds, that the authoritative store received, so both stores expire a
 // key at the same second.
 //
-// The caller never waits for the other store. A full lane, an open breaker, a
-// failure or a timeout drops the copy, counts it (Stats.Drops) and marks the
-// key dirty. Each copy has its own ShadowTimeout on the Store's clock; the
+// The caller never waits for the other store. A newer write of a key whose
+// copy still waits in its lane replaces that copy (Stats.Coalesced), which
+// keeps its place; the order of distinct keys is untouched. A full lane,
+// an open breaker, a failure or a timeout drops the copy, counts it
+// (Stats.Drops) and marks the key dirty. Each copy has its own ShadowTimeout on the Store's clock; the
 // caller's cancellation never reaches it, its context values (the trace
 // context) do, through Observer.AsyncContext.
 //
@@ -55,29 +57,75 @@
 // Close do not count. While open, copies are skipped and their keys marked
 // dirty.
 //
-// # Dirty keys and repair
+// # The settle set
 //
-// The dirty set is bounded (MaxDirty); beyond it marks are counted and
+// Every key written through the Store in a stage that writes both stores
+// is in the settle set until it is settled: dirty (its copy is known lost:
+// a full lane, an open breaker, a failed or abandoned copy, an
+// authoritative write whose outcome was in doubt) or unsettled (its copy
+// was sent, not yet verified). The mark is recorded in memory under the
+// key's lock, before the caller's write returns. The set is bounded
+// (MaxDirty, both states together); beyond it marks are counted and
 // Stats.ReconciliationNeeded asks for a full reconciliation with
-// shadow-report. Repair runs every RepairInterval, when a breaker closes,
-// and on RepairDirty: each dirty key whose last write is older than the
-// ConsistencyWindow (Workers KV serves old values for up to 60 s) is re-read
-// from the authoritative store with its expiry and copied through its own
-// lane, so it never races a newer write; a key missing there is deleted from
-// the other store. A copy made too late for the contract's 60 s minimum
-// expiry is clamped and stays dirty until the original has expired.
+// shadow-report.
 //
-// # Comparisons
+// Verification runs every RepairInterval, when a breaker closes, and on
+// Settle: each unsettled key whose last write, and its own copy, are older
+// than the ConsistencyWindow (Workers KV serves old values for up to 60 s)
+// is read from both stores in bulk (VerifyBatch keys a request: 10
+// requests a side per 1,000 keys) and classified with package compare.
+// Equal, it leaves the set. Different, it is suspected and read again a
+// window later; different again, the divergence is confirmed, reported to
+// the Sink, and the key becomes dirty. Reads of the primary wait on
+// PrimaryBudget, never a caller's request.
 //
-// In the shadow and live stages a share (CompareRate) of keys, chosen by a
-// hash of the key, has its reads compared: what the caller read is handed to
-// the key's lane, which reads the other store after the key's earlier copies
-// and classifies both with package compare. A write that began after the
-// caller's read makes the comparison Inconclusive; a difference inside the
-// consistency window of the key's last write, or on a dirty key, is Pending.
-// So the layer never reports as a divergence a difference of its own making.
-// Divergences go to the Sink, redacted (no values; keys as a keyed hash by
-// default).
+// Repair runs with verification and on RepairDirty: each dirty key whose
+// own last write is older than the window (keys that share its lock do not
+// delay it) is re-read from the authoritative store with its expiry and
+// metadata and copied through its own lane, so it never races a newer
+// write; a key missing there is deleted from the other store. A repaired
+// key is unsettled until verified like any other. A copy made too late for
+// the contract's 60 s minimum expiry is clamped and stays dirty until the
+// original has expired.
+//
+// With a Journal (package journal) the set is durable: its changes are
+// committed in groups by the Store's own goroutine, as soon as the
+// previous commit ends, never on the caller's path; only a key entering
+// the set, changing state or leaving it is written. New loads the journal
+// and verifies every key in it a window after the start; Close leaves in
+// it exactly the keys not settled.
+//
+// # Guarantees
+//
+// One instance: every acknowledged write of a mirrored stage reaches the
+// other store, in the authoritative order for its key, or leaves its key
+// dirty; every key ends settled (both stores verified equal after the
+// window) or in the settle set, reported by Stats and DirtyKeys,
+// UnsettledKeys. Nothing is reported as a divergence unless two reads a
+// window apart found it.
+//
+// N instances over the same stores: per-process lanes cannot order two
+// processes' writes of one key, so the other store may end with the older
+// of two concurrent writes. Each instance settles the keys it wrote: its
+// verification, a window after its own last write, reads both stores and
+// repairs the difference from the authoritative store, which by then serves
+// the latest write (of any instance older than the window). A key leaves
+// an instance's set only when it reads both stores equal, so a stale repair
+// (from an authoritative read that did not yet show another instance's
+// newer write) is itself verified and corrected a window later. A
+// comparison or first verification that disagrees because another
+// instance's copy is in flight is only suspected, and cleared when that
+// copy has landed: no divergence is reported that a window did not
+// confirm. What no instance wrote (a write around the layer) is found only
+// by a full reconciliation, or by the sampled comparison of a read.
+//
+// Crash (SIGKILL, power loss): without a Journal the settle set and the
+// queued copies die with the process; only a full reconciliation finds
+// their keys. With one, the restarted Store verifies every key the journal
+// holds. A crash loses the marks of the commit under way and those made
+// since it began: at most the keys first written (or first dirtied) in the
+// last two commit times, as package journal measures; a key already in the
+// journal loses nothing when it is written again.
 //
 // # Observability
 //
@@ -90,15 +138,38 @@
 // # Optional abilities
 //
 // A *Store is a kv.ExpiryGetter: GetEntry reads the authoritative store's
-// GetEntry (errors.ErrUnsupported when it has none). It offers no bulk
-// calls: a bulk write would bypass the per-key lanes, and the bot writes
-// key by key; shadow-report uses the backends' bulk calls directly.
+// GetEntry (errors.ErrUnsupported when it has none).
+//
+// It is a kv.MetadataStore: PutEntry writes a value with Workers KV
+// metadata, which is copied with the value through the lanes and repairs,
+// and compared with it (compare.MetadataMismatch). When either store keeps
+// no metadata, an entry that carries some is refused with
+// kv.ErrMetadataUnsupported, before any write.
+//
+// It is a kv.BulkGetter, kv.BulkPutter and kv.BulkDeleter. PutMany and
+// DeleteMany make one call to the authoritative store's own bulk call (one
+// call a key when it has none), then queue each key's copy on its lane
+// while holding that key's lock, as a single write does; the locks of a
+// bulk are taken in one fixed order, so two bulks never deadlock and the
+// per-key order holds between bulks and single writes. GetMany reads the
+// authoritative store in bulk; its sampled keys are compared as Get's are.
+//
+// Ingest takes tee mode's writes: writes the primary has already applied
+// elsewhere (the bot's Worker, through its binding), each with its key,
+// value or delete, absolute expiry, metadata and acknowledged-at time. Their
+// copies are queued on the lanes to the shadow and their keys recorded as
+// unsettled, so verification checks them against the primary; a write
+// older than one already ingested for its key is not applied over it, and
+// one that never arrives, or arrives after its key settled, is found by
+// that verification or by a reconciliation.
 //
 // # Lifecycle
 //
-// New starts one worker per lane, a timeout watchdog, the repair loop and an
-// event loop; Close stops them all. Close drains the lanes until its context
-// ends, then cancels what is under way and counts what was left
-// (Stats.LeftAtClose) as dirty. After Close every call fails with an error
+// New loads the Journal, if any, and starts one worker per lane, a timeout
+// watchdog, the verification and repair loop, an event loop and the
+// journal's committer; Close stops them all. Close drains the lanes until
+// its context ends, then cancels what is under way and counts what was
+// left, queued or in flight (Stats.LeftAtClose), as dirty, and makes the
+// journal's last commit. After Close every call fails with an error
 // matching kv.ErrClosed.
 package dualwrite

@@ -79,6 +79,11 @@ func TestFaultMatrix(t *testing.T) {
 			if want := e.tally.callerErrors(); callerErrs != want || want == 0 {
 				t.Fatalf("caller saw %d errors, the primary returned %d to its calls", callerErrs, want)
 			}
+			if c.opens { // breaker events reach the observer from their own goroutine
+				waitFor(t, "the breaker's events", func() bool {
+					return strings.Contains(e.obs.breakerTrail(dualwrite.RoleShadow), "open")
+				})
+			}
 			trail := e.obs.breakerTrail(dualwrite.RoleShadow)
 			if c.opens != strings.Contains(trail, "open") && c.name != "erroring 50%" {
 				t.Fatalf("breaker trail %q, want opened=%v", trail, c.opens)

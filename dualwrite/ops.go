@@ -187,31 +187,20 @@ func (o *markOutcome) add(first, changed bool) {
 func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error) (out markOutcome) {
 	switch {
 	case err == nil:
+		// Marked before the copy is queued, which its worker may run at
+		// once and account for.
+		out.add(s.set.mark(key, MarkUnsettled, now, 1))
 		var fresh bool
 		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{})
-		out.add(s.set.mark(key, markAfter(out.reason), now, copies(fresh)))
+		if !fresh {
+			out.add(s.set.copied(key, now, out.reason != ""))
+		}
 	case uncertain(err):
 		// The write may have landed (a timeout after the store
 		// applied it): let repair copy whatever the store holds.
 		out.add(s.set.mark(key, MarkDirty, now, 0))
 	}
 	return out
-}
-
-// markAfter is the mark a write gets once its copy was queued, or dropped
-// for reason.
-func markAfter(reason DropReason) Mark {
-	if reason != "" {
-		return MarkDirty
-	}
-	return MarkUnsettled
-}
-
-func copies(fresh bool) int32 {
-	if fresh {
-		return 1
-	}
-	return 0
 }
 
 // report counts and reports what a write left to say, outside every lock.

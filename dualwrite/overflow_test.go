@@ -19,7 +19,7 @@ func TestQueueOverflow(t *testing.T) {
 	const lanes, depth, maxBytes = 2, 4, 6 << 10
 	e := newEnv(t, dualwrite.Config{
 		Stage: dualwrite.DualWrite, Lanes: lanes, LaneDepth: depth, MaxQueueBytes: maxBytes,
-		ConsistencyWindow: -1, ShadowTimeout: never, // see drive RepairInterval: never,
+		ConsistencyWindow: -1, ShadowTimeout: never, RepairInterval: never, // see drive
 	})
 	e.shadow.SetLatency(time.Hour, 0) // stuck until the clock moves
 	value := strings.Repeat("x", 1<<10)

@@ -332,6 +332,8 @@ func (d *settleSet) take() (changes map[string]Mark, reconcile, flagMoved bool) 
 	changes, reconcile, flagMoved = d.changes, d.reconcile, d.flagMoved
 	if len(changes) > 0 {
 		d.changes = make(map[string]Mark, len(changes))
+	} else {
+		changes = nil // the set keeps writing its own map
 	}
 	d.flagMoved = false
 	return changes, reconcile, flagMoved

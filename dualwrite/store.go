@@ -23,10 +23,10 @@ type Store struct {
 	withExpiry bool               // both stores report expiries: compare them
 	metadata   bool               // both stores keep metadata: copy and compare it
 	threshold  uint64             // sampleThreshold(CompareRate)
-	clock     clock.Clock
-	log       *slog.Logger
-	obs       Observer
-	sink      Sink
+	clock      clock.Clock
+	log        *slog.Logger
+	obs        Observer
+	sink       Sink
 
 	stage atomic.Uint32
 	// gate orders writes against stage flips and Close: a write holds it

@@ -23,7 +23,7 @@ type instruments struct {
 	transitions metric.Int64Counter
 
 	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile metric.Int64ObservableGauge
-	overflow, skipped, lost                                                      metric.Int64ObservableCounter
+	overflow, skipped, lost                                                                 metric.Int64ObservableCounter
 
 	sets setCache
 }

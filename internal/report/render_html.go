@@ -27,7 +27,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 // last; a kind no key has is not drawn.
 var chartKinds = []compare.Kind{
 	compare.MissingInShadow, compare.ExtraInShadow, compare.ValueMismatch, compare.JSONEquivalent,
-	compare.TTLMismatch, compare.ExpiredOnOneSide, compare.PrimaryError, compare.ShadowError,
+	compare.TTLMismatch, compare.MetadataMismatch, compare.ExpiredOnOneSide, compare.PrimaryError, compare.ShadowError,
 }
 
 // chartModules is how many modules the module chart draws, those with the
