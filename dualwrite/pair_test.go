@@ -77,7 +77,12 @@ const window = time.Minute
 
 func newPair(t *testing.T, cfg dualwrite.Config) *pair {
 	t.Helper()
-	p := &pair{t: t, clk: clock.NewFake(start), sink: &sinkRecorder{}}
+	return newPairOn(t, clock.NewFake(start), cfg)
+}
+
+func newPairOn(t *testing.T, clk *clock.Fake, cfg dualwrite.Config) *pair {
+	t.Helper()
+	p := &pair{t: t, clk: clk, sink: &sinkRecorder{}}
 	p.primary = &counted{Store: memory.New(memory.Config{Clock: p.clk})}
 	p.shadow = &counted{Store: memory.New(memory.Config{Clock: p.clk})}
 	p.open(cfg)

@@ -13,16 +13,22 @@ import (
 func (s *Store) repairLoop() {
 	for {
 		t := s.clock.NewTimer(s.cfg.RepairInterval)
+		repair := true
 		select {
 		case <-t.C():
 		case <-s.repairKick:
 			t.Stop()
+		case <-s.settleKick:
+			t.Stop()
+			repair = false // a pass that confirms a divergence asks for repair
 		case <-s.quit:
 			t.Stop()
 			return
 		}
 		s.settlePass(s.bg)
-		s.RepairDirty()
+		if repair {
+			s.repairDirty()
+		}
 	}
 }
 
@@ -34,8 +40,19 @@ func (s *Store) repairLoop() {
 // when the authoritative store no longer has it; the key is then unsettled
 // until a verification after another window finds both stores equal. The
 // Store calls it periodically and when a breaker closes; call it to repair
-// now.
+// now. It also asks the Store's loop for a verification pass (Settle) now,
+// in the loop's goroutine, whose confirmed divergences become dirty keys
+// repaired in turn.
 func (s *Store) RepairDirty() int {
+	n := s.repairDirty()
+	select {
+	case s.settleKick <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+func (s *Store) repairDirty() int {
 	s.gate.RLock()
 	n, deferred := s.queueRepairs()
 	s.gate.RUnlock()

@@ -55,6 +55,7 @@ type Store struct {
 
 	events     chan BreakerEvent
 	repairKick chan struct{}
+	settleKick chan struct{} // RepairDirty asks for a verification pass
 	stopping   chan struct{} // closed by Close: workers drain and return
 	quit       chan struct{} // closed by Close: the other goroutines return
 	aborted    atomic.Bool   // Close gave up draining
@@ -112,6 +113,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		commitKick: make(chan struct{}, 1),
 		events:     make(chan BreakerEvent, 64),
 		repairKick: make(chan struct{}, 1),
+		settleKick: make(chan struct{}, 1),
 		stopping:   make(chan struct{}),
 		quit:       make(chan struct{}),
 	}

@@ -149,6 +149,7 @@ type statsBody struct {
 		Dirty       int               `json:"dirty"`
 		Repairs     map[string]uint64 `json:"repairs"`
 		Comparisons map[string]uint64 `json:"comparisons"`
+		Divergences uint64            `json:"divergences"`
 		Drops       map[string]uint64 `json:"drops"`
 	} `json:"total"`
 }
@@ -329,7 +330,14 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "a divergence", func() bool { return r.stats(t).Total.Comparisons["value_mismatch"] == 1 })
+	// The comparison suspects the difference; a verification (which a
+	// repair request starts at once) confirms it, and repairs the key.
+	eventually(t, "a suspicion", func() bool { return r.stats(t).Total.Comparisons["suspected"] == 1 })
+	if code := r.call(t, "POST", "/repair", "", nil); code != http.StatusOK {
+		t.Fatalf("POST /repair: %d", code)
+	}
+	eventually(t, "a divergence", func() bool { return r.stats(t).Total.Divergences == 1 })
+	eventually(t, "its repair", func() bool { return r.stats(t).Total.Repairs["copied"] == 1 })
 	// Two failed copies leave keys dirty; a repair copies them.
 	shadow.SetOutage(true)
 	put("wordle:3", "c")
@@ -339,7 +347,7 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 	if code := r.call(t, "POST", "/repair", "", nil); code != http.StatusOK {
 		t.Fatalf("POST /repair: %d", code)
 	}
-	eventually(t, "repairs", func() bool { return r.stats(t).Total.Repairs["copied"] == 2 })
+	eventually(t, "repairs", func() bool { return r.stats(t).Total.Repairs["copied"] == 3 })
 	// Enough failures open the breaker.
 	shadow.SetOutage(true)
 	for i := range 8 {

@@ -90,7 +90,7 @@ func TestNoValueTokenOrKeyIsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Mirrored writes, a failing shadow (errors quoting key, value and
-	// password, then an open breaker), divergences found by comparison,
+	// password, then an open breaker), divergences found by comparison and confirmed,
 	// a malformed JSON record, a listing by a key's prefix.
 	for i := range 4 {
 		if err := ns.Put(ctx, fmt.Sprintf("%s-%d", keyMark, i), value, kv.PutOptions{}); err != nil {
@@ -103,6 +103,9 @@ func TestNoValueTokenOrKeyIsExported(t *testing.T) {
 	_, _ = ns.Get(ctx, "only-"+keyMark)
 	_, _ = ns.Get(ctx, keyMark+"-0")
 	if err := st.Dual.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Dual.Settle(ctx); err != nil { // confirms the comparison's suspicion
 		t.Fatal(err)
 	}
 	for i := range 4 {
