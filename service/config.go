@@ -80,6 +80,8 @@ type Config struct {
 	CompareRate       float64
 	ConsistencyWindow time.Duration
 	RepairInterval    time.Duration
+	BreakerFailures   int
+	BreakerOpen       time.Duration
 
 	Demo bool
 	Help bool
@@ -147,6 +149,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
 	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
+	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
+	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
 	fs.BoolVar(&c.Help, "h", false, "")
@@ -258,8 +262,10 @@ func parseStage(name string, demo bool) (dualwrite.Stage, error) {
 
 func (c *Config) checkNumbers() error {
 	switch {
-	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1:
-		return usage("--lanes, --lane-depth and --max-concurrent take positive numbers")
+	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1 || c.BreakerFailures < 1:
+		return usage("--lanes, --lane-depth, --max-concurrent and --breaker-failures take positive numbers")
+	case c.BreakerOpen <= 0:
+		return usage("--breaker-open-timeout takes a positive duration")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:

@@ -67,6 +67,8 @@ DUAL-WRITE
   --compare-rate F            share of keys whose reads are compared (0.05)
   --consistency-window D      Workers KV's (60s); 0 for a primary that reads its writes
   --repair-interval D         how often dirty keys are repaired (1m)
+  --breaker-failures N        consecutive failed copies that open the breaker (5)
+  --breaker-open-timeout D    how long it stays open before probing (30s)
 
 SHUTDOWN (SIGTERM or SIGINT; a second signal exits at once)
   --shutdown-delay D       answer /readyz 503 this long before closing (default 0)

@@ -1,13 +1,18 @@
 package service
 
-import "github.com/kvshadow/kvshadow/clock"
+import (
+	"log/slog"
+
+	"github.com/kvshadow/kvshadow/clock"
+)
 
 // Option sets a piece of Run's plumbing.
 type Option func(*runOptions)
 
 type runOptions struct {
-	open  Opener
-	clock clock.Clock
+	open   Opener
+	clock  clock.Clock
+	logger *slog.Logger
 }
 
 // WithBackends replaces OpenBackends: tests run the service over stores of
@@ -18,6 +23,10 @@ func WithBackends(open Opener) Option { return func(o *runOptions) { o.open = op
 // dual-write stores, and the Opener's stores); the control board's polls and
 // the probes keep the system clock. The default is the system clock.
 func WithClock(c clock.Clock) Option { return func(o *runOptions) { o.clock = c } }
+
+// WithLogger sets the logger of the service and its stores; the default
+// writes text to Run's stderr.
+func WithLogger(l *slog.Logger) Option { return func(o *runOptions) { o.logger = l } }
 
 func resolve(opts []Option) runOptions {
 	var o runOptions

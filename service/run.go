@@ -34,7 +34,10 @@ const (
 // ctx, whatever the lanes left: what they left is counted and kept.
 func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Option) error {
 	o := resolve(opts)
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := o.logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-proxy", Prometheus: true, Console: stderr})
 	if err != nil {
 		return err
@@ -77,7 +80,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	fl, err := newFleet(dualwrite.Config{
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
-		Redactor: redactor,
+		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}, b.Sides, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err
