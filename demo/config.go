@@ -42,8 +42,9 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 Usage, from the repository:   make demo DEMO_FLAGS='-duration 30s'
        or, in demo/:          go run . [flags]
 
-Starts a Workers KV emulator and an embedded MongoDB-compatible server, runs a
-bot-like workload through the dual-write store, takes the shadow down half way,
+Starts a Workers KV emulator, an embedded MongoDB-compatible server and
+kvshadow-proxy over both, runs a bot-like workload through the proxy (over HTTP,
+with cloudflare-go), takes the shadow down half way,
 injects a few divergences and ends with shadow-report. Exits 0 only when every
 guarantee held. Telemetry goes to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
 

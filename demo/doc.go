@@ -5,9 +5,12 @@
 // It starts the Workers KV REST API emulator (over memory, with realistic
 // latency and an eventual-consistency window) and an embedded
 // MongoDB-compatible server (FerretDB, data under -dir, database
-// "miti99bot"), both on loopback; runs a bot-like workload (wordle,
-// loldle-emoji, trading, ... through namespaces) through the dual-write
-// store; walks the stages; takes the shadow down half way and brings it
+// "miti99bot"), both on loopback, and kvshadow-proxy over them (package
+// service, in-process; its stage document in MongoDB); runs a bot-like
+// workload (wordle, loldle-emoji, trading, ... through namespaces) through
+// the proxy over HTTP with cloudflare-go, as any Workers KV client would;
+// walks the stages through the proxy's admin API; takes the shadow down half
+// way and brings it
 // back (the breaker opens, dirty keys pile up, the breaker closes, repair
 // catches up); injects a few divergences by writing around the layer; and
 // ends with shadow-report over both stores: a terminal summary and an HTML

@@ -13,29 +13,10 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
 )
-
-// The demo's dual-write settings: Workers KV's 60 s consistency window and
-// minute-long breaker timeouts, scaled down to the emulator's window so that
-// a one-minute run shows every phase.
-func dualConfig(cfg config, primary, shadow kv.Store, red *compare.Redactor, sink dualwrite.Sink) dualwrite.Config {
-	return dualwrite.Config{
-		Primary:           primary,
-		Shadow:            shadow,
-		Stage:             dualwrite.DualWrite,
-		ShadowTimeout:     2 * time.Second,
-		CompareRate:       0.25,
-		ConsistencyWindow: cfg.window + time.Second,
-		RepairInterval:    2 * time.Second,
-		Breaker:           dualwrite.BreakerConfig{FailuresToOpen: 5, OpenTimeout: 2 * time.Second, HalfOpenRequests: 3},
-		Redactor:          red,
-		Sink:              sink,
-	}
-}
 
 // run is the whole demo; it returns an error when any guarantee failed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -91,29 +72,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	layerSink := &sink{}
-	red, err := compare.NewRedactor(compare.KeyHMAC, []byte("kvshadow demo secret"))
+	red, err := compare.NewRedactor(compare.KeyHMAC, []byte(keySecret))
 	if err != nil {
 		return err
 	}
 	// The layer's warnings are told as the story's events.
 	w := &workload{}
 	st := &status{out: stdout, work: w, start: time.Now()}
-	dual, err := dualwriteotel.NewStore(dualConfig(cfg, botKV, shadow, red, layerSink), dualwriteotel.Config{},
-		dualwriteotel.WithStoreOptions(dualwrite.WithLogger(slog.New(logHandler{s: st}))))
+	px, err := startProxy(ctx, cfg, srv, botKV, shadow, slog.New(logHandler{s: st}))
 	if err != nil {
 		return err
 	}
-	st.dual = dual.Dual
-	closed := false
+	st.dual = px
+	stopped := false
 	defer func() {
-		if !closed {
-			_ = dual.Close(context.Background())
+		if !stopped {
+			_ = px.stop()
 		}
 	}()
+	say("  kvshadow-proxy       %s  (the bot's cloudflare-go client goes through it; admin API %s)", px.api, px.admin)
+	botClient, err := px.client()
+	if err != nil {
+		return err
+	}
 	stores := map[string]kv.Store{}
 	for _, m := range modules {
-		if stores[m], err = kv.Namespace(dual.KV, m); err != nil {
+		if stores[m], err = kv.Namespace(botClient, m); err != nil {
 			return err
 		}
 	}
@@ -128,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var sg sync.WaitGroup
 	sg.Go(func() { st.loop(sctx) })
 
-	err = timeline(wctx, cfg, dual.Dual, shadow, directKV, mongo, st)
+	err = timeline(wctx, cfg, px, shadow, directKV, mongo, st)
 	stopWork()
 	wg.Wait()
 	if err != nil {
@@ -137,23 +121,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	st.event("workload stopped after %d operations; draining the lanes and repairing what is dirty", w.ops.Load())
-	err = settle(ctx, dual.Dual, cfg)
+	err = settle(ctx, px, cfg)
 	stopStatus()
 	sg.Wait()
 	st.print()
 	if err != nil {
 		return err
 	}
-	stats := dual.Dual.Stats()
-	closed = true
-	if err := dual.Close(ctx); err != nil {
-		return fmt.Errorf("close the dual-write store: %w", err)
+	stats := px.Stats()
+	stopped = true
+	if err := px.stop(); err != nil {
+		return fmt.Errorf("stop kvshadow-proxy: %w", err)
 	}
-	return verdictAndReport(ctx, cfg, stdout, w, stats, layerSink, directKV, mongo, red)
+	return verdictAndReport(ctx, cfg, stdout, w, stats, directKV, mongo, red)
 }
 
 // timeline walks the stages and the outage while the workload runs.
-func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kvfault.Store, primary, mongo kv.Store, st *status) error {
+func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store, primary, mongo kv.Store, st *status) error {
 	at := func(share float64) error {
 		t := time.NewTimer(time.Until(st.start.Add(time.Duration(share * float64(cfg.duration)))))
 		defer t.Stop()
@@ -168,7 +152,7 @@ func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kv
 	if err := at(0.2); err != nil {
 		return err
 	}
-	if err := dual.SetStage(ctx, dualwrite.Shadow); err != nil {
+	if err := px.setStage(ctx, dualwrite.Shadow); err != nil {
 		return err
 	}
 	st.event("stage shadow: reads are compared with MongoDB for 25%% of the keys")
@@ -197,24 +181,21 @@ func timeline(ctx context.Context, cfg config, dual *dualwrite.Store, shadow *kv
 	return at(1)
 }
 
-// settle drains the lanes and repairs until no key is dirty. Repair waits
-// out the consistency window, so this takes a few seconds.
-func settle(ctx context.Context, dual *dualwrite.Store, cfg config) error {
+// settle waits until the proxy's lanes are drained and no key is dirty,
+// asking for repairs meanwhile. Repair waits out the consistency window, so
+// this takes a few seconds.
+func settle(ctx context.Context, px *proxy, cfg config) error {
 	deadline := time.Now().Add(time.Minute + 3*cfg.window)
 	for {
-		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := dual.Flush(fctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("drain the lanes: %w", err)
-		}
-		if dual.Stats().Dirty == 0 && dual.Stats().Queued == 0 {
+		if st := px.Stats(); st.Dirty == 0 && st.Queued == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d keys still dirty after repair", dual.Stats().Dirty)
+			return fmt.Errorf("%d keys still dirty after repair", px.Stats().Dirty)
 		}
-		dual.RepairDirty()
+		if err := px.repair(ctx); err != nil {
+			return err
+		}
 		t := time.NewTimer(500 * time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -223,19 +204,6 @@ func settle(ctx context.Context, dual *dualwrite.Store, cfg config) error {
 		case <-t.C:
 		}
 	}
-}
-
-// sink counts the divergences the layer itself reports; in this demo there
-// must be none, because the injected keys are never read through it.
-type sink struct {
-	mu      sync.Mutex
-	records []compare.Record
-}
-
-func (s *sink) Divergence(_ context.Context, r compare.Record) {
-	s.mu.Lock()
-	s.records = append(s.records, r)
-	s.mu.Unlock()
 }
 
 var errVerdict = errors.New("the demo did not behave as designed")

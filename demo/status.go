@@ -19,7 +19,7 @@ import (
 // planned), and a status line every second.
 type status struct {
 	out   io.Writer
-	dual  *dualwrite.Store
+	dual  interface{ Stats() dualwrite.Stats }
 	work  *workload
 	start time.Time
 	// outage is set while the demo holds MongoDB down on purpose.

@@ -17,7 +17,7 @@ import (
 // verdictAndReport checks what the bot saw, runs shadow-report over both
 // stores, writes its pages, repairs and checks again.
 func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workload, stats dualwrite.Stats,
-	layer *sink, primary, shadow kv.Store, red *compare.Redactor) error {
+	primary, shadow kv.Store, red *compare.Redactor) error {
 	var problems []string
 	if n := w.errs.Load(); n > 0 {
 		problems = append(problems, fmt.Sprintf("the bot saw %d errors (first: %v)", n, w.firstErr))
@@ -28,8 +28,8 @@ func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workloa
 	if stats.Repairs[dualwrite.RepairCopied]+stats.Repairs[dualwrite.RepairDeleted] == 0 {
 		problems = append(problems, "repair copied nothing after the outage")
 	}
-	if n := len(layer.records); n > 0 {
-		problems = append(problems, fmt.Sprintf("the layer reported %d divergences of its own making (first: %s)", n, layer.records[0].Kind))
+	if n := stats.Divergences(); n > 0 {
+		problems = append(problems, fmt.Sprintf("the layer reported %d divergences of its own making", n))
 	}
 
 	fmt.Fprintf(out, "\nThe bot made %d operations (%d reads, %d writes, %d deletes, %d listings) and saw %d errors.\n",
