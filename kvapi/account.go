@@ -46,7 +46,7 @@ func (s *Server) verifyToken(w http.ResponseWriter, _ *http.Request, _ request) 
 }
 
 // memberships lists the one account the server answers for; wrangler
-// calls it to find the account when none is configured.
+// calls it, with accounts, to find the account when none is configured.
 func (s *Server) memberships(w http.ResponseWriter, _ *http.Request, _ request) {
 	id := cmp.Or(s.account, AnyAccount)
 	m := map[string]any{
@@ -55,7 +55,23 @@ func (s *Server) memberships(w http.ResponseWriter, _ *http.Request, _ request) 
 		"account": map[string]string{"id": id, "name": id},
 		"roles":   []string{"Administrator"},
 	}
-	writeResult(w, []any{m}, pageInfo{Page: 1, PerPage: 20, Count: 1, TotalCount: 1, TotalPages: 1})
+	writeResult(w, []any{m}, onePage)
+}
+
+// accounts lists the one account the server answers for.
+func (s *Server) accounts(w http.ResponseWriter, _ *http.Request, _ request) {
+	id := cmp.Or(s.account, AnyAccount)
+	writeResult(w, []any{map[string]string{"id": id, "name": id, "type": "standard"}}, onePage)
+}
+
+// onePage is the result_info of a list of one.
+var onePage = pageInfo{Page: 1, PerPage: 20, Count: 1, TotalCount: 1, TotalPages: 1}
+
+// user answers as Cloudflare does for a token that may not read user
+// details: the server knows no user. wrangler whoami then goes on without
+// an e-mail address.
+func (s *Server) user(w http.ResponseWriter, _ *http.Request, _ request) {
+	writeError(w, errorf(http.StatusForbidden, CodeNoUserAccess, "Unauthorized to access requested resource"))
 }
 
 // listNamespaces serves page and per_page (1..1000, default 20), order (id

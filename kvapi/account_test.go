@@ -146,6 +146,12 @@ func TestAccountCalls(t *testing.T) {
 	if wantOK(t, "memberships", r); !strings.Contains(string(r.env.Result), `"account":{"id":"`+account+`"`) {
 		t.Fatalf("memberships result %s", r.env.Result)
 	}
+	r = a.do("GET", "/client/v4/accounts", nil)
+	if wantOK(t, "accounts", r); !strings.Contains(string(r.env.Result), `"id":"`+account+`"`) {
+		t.Fatalf("accounts result %s", r.env.Result)
+	}
+	// No user stands behind the token: wrangler whoami goes on without one.
+	wantError(t, "user", a.do("GET", "/client/v4/user", nil), http.StatusForbidden, kvapi.CodeNoUserAccess)
 	// A server for any account names the one its emulator prints.
 	open, _ := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{"ns": memory.New(memory.Config{})}})
 	rec := httptest.NewRecorder()

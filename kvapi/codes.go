@@ -25,6 +25,7 @@ const (
 	CodeBadAccount        = 7003  // unknown account identifier
 	CodeMethod            = 7001  // method not allowed for the route
 	CodeMissingAuth       = 9106  // no Authorization header (HTTP 400)
+	CodeNoUserAccess      = 9109  // a token that may not read user details (GET /user)
 	CodeInvalidHeaders    = 6003  // malformed request headers (HTTP 400)
 	CodeBadAuthFormat     = 6111  // in 6003's error chain: a malformed Authorization header
 	CodeNamespaceTitle    = 10014 // a namespace with that title exists

@@ -8,7 +8,8 @@
 // that Workers KV clients use, under /client/v4/:
 //
 //	GET    user/tokens/verify          the token check ({"status":"active"})
-//	GET    memberships                 the one account served (wrangler finds it here)
+//	GET    memberships, accounts       the one account served (wrangler finds it here)
+//	GET    user                        403 9109, as for a token without user details
 //	GET    accounts/{a}/storage/kv/namespaces       ?page= &per_page= (1..1000) &order= &direction=
 //	POST   accounts/{a}/storage/kv/namespaces       {"title"}: create *
 //	GET    .../namespaces/{ns}

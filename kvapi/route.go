@@ -15,6 +15,8 @@ type endpoint int
 const (
 	epVerify      endpoint = iota // user/tokens/verify
 	epMemberships                 // memberships
+	epAccounts                    // accounts
+	epUser                        // user
 	epNamespaces                  // accounts/{a}/storage/kv/namespaces
 	epNamespace                   // .../namespaces/{ns}
 	epValues                      // .../{ns}/values/{key}
@@ -33,6 +35,8 @@ type handlerFunc func(*Server, http.ResponseWriter, *http.Request, request)
 var routes = map[endpoint]map[string]handlerFunc{
 	epVerify:      {"GET": (*Server).verifyToken},
 	epMemberships: {"GET": (*Server).memberships},
+	epAccounts:    {"GET": (*Server).accounts},
+	epUser:        {"GET": (*Server).user},
 	epNamespaces:  {"GET": (*Server).listNamespaces, "POST": (*Server).createNamespace},
 	epNamespace:   {"GET": (*Server).getNamespace, "PUT": (*Server).renameNamespace, "DELETE": (*Server).deleteNamespace},
 	epValues:      {"GET": (*Server).getValue, "PUT": (*Server).putValue, "DELETE": (*Server).deleteValue},
@@ -105,6 +109,10 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 		return request{endpoint: epVerify}, nil
 	case "memberships":
 		return request{endpoint: epMemberships}, nil
+	case "accounts":
+		return request{endpoint: epAccounts}, nil
+	case "user":
+		return request{endpoint: epUser}, nil
 	}
 	rest, ok = strings.CutPrefix(rest, "accounts/")
 	if !ok {
