@@ -150,18 +150,24 @@ func (w wireBatch) check(limits Config, now time.Time) (Batch, error) {
 	return b, nil
 }
 
+// keyAt checks an item's required key and time.
+func keyAt(key *string, field string, ms int64, now time.Time) (string, time.Time, error) {
+	if key == nil {
+		return "", time.Time{}, fmt.Errorf("%w: key is required", ErrInvalidBatch)
+	}
+	if err := kv.ValidateKey(*key); err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	at, err := stamp(field, ms, now)
+	return *key, at, err
+}
+
 func (wc wireCopy) check(now time.Time) (Copy, error) {
-	if wc.Key == nil {
-		return Copy{}, fmt.Errorf("%w: key is required", ErrInvalidBatch)
-	}
-	if err := kv.ValidateKey(*wc.Key); err != nil {
-		return Copy{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
-	}
-	acked, err := stamp("acked_at", wc.AckedAt, now)
+	key, acked, err := keyAt(wc.Key, "acked_at", wc.AckedAt, now)
 	if err != nil {
 		return Copy{}, err
 	}
-	c := Copy{Key: *wc.Key, Deleted: wc.Deleted, AckedAt: acked}
+	c := Copy{Key: key, Deleted: wc.Deleted, AckedAt: acked}
 	if wc.Deleted {
 		if wc.Value != nil || wc.Expiration != 0 || len(wc.Metadata) > 0 {
 			return Copy{}, fmt.Errorf("%w: a delete carries no value, expiration or metadata", ErrInvalidBatch)
@@ -193,17 +199,11 @@ func (wc wireCopy) check(now time.Time) (Copy, error) {
 }
 
 func (wr wireRead) check(now time.Time) (Read, error) {
-	if wr.Key == nil {
-		return Read{}, fmt.Errorf("%w: key is required", ErrInvalidBatch)
-	}
-	if err := kv.ValidateKey(*wr.Key); err != nil {
-		return Read{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
-	}
-	at, err := stamp("read_at", wr.ReadAt, now)
+	key, at, err := keyAt(wr.Key, "read_at", wr.ReadAt, now)
 	if err != nil {
 		return Read{}, err
 	}
-	r := Read{Key: *wr.Key, Found: wr.Found, ReadAt: at}
+	r := Read{Key: key, Found: wr.Found, ReadAt: at}
 	if !wr.Found {
 		if wr.SHA256 != "" || wr.Length != 0 || wr.Expiration != 0 {
 			return Read{}, fmt.Errorf("%w: a read that found nothing carries no digest, length or expiration", ErrInvalidBatch)

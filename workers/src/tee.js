@@ -164,26 +164,34 @@ export class TeeNamespace {
   }
 
   /** @param {unknown} key @param {unknown} [options] */
-  async get(key, options) {
-    const proxy = await this.route();
-    if (proxy) return proxy.get(key, options);
-    if (Array.isArray(key) || !this.sampled()) return this.kv.get(/** @type {any} */ (key), /** @type {any} */ (options));
-    const type = valueType(options);
-    const raw = await this.kv.get(/** @type {string} */ (key), { ...(typeof options === "object" ? options : {}), type: "arrayBuffer" });
-    this.noteRead(String(key), raw === null ? null : new Uint8Array(raw));
-    return raw === null ? null : asType(new Uint8Array(raw), type);
+  get(key, options) {
+    return this.read("get", key, options);
   }
 
   /** @param {unknown} key @param {unknown} [options] */
-  async getWithMetadata(key, options) {
+  getWithMetadata(key, options) {
+    return this.read("getWithMetadata", key, options);
+  }
+
+  /**
+   * A read through the proxy, or the binding; a sampled one reads the
+   * value's bytes, notes their digest and returns them in the type asked.
+   * @param {"get"|"getWithMetadata"} method
+   * @param {unknown} key
+   * @param {unknown} options
+   */
+  async read(method, key, options) {
     const proxy = await this.route();
-    if (proxy) return proxy.getWithMetadata(key, options);
-    if (Array.isArray(key) || !this.sampled()) return this.kv.getWithMetadata(/** @type {any} */ (key), /** @type {any} */ (options));
+    if (proxy) return proxy[method](key, options);
+    const kv = /** @type {any} */ (this.kv);
+    if (Array.isArray(key) || !this.sampled()) return kv[method](key, options);
     const type = valueType(options);
-    const got = await this.kv.getWithMetadata(/** @type {string} */ (key), { ...(typeof options === "object" ? options : {}), type: "arrayBuffer" });
-    const bytes = got.value === null ? null : new Uint8Array(/** @type {ArrayBuffer} */ (got.value));
+    const got = await kv[method](key, { ...(options !== null && typeof options === "object" ? options : {}), type: "arrayBuffer" });
+    const raw = method === "get" ? got : got.value;
+    const bytes = raw === null ? null : new Uint8Array(raw);
     this.noteRead(String(key), bytes);
-    return { ...got, value: bytes === null ? null : asType(bytes, type) };
+    const value = bytes === null ? null : asType(bytes, type);
+    return method === "get" ? value : { ...got, value };
   }
 
   /**
