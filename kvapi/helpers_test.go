@@ -83,7 +83,20 @@ type response struct {
 // do sends a request with the test token; path is sent exactly as given.
 func (a *api) do(method, path string, body []byte, header ...string) response {
 	a.t.Helper()
-	req, err := http.NewRequestWithContext(a.t.Context(), method, a.url+path, bytes.NewReader(body))
+	return a.send(method, path, bytes.NewReader(body), header...)
+}
+
+// stream sends body without a declared length (chunked).
+func (a *api) stream(method, path string, body io.Reader, header ...string) response {
+	a.t.Helper()
+	return a.send(method, path, io.MultiReader(body), header...)
+}
+
+// send sends a request with the test token; net/http declares the body's
+// length when it can tell it.
+func (a *api) send(method, path string, body io.Reader, header ...string) response {
+	a.t.Helper()
+	req, err := http.NewRequestWithContext(a.t.Context(), method, a.url+path, body)
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -2,10 +2,8 @@ package kvapi_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -36,29 +34,8 @@ func TestDeclaredLengthRefused(t *testing.T) {
 // TestBodyCaps: a body that declares no length is cut off at the limit.
 func TestBodyCaps(t *testing.T) {
 	f := newFront(t, kvapi.ServeConfig{})
-	chunked := func(method, path, contentType string, body io.Reader) response {
-		req, _ := http.NewRequestWithContext(t.Context(), method, f.url+path, io.NopCloser(body)) // no length: chunked
-		req.Header.Set("Authorization", "Bearer "+token)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		r := response{status: resp.StatusCode, body: raw}
-		_ = json.Unmarshal(raw, &r.env)
-		var m struct{ Code int }
-		if len(r.env.Errors) > 0 {
-			_ = json.Unmarshal(r.env.Errors[0], &m)
-		}
-		r.code = m.Code
-		return r
-	}
 	keys := `{"keys":["` + strings.Repeat("k", kvapi.MaxBulkGetBytes) + `"]}`
-	wantError(t, "bulk get over 1 MiB", chunked("POST", nsPath("bulk/get"), "", strings.NewReader(keys)), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
+	wantError(t, "bulk get over 1 MiB", f.stream("POST", nsPath("bulk/get"), strings.NewReader(keys)), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
 
 	// A multipart PUT whose fields beside the value pass the overall cap.
 	var buf bytes.Buffer
@@ -70,7 +47,7 @@ func TestBodyCaps(t *testing.T) {
 		_, _ = fw.Write(bytes.Repeat([]byte("j"), 1<<20))
 	}
 	_ = w.Close()
-	wantError(t, "multipart over the cap", chunked("PUT", nsPath("values/k"), w.FormDataContentType(), &buf), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
+	wantError(t, "multipart over the cap", f.stream("PUT", nsPath("values/k"), &buf, "Content-Type", w.FormDataContentType()), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
 	if _, err := f.mem.Get(t.Context(), "k"); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatal("a refused multipart PUT was stored")
 	}
@@ -108,17 +85,8 @@ func TestBulkStream(t *testing.T) {
 	for i := range kvapi.MaxBulkWrite + 1 {
 		fmt.Fprintf(&head, `"k%05d",`, i)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+nsPath("bulk/delete"), &endless{head: head.Bytes(), t: t})
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), `"code":10029`) {
-		t.Fatalf("10,001 keys: %d %s", resp.StatusCode, raw)
-	}
+	r := a.stream("POST", nsPath("bulk/delete"), &endless{head: head.Bytes(), t: t})
+	wantError(t, "10,001 keys", r, http.StatusBadRequest, kvapi.CodeInvalidRequest)
 	wantError(t, "bulk write with trailing data", a.do("PUT", nsPath("bulk"), []byte(`[{"key":"k","value":"v"}] [`)), http.StatusBadRequest, kvapi.CodeInvalidRequest)
 	if a.mem.Len() != 0 {
 		t.Fatal("a refused bulk write was stored")
@@ -129,22 +97,13 @@ func TestBulkStream(t *testing.T) {
 // values, whatever the number of keys.
 func TestBulkGetResponseCap(t *testing.T) {
 	a := newAPI(t, nil)
-	big := bytes.Repeat([]byte("v"), 13<<20)
-	for _, k := range []string{"a", "b"} {
-		if err := a.mem.Put(t.Context(), k, big, kv.PutOptions{}); err != nil {
+	for k, size := range map[string]int{"small": 1 << 20, "large": kv.MaxValueSize} {
+		if err := a.mem.Put(t.Context(), k, bytes.Repeat([]byte("v"), size), kv.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+nsPath("bulk/get"), strings.NewReader(`{"keys":["a"]}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if r := a.do("POST", nsPath("bulk/get"), []byte(`{"keys":["small","missing"]}`)); r.status != http.StatusOK || len(r.body) < 1<<20 {
+		t.Fatalf("1 MiB: %d, %d bytes", r.status, len(r.body))
 	}
-	n, _ := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || n < int64(len(big)) {
-		t.Fatalf("13 MiB: %d, %d bytes", resp.StatusCode, n)
-	}
-	wantError(t, "26 MiB", a.do("POST", nsPath("bulk/get"), []byte(`{"keys":["a","b"]}`)), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
+	wantError(t, "26 MiB", a.do("POST", nsPath("bulk/get"), []byte(`{"keys":["small","large"]}`)), http.StatusRequestEntityTooLarge, kvapi.CodeTooLarge)
 }

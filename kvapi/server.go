@@ -112,7 +112,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Faults() *Faults { return s.faults }
 
 // Requests returns how many API requests the server has received, failed
-// ones included: the unit in which Workers KV bills and rate-limits.
+// ones included: the unit in which Workers KV bills and rate-limits. What an
+// HTTPServer refuses before the Server (past its concurrency bound, or
+// unparsable) is not counted.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // RequiresToken reports whether the server checks a client token.
