@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // The proxy's tokens guard loopback listeners for the run; never printed.
@@ -33,7 +32,7 @@ const (
 type proxy struct {
 	api, admin string
 	stop       func() error
-	http       *http.Client
+	client     *admin.Client
 
 	mu   sync.Mutex
 	last dualwrite.Stats
@@ -75,7 +74,7 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		w.CloseWithError(io.EOF)
 		done <- err
 	}()
-	p := &proxy{http: &http.Client{Timeout: 30 * time.Second}}
+	p := &proxy{}
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		if _, rest, ok := strings.Cut(lines.Text(), "serving the Workers KV API at "); ok {
@@ -87,6 +86,7 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
+	p.client = &admin.Client{URL: p.admin, Token: adminToken}
 	if p.admin == "" {
 		cancel()
 		return nil, fmt.Errorf("kvshadow-proxy did not start: %w", <-done)
@@ -100,70 +100,30 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 	return p, nil
 }
 
-// client is the bot's Workers KV client, pointed at the proxy.
-func (p *proxy) client() (*cfkv.Store, error) {
+// botClient is the bot's Workers KV client, pointed at the proxy.
+func (p *proxy) botClient() (*cfkv.Store, error) {
 	return cfkv.New(cfkv.Config{AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: proxyToken,
 		BaseURL: p.api, RetryBackoff: 50 * time.Millisecond})
 }
 
-// call sends an admin request and decodes its JSON answer into out.
-func (p *proxy) call(ctx context.Context, method, path, body string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, p.admin+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := p.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(raw, &e)
-		return fmt.Errorf("%s /%s: %d %s", method, path, resp.StatusCode, e.Error)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, out)
-}
-
 // setStage changes the stage through the admin API.
 func (p *proxy) setStage(ctx context.Context, stage dualwrite.Stage) error {
-	return p.call(ctx, http.MethodPut, "stage", fmt.Sprintf(`{"stage":%q}`, stage), nil)
+	_, err := p.client.SetStage(ctx, stage)
+	return err
 }
 
 // repair asks the proxy to repair its dirty keys now.
-func (p *proxy) repair(ctx context.Context) error {
-	return p.call(ctx, http.MethodPost, "repair", "", nil)
-}
+func (p *proxy) repair(ctx context.Context) error { return p.client.Repair(ctx) }
 
 // Stats reads GET /stats into the dual-write store's own snapshot; when the
 // admin API does not answer it returns the last one read.
 func (p *proxy) Stats() dualwrite.Stats {
-	var v struct {
-		Total struct {
-			Stage       string            `json:"stage"`
-			Queued      int64             `json:"queued"`
-			Dirty       int               `json:"dirty"`
-			Drops       map[string]uint64 `json:"drops"`
-			Repairs     map[string]uint64 `json:"repairs"`
-			Comparisons map[string]uint64 `json:"comparisons"`
-			Breaker     string            `json:"breaker"`
-		} `json:"total"`
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.call(ctx, http.MethodGet, "stats", "", &v); err != nil {
+	v, err := p.client.Stats(ctx)
+	if err != nil {
 		return p.last
 	}
 	t := v.Total

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	say("  kvshadow-proxy       %s  (the bot's cloudflare-go client goes through it; admin API %s)", px.api, px.admin)
-	botClient, err := px.client()
+	botClient, err := px.botClient()
 	if err != nil {
 		return err
 	}

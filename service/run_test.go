@@ -3,7 +3,6 @@ package service
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // running is a service started by a test.
@@ -117,48 +117,26 @@ func (r *running) client(t *testing.T, ns string) *cfkv.Store {
 	return st
 }
 
+// adminClient is the admin API's client, with the admin token.
+func (r *running) adminClient() *admin.Client {
+	return &admin.Client{URL: r.admin, Token: r.c.secrets.admin}
+}
+
 // call sends an admin request and decodes the JSON answer into out.
 func (r *running) call(t *testing.T, method, path, body string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, r.admin+strings.TrimPrefix(path, "/"), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	code, err := r.adminClient().Do(t.Context(), method, path, body, out)
+	if _, refused := err.(*admin.Error); err != nil && !refused {
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+r.c.secrets.admin)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if s, ok := out.(*string); ok {
-			*s = string(raw)
-		} else if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-		}
-	}
-	return resp.StatusCode
+	return code
 }
 
-type statsBody struct {
-	Generation uint64 `json:"generation"`
-	Total      struct {
-		Stage       string            `json:"stage"`
-		Queued      int64             `json:"queued"`
-		Dirty       int               `json:"dirty"`
-		Repairs     map[string]uint64 `json:"repairs"`
-		Comparisons map[string]uint64 `json:"comparisons"`
-		Divergences uint64            `json:"divergences"`
-		Drops       map[string]uint64 `json:"drops"`
-	} `json:"total"`
-}
-
-func (r *running) stats(t *testing.T) statsBody {
+func (r *running) stats(t *testing.T) admin.StatsView {
 	t.Helper()
-	var s statsBody
-	if code := r.call(t, "GET", "/stats", "", &s); code != http.StatusOK {
-		t.Fatalf("GET /stats: %d", code)
+	s, err := r.adminClient().Stats(t.Context())
+	if err != nil {
+		t.Fatalf("GET /stats: %v", err)
 	}
 	return s
 }
@@ -243,9 +221,9 @@ func TestShutdownKeepsTheDirtyKeys(t *testing.T) {
 		}
 	}
 	eventually(t, "three dirty keys", func() bool { return r.stats(t).Total.Dirty == 3 })
-	var ready string
+	var ready map[string]any
 	if code := r.call(t, "GET", "/readyz", "", &ready); code != http.StatusOK {
-		t.Fatalf("a failing shadow made the service unready: %s", ready)
+		t.Fatalf("a failing shadow made the service unready: %v", ready)
 	}
 	if err := r.stop(); err != nil {
 		t.Fatalf("Run = %v, want nil after a drain that left dirty keys", err)
@@ -355,10 +333,18 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 	}
 	eventually(t, "the breaker open", func() bool { return r.stats(t).Total.Drops["breaker_open"] > 0 })
 
-	var scrape string
-	if code := r.call(t, "GET", "/metrics", "", &scrape); code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d", code)
+	req, _ := http.NewRequestWithContext(ctx, "GET", r.admin+"metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+r.c.secrets.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", resp.StatusCode)
+	}
+	scrape := string(body)
 	raw, err := os.ReadFile("../deploy/grafana/kvshadow-dashboard.json")
 	if err != nil {
 		t.Fatal(err)

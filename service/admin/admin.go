@@ -130,7 +130,7 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	out := stageView{Self: statusOf(h.cfg.Stager.Status())}
+	out := StageView{Self: statusOf(h.cfg.Stager.Status())}
 	for _, v := range views {
 		out.Instances = append(out.Instances, instanceOf(v))
 	}
@@ -166,12 +166,12 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	if !c.Applied {
 		status = http.StatusAccepted // the document changed; this instance follows when it can
 	}
-	writeJSON(w, status, changeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
+	writeJSON(w, status, ChangeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
 }
 
 func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 	st := h.cfg.Stager.Status()
-	out := statsView{Instance: st.Instance, Generation: st.Generation, Namespaces: map[string]storeStats{}}
+	out := StatsView{Instance: st.Instance, Generation: st.Generation, Namespaces: map[string]StoreStats{}}
 	var all []dualwrite.Stats
 	for _, ns := range h.cfg.Namespaces {
 		s := ns.Store.Stats()
@@ -202,13 +202,13 @@ func (h *Handler) dirty(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	out := dirtyView{Keys: "hmac", Namespaces: map[string]dirtyList{}}
+	out := DirtyView{Keys: "hmac", Namespaces: map[string]DirtyList{}}
 	if plain {
 		out.Keys = "plain"
 	}
 	for _, ns := range h.cfg.Namespaces {
 		keys := ns.Store.DirtyKeys()
-		l := dirtyList{Count: len(keys), Keys: []string{}}
+		l := DirtyList{Count: len(keys), Keys: []string{}}
 		for _, k := range keys[:min(limit, len(keys))] {
 			if !plain {
 				k = h.cfg.Redactor.Key(k)

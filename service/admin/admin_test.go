@@ -149,7 +149,7 @@ func TestStatsDirtyRepairForget(t *testing.T) {
 	st := &fakeStager{status: control.Status{Instance: "me", Generation: 7}}
 	h := newHandler(t, st, a, b)
 
-	var stats statsView
+	var stats StatsView
 	w := do(h, "GET", "/stats", "", true)
 	if err := json.Unmarshal(w.Body.Bytes(), &stats); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestStatsDirtyRepairForget(t *testing.T) {
 		t.Fatalf("redacted dirty keys show a key: %s", w.Body.String())
 	}
 	w = do(h, "GET", "/dirty?keys=plain&limit=1", "", true)
-	var dv dirtyView
+	var dv DirtyView
 	_ = json.Unmarshal(w.Body.Bytes(), &dv)
 	if dv.Keys != "plain" || len(dv.Namespaces["ns0"].Keys) != 1 || dv.Namespaces["ns0"].Keys[0] != "wordle:a" || !dv.Namespaces["ns0"].Truncated {
 		t.Fatalf("plain dirty keys: %s", w.Body.String())

@@ -7,9 +7,11 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// The JSON the API answers with; field names are part of the API.
+// The JSON the API answers with; field names are part of the API, and
+// Client decodes into these types.
 
-type statusView struct {
+// StatusView is an instance as it sees itself (GET /stage, "self").
+type StatusView struct {
 	Instance   string       `json:"instance"`
 	Stage      string       `json:"stage"`
 	Generation uint64       `json:"generation"`
@@ -18,17 +20,19 @@ type statusView struct {
 	Draining   bool         `json:"draining"`
 	BoardError string       `json:"board_error,omitempty"`
 	Polled     *time.Time   `json:"polled_at,omitempty"`
-	Document   documentView `json:"document"`
+	Document   DocumentView `json:"document"`
 }
 
-type documentView struct {
+// DocumentView is the stage document.
+type DocumentView struct {
 	Stage      string     `json:"stage"`
 	Generation uint64     `json:"generation"`
 	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 	UpdatedBy  string     `json:"updated_by,omitempty"`
 }
 
-type instanceView struct {
+// InstanceView is an instance's heartbeat (GET /stage, "instances").
+type InstanceView struct {
 	Instance             string    `json:"instance"`
 	Stage                string    `json:"stage"`
 	Generation           uint64    `json:"generation"`
@@ -45,12 +49,14 @@ type instanceView struct {
 	Lag                  string    `json:"lag,omitempty"`
 }
 
-type stageView struct {
-	Self      statusView     `json:"self"`
-	Instances []instanceView `json:"instances"`
+// StageView answers GET /stage.
+type StageView struct {
+	Self      StatusView     `json:"self"`
+	Instances []InstanceView `json:"instances"`
 }
 
-type changeView struct {
+// ChangeView answers PUT /stage.
+type ChangeView struct {
 	Stage      string `json:"stage"`
 	Generation uint64 `json:"generation"`
 	Changed    bool   `json:"changed"`
@@ -58,7 +64,8 @@ type changeView struct {
 	Lag        string `json:"lag,omitempty"`
 }
 
-type storeStats struct {
+// StoreStats is a dual-write store's Stats (GET /stats).
+type StoreStats struct {
 	Stage                string            `json:"stage"`
 	Queued               int64             `json:"queued"`
 	QueuedBytes          int64             `json:"queued_bytes"`
@@ -79,22 +86,25 @@ type storeStats struct {
 	LostEvents           uint64            `json:"lost_events"`
 }
 
-type statsView struct {
+// StatsView answers GET /stats: per namespace and summed.
+type StatsView struct {
 	Instance   string                `json:"instance"`
 	Generation uint64                `json:"generation"`
-	Total      storeStats            `json:"total"`
-	Namespaces map[string]storeStats `json:"namespaces"`
+	Total      StoreStats            `json:"total"`
+	Namespaces map[string]StoreStats `json:"namespaces"`
 }
 
-type dirtyList struct {
+// DirtyList is one namespace's dirty keys.
+type DirtyList struct {
 	Count     int      `json:"count"`
 	Keys      []string `json:"keys"`
 	Truncated bool     `json:"truncated"`
 }
 
-type dirtyView struct {
+// DirtyView answers GET /dirty.
+type DirtyView struct {
 	Keys       string               `json:"keys"` // "hmac" or "plain"
-	Namespaces map[string]dirtyList `json:"namespaces"`
+	Namespaces map[string]DirtyList `json:"namespaces"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -104,17 +114,17 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func statusOf(s control.Status) statusView {
-	return statusView{
+func statusOf(s control.Status) StatusView {
+	return StatusView{
 		Instance: s.Instance, Stage: s.Stage.String(), Generation: s.Generation, InSync: s.InSync(), Lag: s.Lag,
 		Draining: s.Draining, BoardError: s.BoardErr, Polled: timePtr(s.Polled),
-		Document: documentView{Stage: s.Document.Stage.String(), Generation: s.Document.Generation,
+		Document: DocumentView{Stage: s.Document.Stage.String(), Generation: s.Document.Generation,
 			UpdatedAt: timePtr(s.Document.UpdatedAt), UpdatedBy: s.Document.UpdatedBy},
 	}
 }
 
-func instanceOf(v control.InstanceView) instanceView {
-	return instanceView{
+func instanceOf(v control.InstanceView) InstanceView {
+	return InstanceView{
 		Instance: v.Instance, Stage: v.Stage.String(), Generation: v.Generation, At: v.At, AgeSeconds: seconds(v.Age),
 		Live: v.Live, Drained: v.Drained, Clean: v.Clean(), Dirty: v.Dirty, Unsettled: v.Unsettled,
 		ReconciliationNeeded: v.ReconciliationNeeded, Draining: v.Draining, Stopped: v.Stopped, Lag: v.Lag,
@@ -129,12 +139,12 @@ func counts[K ~string](m map[K]uint64) map[string]uint64 {
 	return out
 }
 
-func statsOf(s dualwrite.Stats) storeStats {
+func statsOf(s dualwrite.Stats) StoreStats {
 	breakers := map[string]string{}
 	for r, b := range s.Breakers {
 		breakers[r.String()] = string(b)
 	}
-	return storeStats{
+	return StoreStats{
 		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
 		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Dirty: s.Dirty, DirtyOverflow: s.DirtyOverflow,
 		ReconciliationNeeded: s.ReconciliationNeeded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons),

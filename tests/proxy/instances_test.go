@@ -8,28 +8,14 @@ import (
 	"testing"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
-type stageBody struct {
-	Self struct {
-		Instance   string `json:"instance"`
-		Stage      string `json:"stage"`
-		Generation uint64 `json:"generation"`
-		InSync     bool   `json:"in_sync"`
-	} `json:"self"`
-	Instances []struct {
-		Instance string `json:"instance"`
-		Dirty    int    `json:"dirty"`
-		Live     bool   `json:"live"`
-		Stopped  bool   `json:"stopped"`
-	} `json:"instances"`
-}
-
-func (in *instance) stage(t *testing.T) stageBody {
+func (in *instance) stage(t *testing.T) admin.StageView {
 	t.Helper()
-	var s stageBody
-	if code := in.call(t, "GET", "/stage", "", &s); code != http.StatusOK {
-		t.Fatalf("GET /stage: %d", code)
+	s, err := in.adminClient().Stage(t.Context())
+	if err != nil {
+		t.Fatalf("GET /stage: %v", err)
 	}
 	return s
 }

@@ -3,9 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
@@ -133,43 +132,24 @@ func (in *instance) client(t testing.TB, clk clock.Clock) *cfkv.Store {
 	return st
 }
 
+// adminClient is the admin API's client, with the admin token.
+func (in *instance) adminClient() *admin.Client { return &admin.Client{URL: in.admin, Token: adminToken} }
+
 // call sends an admin request; out receives the decoded JSON answer.
 func (in *instance) call(t testing.TB, method, path, body string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, in.admin+strings.TrimPrefix(path, "/"), strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	code, err := in.adminClient().Do(context.Background(), method, path, body, out)
+	if _, refused := err.(*admin.Error); err != nil && !refused {
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-		}
-	}
-	return resp.StatusCode
+	return code
 }
 
-type stats struct {
-	Generation uint64 `json:"generation"`
-	Total      struct {
-		Stage  string            `json:"stage"`
-		Queued int64             `json:"queued"`
-		Dirty  int               `json:"dirty"`
-		Drops  map[string]uint64 `json:"drops"`
-	} `json:"total"`
-}
-
-func (in *instance) stats(t testing.TB) stats {
+func (in *instance) stats(t testing.TB) admin.StatsView {
 	t.Helper()
-	var s stats
-	if code := in.call(t, "GET", "/stats", "", &s); code != http.StatusOK {
-		t.Fatalf("GET /stats: %d", code)
+	s, err := in.adminClient().Stats(context.Background())
+	if err != nil {
+		t.Fatalf("GET /stats: %v", err)
 	}
 	return s
 }
