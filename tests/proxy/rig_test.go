@@ -133,7 +133,9 @@ func (in *instance) client(t testing.TB, clk clock.Clock) *cfkv.Store {
 }
 
 // adminClient is the admin API's client, with the admin token.
-func (in *instance) adminClient() *admin.Client { return &admin.Client{URL: in.admin, Token: adminToken} }
+func (in *instance) adminClient() *admin.Client {
+	return &admin.Client{URL: in.admin, Token: adminToken}
+}
 
 // call sends an admin request; out receives the decoded JSON answer.
 func (in *instance) call(t testing.TB, method, path, body string, out any) int {
