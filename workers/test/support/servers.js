@@ -13,17 +13,15 @@ import { startEmulator, startProxy } from "./goserver.js";
  */
 
 /**
- * Each server the binding's tests run against, and whether it keeps
- * metadata: the dual-write store behind kvshadow-proxy keeps none yet, and
- * refuses a write that carries some (400, 10047) rather than drop it.
- * @type {{name: string, keepsMetadata: boolean, start: () => Promise<Server>}[]}
+ * Each server the binding's tests run against.
+ * @type {{name: string, start: () => Promise<Server>}[]}
  */
 export const servers = [
-  { name: "kvshadow-proxy --demo", keepsMetadata: false, start: () => startProxy() },
-  { name: "kv-emulator", keepsMetadata: true, start: () => startEmulator() },
+  { name: "kvshadow-proxy --demo", start: () => startProxy() },
+  { name: "kv-emulator", start: () => startEmulator() },
   {
     name: "bridge Worker (miniflare KV)",
-    keepsMetadata: true,
+   
    
     start: async () => {
       const token = randomBytes(16).toString("hex");
