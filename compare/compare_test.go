@@ -163,6 +163,8 @@ func TestErrorClass(t *testing.T) {
 		kv.Unavailable("x", 0, nil):         "unavailable",
 		fmt.Errorf("w: %w", kv.ErrNotFound): "not_found",
 		kv.ErrInvalidKey:                    "invalid_input",
+		kv.ErrInvalidMetadata:               "invalid_input",
+		kv.ErrMetadataUnsupported:           "invalid_input",
 		fmt.Errorf("w: %w", kv.ErrPanicked): "panic",
 		errors.New("boom"):                  "other",
 	} {

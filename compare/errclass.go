@@ -28,7 +28,8 @@ func ErrorClass(err error) string {
 	case errors.Is(err, kv.ErrInvalidKey), errors.Is(err, kv.ErrInvalidValue),
 		errors.Is(err, kv.ErrInvalidTTL), errors.Is(err, kv.ErrInvalidLimit),
 		errors.Is(err, kv.ErrInvalidPrefix), errors.Is(err, kv.ErrInvalidCursor),
-		errors.Is(err, kv.ErrInvalidNamespace), errors.Is(err, kv.ErrInvalidJSON):
+		errors.Is(err, kv.ErrInvalidNamespace), errors.Is(err, kv.ErrInvalidJSON),
+		errors.Is(err, kv.ErrInvalidMetadata), errors.Is(err, kv.ErrMetadataUnsupported):
 		return "invalid_input"
 	}
 	return "other"

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,17 +37,43 @@ type MetadataStore interface {
 var ErrMetadataUnsupported = fmt.Errorf("kv: this store keeps no metadata: %w", errors.ErrUnsupported)
 
 // ValidateMetadata checks a key's metadata: nil (none), or one valid JSON
-// value of at most MaxMetadataSize bytes.
+// value of at most MaxMetadataSize bytes once compacted, as Workers KV
+// counts the metadata it serializes.
 func ValidateMetadata(md json.RawMessage) error {
-	switch {
-	case md == nil:
+	if md == nil {
 		return nil
-	case len(md) > MaxMetadataSize:
-		return fmt.Errorf("%w: metadata is %d bytes, the limit is %d", ErrInvalidMetadata, len(md), MaxMetadataSize)
-	case !json.Valid(md):
+	}
+	if !json.Valid(md) {
 		return fmt.Errorf("%w: metadata is not one valid JSON value", ErrInvalidMetadata)
 	}
+	if n := compactLen(md); n > MaxMetadataSize {
+		return fmt.Errorf("%w: metadata is %d bytes compacted, the limit is %d", ErrInvalidMetadata, n, MaxMetadataSize)
+	}
 	return nil
+}
+
+// NormalizeMetadata returns valid metadata (see ValidateMetadata) in the
+// one form every store keeps and returns, so that a key written through
+// any store reads back the same from all of them: compacted JSON in a
+// buffer of its own, and nil for none, JSON null included (Workers KV
+// reports null metadata as none).
+func NormalizeMetadata(md json.RawMessage) json.RawMessage {
+	if md == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, md) != nil || buf.String() == "null" {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+func compactLen(md json.RawMessage) int {
+	var buf bytes.Buffer
+	if json.Compact(&buf, md) != nil {
+		return len(md)
+	}
+	return buf.Len()
 }
 
 // ValidateEntry checks all the inputs of a PutEntry made at now.

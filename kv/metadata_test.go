@@ -19,7 +19,8 @@ func TestValidateMetadata(t *testing.T) {
 		"none":        {nil, nil},
 		"object":      {json.RawMessage(`{"a":1}`), nil},
 		"at limit":    {json.RawMessage(max), nil},
-		"over limit":  {json.RawMessage(max + " "), kv.ErrInvalidMetadata},
+		"over limit":  {json.RawMessage(`["` + strings.Repeat("m", kv.MaxMetadataSize-3) + `"]`), kv.ErrInvalidMetadata},
+		"spaces only": {json.RawMessage(" " + max + " "), nil},
 		"not json":    {json.RawMessage(`{a:1}`), kv.ErrInvalidMetadata},
 		"two values":  {json.RawMessage(`1 2`), kv.ErrInvalidMetadata},
 		"empty bytes": {json.RawMessage{}, kv.ErrInvalidMetadata},
@@ -49,5 +50,26 @@ func TestPutEntryRefusesMetadataAStoreWouldDrop(t *testing.T) {
 	}
 	if err := kv.PutEntry(context.Background(), nil, kv.Entry{Key: "k"}); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Fatalf("PutEntry(nil store) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestNormalizeMetadata(t *testing.T) {
+	for in, want := range map[string]string{
+		"{ \"a\" : [1, 2] }\n": `{"a":[1,2]}`,
+		"null":                 "",
+		" null ":               "",
+		`"x"`:                  `"x"`,
+	} {
+		got := kv.NormalizeMetadata(json.RawMessage(in))
+		if string(got) != want || (want == "") != (got == nil) {
+			t.Errorf("NormalizeMetadata(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if kv.NormalizeMetadata(nil) != nil {
+		t.Error("NormalizeMetadata(nil) is not nil")
+	}
+	in := json.RawMessage(`{"a":1}`)
+	if out := kv.NormalizeMetadata(in); &out[0] == &in[0] {
+		t.Error("NormalizeMetadata shares the caller's buffer")
 	}
 }

@@ -1,7 +1,6 @@
 package kvapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -17,18 +16,13 @@ func checkMetadata(raw []byte) (json.RawMessage, *apiError) {
 	if raw == nil {
 		return nil, nil
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil || !json.Valid(buf.Bytes()) {
+	if !json.Valid(raw) {
 		return nil, errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata: not one JSON value")
 	}
-	md := buf.Bytes()
-	if string(md) == "null" {
-		return nil, nil
+	if err := kv.ValidateMetadata(raw); err != nil {
+		return nil, errorf(http.StatusRequestEntityTooLarge, CodeMetadata, "invalid metadata: %d bytes, the limit is %d", len(kv.NormalizeMetadata(raw)), kv.MaxMetadataSize)
 	}
-	if len(md) > kv.MaxMetadataSize {
-		return nil, errorf(http.StatusRequestEntityTooLarge, CodeMetadata, "invalid metadata: %d bytes, the limit is %d", len(md), kv.MaxMetadataSize)
-	}
-	return md, nil
+	return kv.NormalizeMetadata(raw), nil
 }
 
 // refuseMetadata refuses, before anything is written, entries with

@@ -106,8 +106,8 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 				return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "a value is not a text value with metadata"}}
 			}
 			e := kv.Entry{Key: k, Value: []byte(*v.Value)}
-			if len(v.Metadata) > 0 && string(v.Metadata) != "null" {
-				e.Metadata = v.Metadata
+			if md := kv.NormalizeMetadata(v.Metadata); md != nil {
+				e.Metadata = md
 			}
 			if v.Expiration > 0 {
 				e.Expiration = time.Unix(int64(v.Expiration), 0)
@@ -150,7 +150,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 		if !e.Expiration.IsZero() {
 			p.Expiration = unixCeil(e.Expiration)
 		}
-		p.Metadata = e.Metadata
+		p.Metadata = kv.NormalizeMetadata(e.Metadata)
 		pairs = append(pairs, p)
 		sizes = append(sizes, 6*len(p.Key)+6*len(p.Value)+len(p.Metadata)+pairOverhead) // worst-case JSON escaping
 	}

@@ -288,6 +288,7 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 		return err
 	}
 	opts := kv.PutOptions{Expiration: e.Expiration}
+	e.Metadata = kv.NormalizeMetadata(e.Metadata)
 	if e.Metadata == nil {
 		return s.put(ctx, e.Key, opts, option.WithRequestBody("application/octet-stream", e.Value))
 	}

@@ -53,7 +53,7 @@ func newItem(e kv.Entry) item {
 	if v == nil {
 		v = []byte{}
 	}
-	return item{value: v, exp: e.Expiration, md: bytes.Clone(e.Metadata)}
+	return item{value: v, exp: e.Expiration, md: kv.NormalizeMetadata(e.Metadata)}
 }
 
 func (it item) live(now time.Time) bool { return it.exp.IsZero() || now.Before(it.exp) }

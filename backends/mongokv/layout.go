@@ -131,6 +131,7 @@ func replaceUpdate(value []byte, exp time.Time, md json.RawMessage) bson.D {
 // of. The metadata is kept as the JSON text, a string, as value is: the
 // exact bytes, with none of the limits of BSON field names.
 func setFields(set bson.D, unset []string, exp time.Time, md json.RawMessage) bson.D {
+	md = kv.NormalizeMetadata(md)
 	if exp.IsZero() {
 		unset = append(unset, fieldExpires)
 	} else {

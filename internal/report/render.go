@@ -65,7 +65,7 @@ func renderJSON(w io.Writer, r *Report) error {
 // inconclusive only arise in a repair's re-check.
 var scanKinds = []compare.Kind{
 	compare.Match, compare.MissingInShadow, compare.ExtraInShadow, compare.ValueMismatch,
-	compare.JSONEquivalent, compare.TTLMismatch, compare.ExpiredOnOneSide,
+	compare.JSONEquivalent, compare.TTLMismatch, compare.MetadataMismatch, compare.ExpiredOnOneSide,
 }
 
 // errorsOf sums the error kinds, shown as one column.

@@ -14,7 +14,7 @@ import (
 // tableHeader is the terminal table's columns; the kinds follow scanKinds.
 var tableHeader = []string{
 	"MODULE", "PRIMARY", "SHADOW", "COMPARED", "MATCH", "MISSING", "EXTRA",
-	"VALUE", "JSON", "TTL", "EXPIRED", "ERRORS", "PARITY",
+	"VALUE", "JSON", "TTL", "META", "EXPIRED", "ERRORS", "PARITY",
 }
 
 func countsRow(label string, c Counts) []string {

@@ -67,7 +67,7 @@ func (e *engine) repairKeys(ctx context.Context, keys []observed, t *RepairCount
 				lapsing = append(lapsing, o.key)
 			}
 		default:
-			puts = append(puts, kv.Entry{Key: o.key, Value: a.Value, Expiration: a.Expiration})
+			puts = append(puts, kv.Entry{Key: o.key, Value: a.Value, Expiration: a.Expiration, Metadata: a.Metadata})
 		}
 	}
 	t.Puts += int64(len(puts))

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -149,5 +150,36 @@ func TestRepairLetsAnExpiringKeyLapse(t *testing.T) {
 	}
 	if _, err := f.shadow.Get(context.Background(), "wordle:soon"); err == nil {
 		t.Fatal("the stale copy outlives the authoritative one")
+	}
+}
+
+// Metadata is part of a key's state: a difference in it alone is found, and
+// a repair copies it with the value rather than erasing it.
+func TestRepairCopiesMetadata(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	p, s := newCounted(clk), newCounted(clk)
+	ctx := context.Background()
+	md := json.RawMessage(`{"by":"wrangler"}`)
+	for _, e := range []kv.Entry{{Key: "wordle:md", Value: []byte("v"), Metadata: md}, {Key: "wordle:same", Value: []byte("w"), Metadata: md}} {
+		if err := p.PutEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(t, s, "wordle:md", "v", 0) // same value, no metadata
+	if err := s.PutEntry(ctx, kv.Entry{Key: "wordle:same", Value: []byte("w"), Metadata: json.RawMessage(`{ "by": "wrangler" }`)}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := report.Config{Primary: report.Side{Store: p, Name: "p"}, Shadow: report.Side{Store: s, Name: "s"}, Clock: clk, MinParity: 100,
+		Repair: report.Repair{Enabled: true, Apply: true}}
+	r := run(t, cfg)
+	if got := r.Totals.Kinds; got[compare.MetadataMismatch] != 1 || got[compare.Match] != 1 {
+		t.Fatalf("kinds = %v, want one metadata_mismatch and one match", got)
+	}
+	if r.Repair.Puts != 1 || r.Repair.After[compare.Match] != 1 || r.Repair.ParityAfter != 100 {
+		t.Fatalf("repair = %+v", r.Repair)
+	}
+	e, err := s.GetEntry(ctx, "wordle:md")
+	if err != nil || string(e.Metadata) != string(md) {
+		t.Fatalf("shadow after repair = %q, %v; want the primary's metadata", e.Metadata, err)
 	}
 }

@@ -158,7 +158,7 @@ func (s *side) fetch(ctx context.Context, keys []string) ([]compare.Observation,
 		case err != nil:
 			obs[i] = compare.Observation{Err: err}
 		case e.Key == k:
-			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration)}
+			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration), Metadata: e.Metadata}
 		}
 	}
 	return obs, nil
@@ -186,7 +186,7 @@ func (s *side) fetchBulk(ctx context.Context, keys []string, obs []compare.Obser
 	}
 	for i, k := range keys {
 		if e, ok := byKey[k]; ok {
-			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration)}
+			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration), Metadata: e.Metadata}
 		}
 	}
 	return nil
@@ -212,7 +212,7 @@ func (s *side) writeAll(ctx context.Context, entries []kv.Entry) (failed []strin
 	}
 	for _, e := range entries {
 		werr := s.do(ctx, &s.put, func(ctx context.Context) error {
-			return s.store.Put(ctx, e.Key, e.Value, kv.PutOptions{Expiration: e.Expiration})
+			return kv.PutEntry(ctx, s.store, e)
 		})
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -82,6 +82,20 @@ func testMetadata(t *testing.T, h Harness) {
 	put(kv.Entry{Key: "md", Value: []byte("three")})
 	wantEntry(t, ms, "md", "three", nil, time.Time{})
 
+	// Every store keeps the one normal form, so that a key reads back the
+	// same bytes from all of them: compacted, and JSON null as none.
+	put(kv.Entry{Key: "md", Value: []byte("spaced"), Metadata: json.RawMessage(" { \"a\" : [1, 2] }\n")})
+	if e, err := ms.GetEntry(ctx(t), "md"); err != nil || string(e.Metadata) != `{"a":[1,2]}` {
+		t.Fatalf("GetEntry after spaced metadata = %q, %v; want the compacted {\"a\":[1,2]}", e.Metadata, err)
+	}
+	put(kv.Entry{Key: "md", Value: []byte("null"), Metadata: json.RawMessage("null")})
+	if e, err := ms.GetEntry(ctx(t), "md"); err != nil || e.Metadata != nil {
+		t.Fatalf("GetEntry after null metadata = %q, %v; want none", e.Metadata, err)
+	}
+	// The limit counts the compacted form.
+	put(kv.Entry{Key: "md", Value: []byte("padded"), Metadata: append(append(json.RawMessage("  "), mdLimit...), ' ')})
+	wantEntry(t, ms, "md", "padded", mdLimit, time.Time{})
+
 	// A Put is a write without metadata: it clears it.
 	put(kv.Entry{Key: "md", Value: []byte("four"), Metadata: mdString})
 	mustPut(t, s, "md", []byte("five"), kv.PutOptions{})
