@@ -145,7 +145,7 @@ func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 }
 
 // countHeader is the terminal table's header.
-var countHeader = []string{"MODULE", "PRIMARY", "SHADOW", "COMPARED", "MATCH", "MISSING", "EXTRA", "VALUE", "JSON", "TTL", "EXPIRED", "ERRORS", "PARITY"}
+var countHeader = []string{"MODULE", "PRIMARY", "SHADOW", "COMPARED", "MATCH", "MISSING", "EXTRA", "VALUE", "JSON", "TTL", "META", "EXPIRED", "ERRORS", "PARITY"}
 
 func thRow(names []string) string {
 	var b strings.Builder
