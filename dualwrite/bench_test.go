@@ -3,12 +3,18 @@ package dualwrite_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/journal"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
 )
@@ -34,11 +40,20 @@ var benchValue = []byte(`{"guesses":["crane","slate"],"solved":false,"streak":12
 // allocation of the process, the workers' included.
 func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()
-	composite := func(b *testing.B, stage dualwrite.Stage, rate float64) *dualwrite.Store {
-		s, err := dualwrite.New(dualwrite.Config{
+	composite := func(b *testing.B, stage dualwrite.Stage, rate float64, journaled ...bool) *dualwrite.Store {
+		cfg := dualwrite.Config{
 			Primary: memory.New(memory.Config{}), Shadow: memory.New(memory.Config{}),
-			Stage: stage, CompareRate: rate, ConsistencyWindow: -1,
-		}, dualwrite.WithLogger(discardLogger()))
+			Stage: stage, CompareRate: rate, ConsistencyWindow: -1, MaxDirty: 1 << 20,
+		}
+		if len(journaled) > 0 {
+			j, err := journal.Open(filepath.Join(b.TempDir(), "settle.db"), journal.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = j.Close() })
+			cfg.Journal = j
+		}
+		s, err := dualwrite.New(cfg, dualwrite.WithLogger(discardLogger()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,11 +75,14 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 		}
 	}
-	put := func(b *testing.B, s kv.Store) {
+	put := func(b *testing.B, s kv.Store, keys ...string) {
+		if keys == nil {
+			keys = benchKeyNames
+		}
 		f, _ := s.(*dualwrite.Store)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			if err := s.Put(ctx, benchKey(i), benchValue, kv.PutOptions{}); err != nil {
+			if err := s.Put(ctx, keys[i%len(keys)], benchValue, kv.PutOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			if f != nil && i%512 == 511 {
@@ -84,8 +102,106 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("Get/dualwrite-shadow-rate0", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 0)) })
 	b.Run("Get/dualwrite-shadow-rate0.01", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 0.01)) })
 	b.Run("Get/dualwrite-shadow-rate1", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 1)) })
+	b.Run("Get/dualwrite-shadow-rate0-journal", func(b *testing.B) { get(b, composite(b, dualwrite.Shadow, 0, true)) })
 	b.Run("Put/memory", func(b *testing.B) { put(b, memory.New(memory.Config{})) })
 	b.Run("Put/dualwrite", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0)) })
+	// Hot keys: after the first write of each, a key is already in the
+	// journal and costs it nothing.
+	b.Run("Put/dualwrite-journal", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0, true)) })
+	// Every write a key not yet in the settle set: each mark is committed.
+	b.Run("Put/memory-newkeys", func(b *testing.B) { put(b, memory.New(memory.Config{}), newKeys...) })
+	b.Run("Put/dualwrite-journal-newkeys", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0, true), newKeys...) })
+}
+
+// newKeys are more keys than a benchmark writes, so that each write is a
+// key's first.
+var newKeys = func() []string {
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("wordle:new:%07d", i)
+	}
+	return keys
+}()
+
+// BenchmarkVerificationCost reports the requests verification spends per
+// 1,000 written keys on each store (the floor is 10 bulk gets of 100).
+func BenchmarkVerificationCost(b *testing.B) {
+	ctx := context.Background()
+	var perPrimary, perShadow float64
+	for b.Loop() {
+		clk := clock.NewFake(start)
+		p := &counted{Store: memory.New(memory.Config{Clock: clk})}
+		sh := &counted{Store: memory.New(memory.Config{Clock: clk})}
+		s, err := dualwrite.New(dualwrite.Config{Primary: p, Shadow: sh, Stage: dualwrite.DualWrite, RepairInterval: never},
+			dualwrite.WithClock(clk), dualwrite.WithLogger(discardLogger()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 1000 {
+			must(b, s.Put(ctx, fmt.Sprintf("wordle:v%04d", i), benchValue, kv.PutOptions{}))
+		}
+		must(b, s.Flush(ctx))
+		p0, s0 := p.requests(), sh.requests()
+		clk.Advance(time.Minute)
+		if n, err := s.Settle(ctx); err != nil || n != 1000 {
+			b.Fatalf("Settle = %d, %v", n, err)
+		}
+		perPrimary, perShadow = float64(p.requests()-p0), float64(sh.requests()-s0)
+		must(b, s.Close(ctx))
+	}
+	b.ReportMetric(perPrimary, "primary-requests/1000-keys")
+	b.ReportMetric(perShadow, "shadow-requests/1000-keys")
+}
+
+// BenchmarkZipfLaneFull: 32 writers on Zipf-distributed keys (s = 1.1 over
+// 10,000 keys) with a shadow that takes 100 µs a copy, which the default
+// lanes cannot keep up with; lane_full-share is the share of copies
+// dropped as lane_full, without and with coalescing.
+func BenchmarkZipfLaneFull(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "coalescing-off"
+		if on {
+			name = "coalescing-on"
+		}
+		b.Run(name, func(b *testing.B) {
+			was := dualwrite.SetCoalescing(on)
+			defer dualwrite.SetCoalescing(was)
+			shadow, err := kvfault.New(memory.New(memory.Config{}), kvfault.Config{Latency: 100 * time.Microsecond, RealLatency: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := dualwrite.New(dualwrite.Config{
+				Primary: memory.New(memory.Config{}), Shadow: shadow, Stage: dualwrite.DualWrite,
+				ConsistencyWindow: -1, ShadowTimeout: time.Hour, RepairInterval: never,
+			}, dualwrite.WithLogger(discardLogger()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			const writers = 32
+			var next atomic.Int64
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(w), 11)), 1.1, 1, 9999)
+					for next.Add(1) <= int64(b.N) {
+						k := fmt.Sprintf("wordle:z%04d", zipf.Uint64())
+						if err := s.Put(ctx, k, benchValue, kv.PutOptions{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			st := s.Stats()
+			b.ReportMetric(float64(st.Drops[dualwrite.DropLaneFull])/float64(b.N), "lane_full-share")
+			b.ReportMetric(float64(st.Coalesced)/float64(b.N), "coalesced-share")
+			must(b, s.Close(ctx))
+		})
+	}
 }
 
 // BenchmarkLatency measures what the caller waits for with a primary of

@@ -68,6 +68,9 @@ type cell struct {
 
 var cells = sync.Pool{New: func() any { return new(cell) }}
 
+// coalescing is off only in the benchmark that measures what it saves.
+var coalescing = true
+
 // comparison is what a sampled read hands to its lane.
 type comparison struct {
 	seen   compare.Observation // what the caller's read returned
@@ -107,7 +110,7 @@ func (s *Store) reserveBytes(n int64) bool {
 func (s *Store) enqueueCopy(j job) (ok, fresh bool) {
 	l := s.laneOf(j.hash)
 	l.qmu.Lock()
-	if c := l.waiting[j.key]; c != nil {
+	if c := l.waiting[j.key]; c != nil && coalescing {
 		defer l.qmu.Unlock()
 		if !j.acked.IsZero() && c.acked.After(j.acked) {
 			s.ctr.ingestStale.Add(1)
