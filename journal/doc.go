@@ -27,10 +27,16 @@
 // caller never waits on the disk. Only changes are written (a key entering
 // the set, changing state, or leaving it); a key written again while
 // unsettled costs nothing here. A SIGKILL loses at most the changes of the
-// commit under way and those made since it began: at a write rate R and a
-// commit time C, about R × 2C marks (with NoSync, C is the time to write
-// the pages to the operating system, which a SIGKILL does not lose; only a
-// power loss or a kernel crash can lose what the OS has not yet written).
+// commit under way and those made since it began: at a rate R of keys
+// entering the set and a commit time C, at most about R × 2C marks. With
+// NoSync, C is the time to hand the pages to the operating system, which a
+// SIGKILL does not lose; only a power loss or a kernel crash can lose what
+// the OS has not yet written. Measured here (BenchmarkCommit, 2 shared
+// cores): a commit of 1 to 100 marks takes 2 to 4 ms with fsync and 0.06 to
+// 0.5 ms without, so at 1,000 new keys a second a SIGKILL loses at most
+// about 8 marks with fsync, 1 without. A key written again while already
+// journaled loses nothing: tests/settle kills a writer at 1,200 writes a
+// second over 300 hot keys and finds 0 marks lost.
 //
 // The file holds one bucket of keys, each with a one-byte mark, and one of
 // settings: the format version and the flag that a full reconciliation is

@@ -101,6 +101,21 @@ func runChild() int {
 	return 0
 }
 
+// waitSettled waits until st's settle set is empty and its lanes idle.
+func waitSettled(st *dualwrite.Store, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		s := st.Stats()
+		if s.Dirty+s.Unsettled == 0 && s.Queued == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not settled after %s: %d dirty, %d unsettled", within, s.Dirty, s.Unsettled)
+		}
+		time.Sleep(100 * time.Millisecond) // real processes, real time
+	}
+}
+
 // emulator serves the REST API over memory until killed, so that the
 // primary runs outside the test process (and its race detector).
 func emulator(childConfig) error {
@@ -208,16 +223,8 @@ func child(c childConfig) error {
 
 	// Settle: every key this process wrote is verified equal in both
 	// stores, or repaired and verified, before it leaves.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		s := st.Stats()
-		if s.Dirty+s.Unsettled == 0 && s.Queued == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not settled after 2 minutes: %d dirty, %d unsettled", s.Dirty, s.Unsettled)
-		}
-		time.Sleep(c.Window / 4)
+	if err := waitSettled(st, 2*time.Minute); err != nil {
+		return err
 	}
 	s := st.Stats()
 	if err := st.Close(ctx); err != nil {

@@ -30,13 +30,7 @@ func TestSettleAfterSIGKILL(t *testing.T) {
 		ID: "k", Journal: path, Rate: 1200, Keys: 300,
 		Latency: 5 * time.Millisecond, Jitter: 10 * time.Millisecond, Window: time.Second, Lanes: 4,
 	})
-	select {
-	case <-w.ready:
-	case err := <-w.exited:
-		t.Fatalf("writer ended: %v\n%s", err, w.stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatal("writer not ready after a minute")
-	}
+	w.waitReady(t)
 	began := time.Now()
 	const target = 4000
 	for w.ackCount() < target {
@@ -104,7 +98,9 @@ func TestSettleAfterSIGKILL(t *testing.T) {
 	if s := st.Stats(); s.Loaded != uint64(len(marks)) {
 		t.Fatalf("loaded %d keys, the journal had %d", s.Loaded, len(marks))
 	}
-	settled(t, st, 2*time.Minute)
+	if err := waitSettled(st, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	s := st.Stats()
 	if err := st.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -117,21 +113,5 @@ func TestSettleAfterSIGKILL(t *testing.T) {
 		s.Verifications[compareMatch()]+s.Confirmed, s.Confirmed, s.Repairs[dualwrite.RepairCopied]+s.Repairs[dualwrite.RepairDeleted], n)
 	if lost != 0 {
 		t.Errorf("%d marks lost at the kill", lost)
-	}
-}
-
-// settled waits until st's settle set is empty.
-func settled(t *testing.T, st *dualwrite.Store, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s := st.Stats()
-		if s.Dirty+s.Unsettled == 0 && s.Queued == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not settled after %s: %d dirty, %d unsettled", within, s.Dirty, s.Unsettled)
-		}
-		time.Sleep(100 * time.Millisecond) // real processes, real time
 	}
 }

@@ -43,13 +43,7 @@ func newRig(t *testing.T) *rig {
 	}
 	r := &rig{db: srv.Database(t)}
 	em := r.spawn(t, childConfig{Emulator: true})
-	select {
-	case <-em.ready:
-	case err := <-em.exited:
-		t.Fatalf("emulator ended: %v\n%s", err, em.stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatal("emulator not listening after a minute")
-	}
+	em.waitReady(t)
 	r.baseURL = em.url
 	primary, shadow, done, err := openStores(context.Background(), r.baseURL, srv.URI(), r.db)
 	if err != nil {
@@ -174,6 +168,18 @@ func (w *writer) ackCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.acks
+}
+
+// waitReady waits until the process says it is ready (or listening).
+func (w *writer) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.ready:
+	case err := <-w.exited:
+		t.Fatalf("process ended: %v\n%s", err, w.stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatal("process not ready after a minute")
+	}
 }
 
 // wait waits for the writer's end and fails unless it exited cleanly.
