@@ -12,27 +12,20 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
-	"github.com/kvshadow/kvshadow/kv"
 )
 
-// memorySink applies copies to a memory store: the handler's own cost plus
-// a store write per copy, without the dual-write store's lanes.
-type memorySink struct{ st *memory.Store }
+// dualSink hands copies to a dual-write store, as the proxy does: the
+// store queues each on its key's lane and records it for settling.
+type dualSink struct{ st *dualwrite.Store }
 
-func (s memorySink) Ingest(ctx context.Context, _ string, copies []ingest.Copy) error {
-	for _, c := range copies {
-		var err error
-		if c.Deleted {
-			err = s.st.Delete(ctx, c.Key)
-		} else {
-			err = s.st.Put(ctx, c.Key, c.Value, kv.PutOptions{Expiration: c.Expiration})
-		}
-		if err != nil {
-			return err
-		}
+func (s dualSink) Ingest(ctx context.Context, _ string, copies []ingest.Copy) error {
+	writes := make([]dualwrite.TeeWrite, len(copies))
+	for i, c := range copies {
+		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
 	}
-	return nil
+	return s.st.Ingest(ctx, writes)
 }
 
 // teeBatch is a batch as a bot invocation's tee sends it: n copies of a
@@ -59,14 +52,23 @@ func teeBatch(n int, now time.Time) []byte {
 	return raw
 }
 
-// BenchmarkIngestHTTP posts tee batches over loopback HTTP to the handler
+// BenchmarkIngestHTTP posts tee batches over loopback HTTP to the handler,
+// in front of a dual-write store over two memory stores (stage DualWrite),
 // and reports copies ingested per second, for the batch sizes a bot
-// invocation sends (3 writes is the test bot's mean; 100 is the tee's
-// largest batch).
+// invocation sends (3 writes is about the test bot's mean; 100 is the
+// tee's largest batch).
 func BenchmarkIngestHTTP(b *testing.B) {
 	for _, n := range []int{1, 3, 100} {
 		b.Run(fmt.Sprintf("copies=%d", n), func(b *testing.B) {
-			h, err := ingest.New(memorySink{memory.New(memory.Config{})}, ingest.Config{Token: token})
+			st, err := dualwrite.New(dualwrite.Config{
+				Primary: memory.New(memory.Config{}), Shadow: memory.New(memory.Config{}),
+				Stage: dualwrite.DualWrite, LaneDepth: 1 << 16, MaxDirty: 1 << 22,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = st.Close(context.Background()) }()
+			h, err := ingest.New(dualSink{st}, ingest.Config{Token: token})
 			if err != nil {
 				b.Fatal(err)
 			}

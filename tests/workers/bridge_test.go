@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,10 +23,43 @@ type bridge struct {
 	URL, Account, Namespace, Token string
 }
 
-// startNode runs a script of workers/test/support with env added, decodes
-// the one JSON line it prints once it is ready into v, and stops it when
-// the test ends (closing its standard input).
-func startNode(t *testing.T, script string, env []string, v any) {
+// nodeScript is a running script of workers/test/support that speaks in
+// JSON lines on its standard output and listens to its standard input.
+type nodeScript struct {
+	t     *testing.T
+	name  string
+	stdin io.WriteCloser
+	lines chan string
+}
+
+// next decodes the script's next line into v, failing the test if none
+// comes within d.
+func (n *nodeScript) next(v any, d time.Duration) {
+	n.t.Helper()
+	select {
+	case l, ok := <-n.lines:
+		if !ok {
+			n.t.Fatalf("%s exited early", n.name)
+		}
+		if err := json.Unmarshal([]byte(l), v); err != nil {
+			n.t.Fatalf("%s said %q: %v", n.name, l, err)
+		}
+	case <-time.After(d):
+		n.t.Fatalf("%s said nothing within %s", n.name, d)
+	}
+}
+
+// say writes one line to the script.
+func (n *nodeScript) say(line string) {
+	n.t.Helper()
+	if _, err := io.WriteString(n.stdin, line+"\n"); err != nil {
+		n.t.Fatalf("%s: %v", n.name, err)
+	}
+}
+
+// startNode runs a script of workers/test/support with env added, and
+// stops it when the test ends (closing its standard input).
+func startNode(t *testing.T, script string, env []string) *nodeScript {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -64,25 +98,15 @@ func startNode(t *testing.T, script string, env []string, v any) {
 			<-exited
 		}
 	})
-	line := make(chan string, 1)
+	n := &nodeScript{t: t, name: script, stdin: stdin, lines: make(chan string, 4)}
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			line <- sc.Text()
+		for sc.Scan() {
+			n.lines <- sc.Text()
 		}
-		close(line)
+		close(n.lines)
 	}()
-	select {
-	case l, ok := <-line:
-		if !ok {
-			t.Fatalf("%s exited before it was ready", script)
-		}
-		if err := json.Unmarshal([]byte(l), v); err != nil {
-			t.Fatalf("%s said %q: %v", script, l, err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("%s was not ready within 3 minutes", script)
-	}
+	return n
 }
 
 // newToken returns a random token for one test.
@@ -96,7 +120,7 @@ func newToken() string {
 func startBridge(t *testing.T) bridge {
 	t.Helper()
 	b := bridge{Token: newToken()}
-	startNode(t, "run-bridge.js", []string{"KVSHADOW_BRIDGE_TOKEN=" + b.Token}, &b)
+	startNode(t, "run-bridge.js", []string{"KVSHADOW_BRIDGE_TOKEN=" + b.Token}).next(&b, 3*time.Minute)
 	return b
 }
 

@@ -3,6 +3,8 @@ package workers_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,60 +14,49 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
-// applySink applies each key's copies to the shadow in acknowledged order,
-// skipping a copy older than one already applied (copies from concurrent
-// invocations arrive in any order). It stands where the dual-write store's
-// ingest goes in the proxy.
-type applySink struct {
-	shadow *mongokv.Store
+// dualSink hands the ingest handler's copies to the dual-write store, as
+// the proxy does, and counts them.
+type dualSink struct {
+	store  *dualwrite.Store
 	mu     sync.Mutex
-	latest map[string]time.Time
 	copies int
 	reads  int
-	want   int
-	all    chan struct{}
 }
 
-func (s *applySink) Ingest(ctx context.Context, ns string, copies []ingest.Copy) error {
-	for _, c := range copies {
-		s.mu.Lock()
-		stale := c.AckedAt.Before(s.latest[c.Key])
-		if !stale {
-			s.latest[c.Key] = c.AckedAt
-		}
-		s.mu.Unlock()
-		if !stale {
-			var err error
-			switch {
-			case c.Deleted:
-				err = s.shadow.Delete(ctx, c.Key)
-			default:
-				err = kv.PutEntry(ctx, s.shadow, kv.Entry{Key: c.Key, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata})
-			}
-			if err != nil {
-				return err
-			}
-		}
-		s.mu.Lock()
-		s.copies++
-		if s.copies == s.want {
-			close(s.all)
-		}
-		s.mu.Unlock()
+func (s *dualSink) Ingest(ctx context.Context, _ string, copies []ingest.Copy) error {
+	writes := make([]dualwrite.TeeWrite, len(copies))
+	for i, c := range copies {
+		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
 	}
+	if err := s.store.Ingest(ctx, writes); err != nil {
+		if errors.Is(err, dualwrite.ErrIngestStage) {
+			return fmt.Errorf("%w: %w", ingest.ErrStage, err)
+		}
+		return err
+	}
+	s.mu.Lock()
+	s.copies += len(copies)
+	s.mu.Unlock()
 	return nil
 }
 
-func (s *applySink) CompareReads(_ context.Context, _ string, reads []ingest.Read) error {
+func (s *dualSink) CompareReads(_ context.Context, _ string, reads []ingest.Read) error {
 	s.mu.Lock()
 	s.reads += len(reads)
 	s.mu.Unlock()
 	return nil
+}
+
+func (s *dualSink) count() (copies, reads int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copies, s.reads
 }
 
 // everything reads every key of st with its value and expiry.
@@ -98,10 +89,25 @@ func everything(t *testing.T, st kv.Store) map[string]kv.Entry {
 	return out
 }
 
+// until calls f every 100 ms until it returns true or d passes: the tee's
+// batches and the lanes' copies arrive after the bot's responses.
+func until(d time.Duration, f func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		if f() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // TestTeeEndToEnd: a bot Worker in workerd writes its own binding through
-// the tee; the copies reach the ingest handler over HTTP; afterwards
-// MongoDB (the embedded server) holds exactly what the binding holds, read
-// through cfkv and the bridge Worker over that same binding.
+// the tee; the copies reach the ingest handler over HTTP and the
+// dual-write store ingests them (primary: cfkv through the bridge Worker
+// over that same binding; shadow: the embedded MongoDB-compatible server);
+// settling verifies every key; afterwards MongoDB holds exactly what the
+// binding holds.
 func TestTeeEndToEnd(t *testing.T) {
 	mongo := mongotest.New(t)
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
@@ -114,7 +120,7 @@ func TestTeeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	const updates = 120
-	sink := &applySink{shadow: shadow, latest: map[string]time.Time{}, all: make(chan struct{})}
+	sink := &dualSink{}
 	token := newToken()
 	h, err := ingest.New(sink, ingest.Config{Token: token, DefaultNamespace: "ns"})
 	if err != nil {
@@ -125,32 +131,51 @@ func TestTeeEndToEnd(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	var run struct {
-		Bridge      string `json:"bridge"`
-		Writes      int    `json:"writes"`
-		Invocations int    `json:"invocations"`
-	}
 	bridgeToken := newToken()
-	sink.mu.Lock()
-	sink.want = -1 // set once the traffic says how many writes it made
-	sink.mu.Unlock()
-	startNode(t, "run-tee-bot.js", []string{
+	bot := startNode(t, "run-tee-bot.js", []string{
 		"KVSHADOW_URL=" + srv.URL, "KVSHADOW_TOKEN=" + token, "KVSHADOW_BRIDGE_TOKEN=" + bridgeToken,
 		"KVSHADOW_UPDATES=" + strconv.Itoa(updates),
-	}, &run)
-	sink.mu.Lock()
-	sink.want = run.Writes
-	if sink.copies >= run.Writes {
-		close(sink.all)
+	})
+	var ready struct {
+		Bridge string `json:"bridge"`
 	}
-	sink.mu.Unlock()
-	select {
-	case <-sink.all:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("ingested %d copies of %d writes", sink.copies, run.Writes)
+	bot.next(&ready, 3*time.Minute)
+	primary := bridge{URL: ready.Bridge, Account: "acc", Namespace: "ns", Token: bridgeToken}.store(t)
+	store, err := dualwrite.New(dualwrite.Config{
+		Primary: primary, Shadow: shadow, Stage: dualwrite.DualWrite,
+		ConsistencyWindow: -1,        // miniflare's binding reads its own writes at once
+		RepairInterval:    time.Hour, // the test runs the passes itself
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink.store = store
+	bot.say("go")
+	var run struct {
+		Writes      int `json:"writes"`
+		Invocations int `json:"invocations"`
+	}
+	bot.next(&run, 5*time.Minute)
+	if !until(time.Minute, func() bool { c, _ := sink.count(); return c >= run.Writes }) {
+		c, _ := sink.count()
+		t.Fatalf("ingested %d copies of %d writes", c, run.Writes)
+	}
+	ctx := context.Background()
+	settled := until(time.Minute, func() bool {
+		if _, err := store.Settle(ctx); err != nil {
+			t.Fatalf("Settle: %v", err)
+		}
+		st := store.Stats()
+		return st.Unsettled == 0 && st.Dirty == 0
+	})
+	st := store.Stats()
+	if !settled {
+		t.Fatalf("after settling: %d unsettled, %d dirty keys", st.Unsettled, st.Dirty)
+	}
+	if err := store.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 
-	primary := bridge{URL: run.Bridge, Account: "acc", Namespace: "ns", Token: bridgeToken}.store(t)
 	want := everything(t, primary)
 	got := everything(t, shadow)
 	if len(want) < 20 {
@@ -165,7 +190,7 @@ func TestTeeEndToEnd(t *testing.T) {
 			t.Errorf("%q: MongoDB holds another value", k)
 		case w.Expiration.IsZero() != g.Expiration.IsZero():
 			t.Errorf("%q: expiry %v in the binding, %v in MongoDB", k, w.Expiration, g.Expiration)
-		case !w.Expiration.IsZero() && (g.Expiration.Sub(w.Expiration) > time.Second || w.Expiration.Sub(g.Expiration) > time.Second):
+		case g.Expiration.Sub(w.Expiration).Abs() > time.Second:
 			// The tee computes a TTL's expiry when the binding acknowledges
 			// the write: within a second of the binding's own.
 			t.Errorf("%q: expiry %v in the binding, %v in MongoDB", k, w.Expiration, g.Expiration)
@@ -176,8 +201,9 @@ func TestTeeEndToEnd(t *testing.T) {
 			t.Errorf("%q: in MongoDB, not in the binding", k)
 		}
 	}
-	if sink.reads == 0 {
+	copies, reads := sink.count()
+	if reads == 0 {
 		t.Errorf("no sampled read reached the handler")
 	}
-	t.Logf("%d invocations, %d writes, %d keys, %d sampled reads", run.Invocations, run.Writes, len(want), sink.reads)
+	t.Logf("%d invocations, %d writes, %d copies ingested, %d keys, %d sampled reads", run.Invocations, run.Writes, copies, len(want), reads)
 }

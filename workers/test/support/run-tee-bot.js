@@ -1,7 +1,8 @@
 // For the Go end-to-end test: runs the test bot Worker in tee mode and the
-// bridge Worker over the same miniflare KV namespace, drives bot-like
-// traffic, then prints one JSON line {"bridge", "writes", "invocations"} and
-// keeps the bridge up until its standard input closes. Settings come from
+// bridge Worker over the same miniflare KV namespace; prints {"bridge"}, and
+// on the line "go" from its standard input drives bot-like traffic, then
+// prints {"writes", "invocations"} and keeps the bridge up until its
+// standard input closes. Settings come from
 // the environment: KVSHADOW_URL (the ingest origin), KVSHADOW_TOKEN,
 // KVSHADOW_BRIDGE_TOKEN, KVSHADOW_UPDATES.
 import { drive, startBot, updates } from "./bot.js";
@@ -12,8 +13,6 @@ const mf = await startBot(
   { KVSHADOW_MODE: "tee", KVSHADOW_URL: env.KVSHADOW_URL, KVSHADOW_TOKEN: env.KVSHADOW_TOKEN, KVSHADOW_NAMESPACE: "ns", KVSHADOW_SAMPLE: "0.2" },
   { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN },
 );
-const answers = await drive(mf, updates(n, 8), 4);
-const writes = answers.reduce((s, a) => s + a.writes, 0);
 let stopping = false;
 async function stop() {
   if (stopping) return;
@@ -24,5 +23,14 @@ async function stop() {
 process.on("SIGTERM", stop);
 process.stdin.on("end", stop);
 process.stdin.on("close", stop);
-process.stdin.resume();
-process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL, writes, invocations: n }) + "\n");
+let input = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", async (d) => {
+  input += d;
+  if (!input.includes("go\n")) return;
+  input = "";
+  const answers = await drive(mf, updates(n, 8), 4);
+  const writes = answers.reduce((s, a) => s + a.writes, 0);
+  process.stdout.write(JSON.stringify({ writes, invocations: n }) + "\n");
+});
+process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL }) + "\n");
