@@ -113,6 +113,59 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("Put/dualwrite-journal-newkeys", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0, true), newKeys...) })
 }
 
+// BenchmarkCallerPath measures what a Put costs its caller alone: the
+// shadow never answers, so each of the 1,024 keys has one copy waiting in
+// its lane and every later write only replaces it (coalescing); no worker
+// runs. Compare with Put/memory of BenchmarkOverhead, the same store alone.
+func BenchmarkCallerPath(b *testing.B) {
+	ctx := context.Background()
+	for _, journaled := range []bool{false, true} {
+		name := "Put/dualwrite"
+		if journaled {
+			name += "-journal"
+		}
+		b.Run(name, func(b *testing.B) {
+			stuck, err := kvfault.New(memory.New(memory.Config{}), kvfault.Config{Latency: time.Hour, Clock: clock.NewFake(start)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := dualwrite.Config{
+				Primary: memory.New(memory.Config{}), Shadow: stuck, Stage: dualwrite.DualWrite,
+				LaneDepth: 4096, ConsistencyWindow: -1, ShadowTimeout: never, RepairInterval: never,
+			}
+			if journaled {
+				j, err := journal.Open(filepath.Join(b.TempDir(), "settle.db"), journal.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer j.Close()
+				cfg.Journal = j
+			}
+			s, err := dualwrite.New(cfg, dualwrite.WithLogger(discardLogger()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range benchKeys {
+				must(b, s.Put(ctx, benchKey(i), benchValue, kv.PutOptions{}))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if err := s.Put(ctx, benchKey(i), benchValue, kv.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if st := s.Stats(); st.Drops[dualwrite.DropLaneFull] != 0 {
+				b.Fatalf("%d copies dropped: a worker ran", st.Drops[dualwrite.DropLaneFull])
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = s.Close(cctx)
+		})
+	}
+}
+
 // newKeys are more keys than a benchmark writes, so that each write is a
 // key's first.
 var newKeys = func() []string {
