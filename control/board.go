@@ -55,10 +55,19 @@ type Heartbeat struct {
 	Lag string
 }
 
-// Clean reports no dirty or unsettled key and no pending reconciliation.
+// Clean reports no dirty key and no pending reconciliation: what a live
+// instance must report for a flip, as dualwrite.Store.SetStage requires of
+// its own store. Unsettled keys do not count against a live instance, which
+// verifies them itself after the consistency window (under load there are
+// always some).
 func (h Heartbeat) Clean() bool {
-	return h.Dirty == 0 && h.Unsettled == 0 && !h.ReconciliationNeeded
+	return h.Dirty == 0 && !h.ReconciliationNeeded
 }
+
+// Settled reports Clean and no unsettled key either: what an instance that
+// stopped must have reported for a flip, since nobody verifies its keys
+// until it restarts on its journal.
+func (h Heartbeat) Settled() bool { return h.Clean() && h.Unsettled == 0 }
 
 // Board is where the instances share the Document and their heartbeats. The
 // MongoDB implementation is NewMongoBoard; NewMemoryBoard serves one

@@ -19,12 +19,14 @@
 // unless every instance that counts reports itself drained and clean:
 //
 //   - a live instance (its heartbeat younger than LiveFor) must report
-//     drained lanes, no dirty or unsettled key and no pending
-//     reconciliation, and run the current generation;
+//     drained lanes, no dirty key and no pending reconciliation, and run
+//     the current generation; its unsettled keys (copies sent, not yet
+//     verified) it verifies itself after the consistency window;
 //   - an instance that stopped, or whose heartbeat went stale, blocks a
-//     flip only if its last report was not clean: its journal still holds
-//     keys to settle. Restart it on its journal, or reconcile those keys
-//     and Forget it.
+//     flip if its last report had dirty or unsettled keys: its journal
+//     still holds keys to settle, and nobody settles them until it comes
+//     back. Restart it on its journal, or reconcile those keys and Forget
+//     it.
 //
 // The calling instance checks itself afresh rather than by its heartbeat.
 // The change is a compare-and-swap on the generation (ErrConflict when

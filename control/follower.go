@@ -279,13 +279,13 @@ func (f *Follower) beat(ctx context.Context) {
 }
 
 // Leave writes the instance's last heartbeat, after its stores are closed,
-// with h's counts: it removes the heartbeat if h is clean, else marks it
+// with h's counts: it removes the heartbeat if h is settled, else marks it
 // stopped, so that a flip waits until the keys it left are settled.
 func (f *Follower) Leave(ctx context.Context, h Heartbeat) error {
 	f.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	defer cancel()
-	if h.Clean() {
+	if h.Settled() {
 		return f.boardDone(f.cfg.Board.Forget(ctx, f.cfg.Instance))
 	}
 	st := f.Status()

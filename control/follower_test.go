@@ -136,10 +136,14 @@ func TestFlipWaitsForEveryInstance(t *testing.T) {
 	// The calling instance is checked afresh, not by its heartbeat.
 	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true} })
 	b.beat(t.Context())
-	a.cfg.Target.(*fakeTarget).set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Unsettled: 1} })
+	a.cfg.Target.(*fakeTarget).set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Dirty: 1} })
 	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"a"`) {
-		t.Fatalf("flip with a unsettled: %v", err)
+		t.Fatalf("flip with a dirty: %v", err)
 	}
+	// Unsettled keys of a live instance do not hold a flip back: it
+	// verifies them itself.
+	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Unsettled: 40} })
+	b.beat(t.Context())
 	a.cfg.Target.(*fakeTarget).set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true} })
 
 	c, err := a.SetStage(t.Context(), dualwrite.Live)
@@ -160,8 +164,8 @@ func TestStoppedOrSilentInstances(t *testing.T) {
 	if !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"gone" (stopped`) || strings.Contains(err.Error(), "silent") {
 		t.Fatalf("flip: %v", err)
 	}
-	// A silent instance that was dirty blocks too.
-	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Dirty: 1}))
+	// A silent instance that left unsettled keys blocks too.
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Unsettled: 1}))
 	must(t, a.Forget(t.Context(), "gone"))
 	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"silent" (silent for 1h0m0s`) {
 		t.Fatalf("flip: %v", err)
@@ -244,9 +248,9 @@ func TestConflictAndLeave(t *testing.T) {
 		return len(beats) == 2 && beats[0].Draining
 	})
 	must(t, a.Leave(t.Context(), Heartbeat{}))
-	must(t, b.Leave(t.Context(), Heartbeat{Dirty: 4}))
+	must(t, b.Leave(t.Context(), Heartbeat{Unsettled: 4}))
 	beats, _ := board.Instances(t.Context())
-	if len(beats) != 1 || beats[0].Instance != "b" || !beats[0].Stopped || beats[0].Dirty != 4 {
+	if len(beats) != 1 || beats[0].Instance != "b" || !beats[0].Stopped || beats[0].Unsettled != 4 {
 		t.Fatalf("after leaving: %+v", beats)
 	}
 }

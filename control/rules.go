@@ -56,11 +56,11 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 	var reasons []string
 	check := func(h Heartbeat, live bool) {
 		var why []string
-		if !h.Clean() {
+		if h.Dirty > 0 || (!live && h.Unsettled > 0) {
 			why = append(why, fmt.Sprintf("%d dirty and %d unsettled keys", h.Dirty, h.Unsettled))
-			if h.ReconciliationNeeded {
-				why = append(why, "a full reconciliation is needed")
-			}
+		}
+		if h.ReconciliationNeeded {
+			why = append(why, "a full reconciliation is needed")
 		}
 		if live && !h.Drained {
 			why = append(why, "lanes not drained")

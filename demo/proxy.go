@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,11 +51,16 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		"CLOUDFLARE_API_TOKEN": demoToken, "MONGODB_URI": srv.mongo.URI(), "MONGODB_DB": database,
 		"KVSHADOW_TOKEN": proxyToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": keySecret,
 	}
+	// The settle journal starts empty, as the stores do.
+	journalDir := filepath.Join(cfg.dir, "journal")
+	if err := os.RemoveAll(journalDir); err != nil {
+		return nil, err
+	}
 	c, err := service.Parse([]string{
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "demo", "--stage", "dualwrite",
 		"--shadow-timeout", "2s", "--compare-rate", "0.25", "--consistency-window", (cfg.window + time.Second).String(),
 		"--repair-interval", "2s", "--breaker-failures", "5", "--breaker-open-timeout", "2s",
-		"--poll-interval", "500ms", "--heartbeat-interval", "1s",
+		"--poll-interval", "500ms", "--heartbeat-interval", "1s", "--journal-dir", journalDir,
 	}, func(k string) string { return env[k] })
 	if err != nil {
 		return nil, err

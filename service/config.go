@@ -73,6 +73,7 @@ type Config struct {
 	Drain, Grace  time.Duration
 	ShutdownDelay time.Duration
 	DirtyDir      string
+	JournalDir    string
 
 	MaxConcurrent     int
 	Lanes, LaneDepth  int
@@ -142,6 +143,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.Grace, "shutdown-grace", DefaultGrace, "")
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", 0, "")
 	fs.StringVar(&c.DirtyDir, "dirty-dir", "", "")
+	fs.StringVar(&c.JournalDir, "journal-dir", "", "")
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", kvapi.DefaultMaxConcurrent, "")
 	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
 	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")

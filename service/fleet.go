@@ -41,10 +41,10 @@ var _ control.Target = (*fleet)(nil)
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
 // store); one callback reports the gauges of the whole fleet, summed, so
 // that several namespaces never observe one series twice.
-func newFleet(cfg dualwrite.Config, all []Sides, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
+func newFleet(cfg dualwrite.Config, all []Sides, journals []dualwrite.Journal, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
 	f := &fleet{}
 	var first *dualwriteotel.Observer
-	for _, sd := range all {
+	for i, sd := range all {
 		obs, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tp), dualwriteotel.WithMeterProvider(mp))
 		if err != nil {
 			return nil, errors.Join(err, f.close(context.Background()))
@@ -55,6 +55,9 @@ func newFleet(cfg dualwrite.Config, all []Sides, tp trace.TracerProvider, mp met
 				otelkv.WithTracerProvider(tp), otelkv.WithMeterProvider(mp))
 		}
 		c := cfg
+		if journals != nil {
+			c.Journal = journals[i]
+		}
 		var errs [3]error
 		c.Primary, errs[0] = wrap(sd.Primary, cmpOr(sd.PrimarySystem, otelkv.SystemCloudflareKV), otelkv.RolePrimary)
 		c.Shadow, errs[1] = wrap(sd.Shadow, cmpOr(sd.ShadowSystem, otelkv.SystemMongoDB), otelkv.RoleShadow)
@@ -118,7 +121,7 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 		}
 	}
 	st := f.Stats()
-	h.Dirty, h.ReconciliationNeeded = st.Dirty, st.ReconciliationNeeded
+	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
 	return h
 }
 

@@ -70,6 +70,11 @@ DUAL-WRITE
   --breaker-failures N        consecutive failed copies that open the breaker (5)
   --breaker-open-timeout D    how long it stays open before probing (30s)
 
+DURABLE STATE
+  --journal-dir DIR        keep each namespace's settle set (keys not yet verified in both
+                           stores) in DIR/<namespace>.journal (bbolt, locked); a restart on
+                           the same directory verifies and repairs every key it holds
+
 SHUTDOWN (SIGTERM or SIGINT; a second signal exits at once)
   --shutdown-delay D       answer /readyz 503 this long before closing (default 0)
   --shutdown-grace D       let requests under way finish (default 10s)

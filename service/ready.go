@@ -89,5 +89,10 @@ func (r *readiness) reasons(context.Context) []string {
 		}
 	}
 	r.mu.Unlock()
+	for _, s := range r.fleet.ns {
+		if st := s.dual.Stats(); st.Journal && !st.JournalOK && st.JournalErrors > 0 {
+			out = append(out, fmt.Sprintf("durable state: the settle journal of namespace %s cannot commit (%d failed commits); its unsettled keys would not survive a crash", s.id, st.JournalErrors))
+		}
+	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -77,11 +78,24 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if doc.Generation > 0 {
 		stage = doc.Stage
 	}
+	journals, closeJournals, err := openJournals(c.JournalDir, c.Namespaces)
+	if err != nil {
+		return err
+	}
+	// After the stores' Close, which makes the journals' last commit.
+	defer func() {
+		if err := closeJournals(); err != nil {
+			log.Warn("kvshadow-proxy: closing the settle journals", slog.String("error", err.Error()))
+		}
+	}()
+	if c.JournalDir == "" {
+		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
+	}
 	fl, err := newFleet(dualwrite.Config{
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
-	}, b.Sides, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
+	}, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err
 	}
@@ -129,6 +143,16 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated}
+	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
+		th, err := ingest.New(tee{fleet: fl, account: c.Account}, ingest.Config{Token: c.secrets.token,
+			DefaultNamespace: c.Namespaces[0].ID, Stage: tee{fleet: fl, account: c.Account}, Clock: o.clock})
+		if err != nil {
+			frontLn.Close()
+			adminLn.Close()
+			return err
+		}
+		serve.Wrap = withTee(th)
+	}
 	scheme := "http"
 	if cert != nil {
 		scheme = "https"
@@ -180,16 +204,16 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	st := fl.Stats()
 	kept := keepDirty(c.DirtyDir, fl, log)
 	if closeErr != nil || st.Dirty > 0 {
-		log.Warn("kvshadow-proxy: stopped with keys left dirty", slog.Int("dirty", st.Dirty),
+		log.Warn("kvshadow-proxy: stopped with keys left dirty", slog.Int("dirty", st.Dirty), slog.Int("unsettled", st.Unsettled),
 			slog.Uint64("left_undone", st.LeftAtClose), slog.Bool("reconciliation_needed", st.ReconciliationNeeded), slog.String("kept_in", kept))
 	}
-	if err := follower.Leave(context.Background(), control.Heartbeat{Dirty: st.Dirty, ReconciliationNeeded: st.ReconciliationNeeded}); err != nil {
+	if err := follower.Leave(context.Background(), control.Heartbeat{Dirty: st.Dirty, Unsettled: st.Unsettled, ReconciliationNeeded: st.ReconciliationNeeded}); err != nil {
 		log.Warn("kvshadow-proxy: could not leave the control board", slog.String("error", err.Error()))
 	}
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = adminSrv.Shutdown(actx)
 	cancel()
-	log.Info("kvshadow-proxy: stopped", slog.Int("dirty", st.Dirty))
+	log.Info("kvshadow-proxy: stopped", slog.Int("dirty", st.Dirty), slog.Int("unsettled", st.Unsettled), slog.Bool("journal", st.Journal))
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
@@ -218,6 +242,10 @@ func printBanner(w io.Writer, c *Config, b *Backends, api, adminURL string, st c
 	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; stage %s (generation %d); instance %s\n",
 		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
 	fmt.Fprintf(w, "kvshadow-proxy: admin API at %s\n", adminURL)
+	if c.secrets.token != "" {
+		origin, _, _ := strings.Cut(api, "/client/v4/")
+		fmt.Fprintf(w, "kvshadow-proxy: tee mode's endpoints at %s%singest and %sstage\n", origin, TeePath, TeePath)
+	}
 	if b.Note != "" {
 		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -373,3 +374,82 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
+
+func TestTeeIngestFeedsTheShadow(t *testing.T) {
+	r := start(t, "--stage", "dualwrite")
+	ctx := t.Context()
+	origin, _, _ := strings.Cut(r.api, "/client/v4/")
+	post := func(path, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, origin+path, strings.NewReader(body))
+		if path == TeePath+"stage" {
+			req.Method = http.MethodGet
+		}
+		req.Header.Set("Authorization", "Bearer "+r.c.secrets.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	now := time.Now().UnixMilli()
+	// The bot's binding wrote these to Workers KV itself; the proxy gets the copies.
+	batch := fmt.Sprintf(`{"namespace":%q,"copies":[{"key":"wordle:tee","value":"dGVl","acked_at":%d},{"key":"wordle:gone","deleted":true,"acked_at":%d}]}`,
+		DemoNamespace, now, now)
+	if code, body := post(TeePath+"ingest", batch); code != http.StatusOK || !strings.Contains(body, `"copies":2`) {
+		t.Fatalf("ingest: %d %s", code, body)
+	}
+	eventually(t, "the tee's copy in the shadow", func() bool {
+		v, err := r.shadows[DemoNamespace].Inner().Get(ctx, "wordle:tee")
+		return err == nil && string(v) == "tee"
+	})
+	if s := r.stats(t); s.Total.Unsettled == 0 {
+		t.Fatalf("an ingested key is not in the settle set: %+v", s.Total)
+	}
+	if code, body := post(TeePath+"stage", ""); code != http.StatusOK || !strings.Contains(body, `"stage":"dualwrite"`) {
+		t.Fatalf("tee stage: %d %s", code, body)
+	}
+	// Once MongoDB is authoritative the tee goes through the proxy: its
+	// copies are refused with 409, so it reads the stage again.
+	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT live: %d", code)
+	}
+	if code, body := post(TeePath+"ingest", batch); code != http.StatusConflict {
+		t.Fatalf("ingest in live: %d %s", code, body)
+	}
+	// Without the clients' token: refused.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, origin+TeePath+"ingest", strings.NewReader(batch))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("ingest without a token: %d", resp.StatusCode)
+	}
+}
+
+func TestJournalKeepsTheSettleSetAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	r := start(t, "--journal-dir", dir)
+	cl := r.client(t, DemoNamespace)
+	r.shadows[DemoNamespace].SetOutage(true)
+	for _, k := range []string{"wordle:a", "wordle:b", "wordle:c"} {
+		if err := cl.Put(t.Context(), k, []byte("v"), kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "three dirty keys", func() bool { return r.stats(t).Total.Dirty == 3 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The same journal, a new process: the keys are back in the set, to be
+	// settled (a second process on the journal would be refused: bbolt's lock).
+	again := start(t, "--journal-dir", dir)
+	s := again.stats(t).Total
+	if !s.Journal || s.Loaded != 3 {
+		t.Fatalf("after the restart: journal %v, loaded %d: %+v", s.Journal, s.Loaded, s)
+	}
+}

@@ -41,6 +41,7 @@ type InstanceView struct {
 	Live                 bool      `json:"live"`
 	Drained              bool      `json:"drained"`
 	Clean                bool      `json:"clean"`
+	Settled              bool      `json:"settled"`
 	Dirty                int       `json:"dirty"`
 	Unsettled            int       `json:"unsettled"`
 	ReconciliationNeeded bool      `json:"reconciliation_needed"`
@@ -73,13 +74,24 @@ type StoreStats struct {
 	Lanes                int               `json:"lanes"`
 	LaneCapacity         int               `json:"lane_capacity"`
 	Drops                map[string]uint64 `json:"drops"`
+	Coalesced            uint64            `json:"coalesced"`
 	Dirty                int               `json:"dirty"`
+	Unsettled            int               `json:"unsettled"`
 	DirtyOverflow        uint64            `json:"dirty_overflow"`
 	ReconciliationNeeded bool              `json:"reconciliation_needed"`
 	Repairs              map[string]uint64 `json:"repairs"`
 	Comparisons          map[string]uint64 `json:"comparisons"`
-	Divergences          uint64            `json:"divergences"`
 	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
+	Verifications        map[string]uint64 `json:"verifications"`
+	Divergences          uint64            `json:"divergences"` // confirmed by verification
+	Cleared              uint64            `json:"cleared"`
+	Journal              bool              `json:"journal"`
+	JournalOK            bool              `json:"journal_ok"`
+	JournalCommits       uint64            `json:"journal_commits"`
+	JournalErrors        uint64            `json:"journal_errors"`
+	JournalPending       int               `json:"journal_pending"`
+	Loaded               uint64            `json:"loaded"`
+	IngestStale          uint64            `json:"ingest_stale"`
 	Breaker              string            `json:"breaker"`
 	Breakers             map[string]string `json:"breakers"`
 	LeftAtClose          uint64            `json:"left_at_close"`
@@ -126,7 +138,7 @@ func statusOf(s control.Status) StatusView {
 func instanceOf(v control.InstanceView) InstanceView {
 	return InstanceView{
 		Instance: v.Instance, Stage: v.Stage.String(), Generation: v.Generation, At: v.At, AgeSeconds: seconds(v.Age),
-		Live: v.Live, Drained: v.Drained, Clean: v.Clean(), Dirty: v.Dirty, Unsettled: v.Unsettled,
+		Live: v.Live, Drained: v.Drained, Clean: v.Clean(), Settled: v.Settled(), Dirty: v.Dirty, Unsettled: v.Unsettled,
 		ReconciliationNeeded: v.ReconciliationNeeded, Draining: v.Draining, Stopped: v.Stopped, Lag: v.Lag,
 	}
 }
@@ -146,9 +158,12 @@ func statsOf(s dualwrite.Stats) StoreStats {
 	}
 	return StoreStats{
 		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
-		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Dirty: s.Dirty, DirtyOverflow: s.DirtyOverflow,
-		ReconciliationNeeded: s.ReconciliationNeeded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons),
-		Divergences: s.Divergences(), ComparisonsSkipped: s.ComparisonsSkipped, Breaker: string(s.Breaker),
+		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Coalesced: s.Coalesced, Dirty: s.Dirty,
+		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
+		Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
+		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
+		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
+		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, Breaker: string(s.Breaker),
 		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
 	}
 }
@@ -166,7 +181,9 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.QueuedBytes += st.QueuedBytes
 		sum.MaxLaneDepth = max(sum.MaxLaneDepth, st.MaxLaneDepth)
 		sum.Lanes += st.Lanes
+		sum.Coalesced += st.Coalesced
 		sum.Dirty += st.Dirty
+		sum.Unsettled += st.Unsettled
 		sum.DirtyOverflow += st.DirtyOverflow
 		sum.ReconciliationNeeded = sum.ReconciliationNeeded || st.ReconciliationNeeded
 		sum.ComparisonsSkipped += st.ComparisonsSkipped
@@ -175,6 +192,16 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		addCounts(sum.Drops, st.Drops)
 		addCounts(sum.Repairs, st.Repairs)
 		addCounts(sum.Comparisons, st.Comparisons)
+		addCounts(sum.Verifications, st.Verifications)
+		sum.Confirmed += st.Confirmed
+		sum.Cleared += st.Cleared
+		sum.Journal = sum.Journal || st.Journal
+		sum.JournalOK = sum.JournalOK && (st.JournalOK || !st.Journal)
+		sum.JournalCommits += st.JournalCommits
+		sum.JournalErrors += st.JournalErrors
+		sum.JournalPending += st.JournalPending
+		sum.Loaded += st.Loaded
+		sum.IngestStale += st.IngestStale
 		for r, b := range st.Breakers {
 			sum.Breakers[r] = worse(sum.Breakers[r], b)
 		}
