@@ -26,6 +26,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} [idleMs] a batch is sent once no write came for this long; 250 ms by default
  * @property {number} [maxCopies] a batch is sent at once when it holds this many items; 100 by default
  * @property {number} [stageTtlMs] how long the stage read from the proxy is trusted; 30 s by default
+ * @property {number} [stageTimeoutMs] how long a stage read may take before the last stage known (the binding, at first) is used; 1 s by default
  * @property {typeof fetch} [fetch]
  * @property {() => number} [random] for sampling; Math.random by default
  * @property {() => number} [now] milliseconds since the epoch, for the stage's age; Date.now by default
@@ -72,6 +73,7 @@ export class TeeNamespace {
     if (!kv || typeof kv.get !== "function") throw new TypeError("kvshadowTee: the first argument must be the KV binding");
     if (!ctx || typeof ctx.waitUntil !== "function") throw new TypeError("kvshadowTee: the third argument must be the invocation's ctx");
     checkConfig({ ...cfg, url: cfg?.url, accountId: cfg?.accountId ?? "x", namespaceId: cfg?.namespaceId ?? "x" }, "kvshadowTee");
+    if (!cfg.token) throw new TypeError("kvshadowTee: token (the proxy's client token) is required");
     const origin = new URL(cfg.url);
     this.kv = kv;
     this.ctx = ctx;
@@ -80,6 +82,7 @@ export class TeeNamespace {
       idleMs: cfg.idleMs ?? 250,
       maxCopies: cfg.maxCopies ?? 100,
       stageTtlMs: cfg.stageTtlMs ?? 30_000,
+      stageTimeoutMs: cfg.stageTimeoutMs ?? 1000,
       random: cfg.random ?? Math.random,
       now: cfg.now ?? Date.now,
     };
@@ -147,16 +150,19 @@ export class TeeNamespace {
       try {
         const q = this.namespaceId ? `?namespace=${encodeURIComponent(this.namespaceId)}` : "";
         this.stats.requests++;
-        const resp = await this.fetch(this.origin + STAGE_PATH + q, { headers: { Authorization: `Bearer ${this.token}` } });
+        const resp = await this.fetch(this.origin + STAGE_PATH + q, {
+          headers: { Authorization: `Bearer ${this.token}` },
+          signal: AbortSignal.timeout(this.cfg.stageTimeoutMs),
+        });
         if (!resp.ok) return void (await resp.body?.cancel());
         const body = await resp.json();
         s.proxy = body.authoritative === "shadow";
         s.account = body.account || undefined;
         s.namespace = body.namespace || undefined;
-        s.at = this.cfg.now();
       } catch {
-        // unreachable: keep what is known; the next call tries again
+        // unreachable or too slow: keep what is known until the next read
       } finally {
+        s.at = this.cfg.now();
         s.pending = undefined;
       }
     })();

@@ -161,6 +161,25 @@ describe("kvshadowTee", () => {
     assert.ok(warned.length >= 2 && warned.every((w) => !w.includes("down") && w.includes("kvshadow_tee_send_failed")));
   });
 
+  test("a proxy that never answers costs an isolate's first call at most stageTimeoutMs, and later calls nothing", async () => {
+    const { createServer } = await import("node:net");
+    const sockets = [];
+    const silent = createServer((sock) => sockets.push(sock)); // accepts, never answers
+    await new Promise((r) => silent.listen(0, "127.0.0.1", r));
+    try {
+      const url = `http://127.0.0.1:${silent.address().port}`;
+      const t = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
+      await t.put("silent", "v"); // would hang without the timeout
+      assert.equal(await KV.get("silent"), "v");
+      const t2 = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
+      await t2.get("silent");
+      assert.equal(t.stats.requests + t2.stats.requests, 1, "one stage read for the isolate, not one per call");
+    } finally {
+      sockets.forEach((s) => s.destroy());
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
   test("when MongoDB is authoritative, reads and writes go through the proxy, not the binding", async () => {
     rec.state.stage = { stage: "live", authoritative: "shadow" };
     const ctx = invocation();
@@ -234,5 +253,6 @@ describe("kvshadowTee", () => {
     assert.throws(() => kvshadowTee(KV, { url: rec.url, token }, /** @type {any} */ ({})), TypeError);
     assert.throws(() => kvshadowTee(KV, /** @type {any} */ ({ url: "nope", token }), invocation()), TypeError);
     assert.throws(() => kvshadowTee(KV, /** @type {any} */ ({ url: rec.url, token: "a b" }), invocation()), TypeError);
+    assert.throws(() => kvshadowTee(KV, /** @type {any} */ ({ url: rec.url }), invocation()), TypeError);
   });
 });
