@@ -16,18 +16,6 @@ import (
 	"github.com/kvshadow/kvshadow/ingest"
 )
 
-// dualSink hands copies to a dual-write store, as the proxy does: the
-// store queues each on its key's lane and records it for settling.
-type dualSink struct{ st *dualwrite.Store }
-
-func (s dualSink) Ingest(ctx context.Context, _ string, copies []ingest.Copy) error {
-	writes := make([]dualwrite.TeeWrite, len(copies))
-	for i, c := range copies {
-		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
-	}
-	return s.st.Ingest(ctx, writes)
-}
-
 // teeBatch is a batch as a bot invocation's tee sends it: n copies of a
 // game state of about 200 bytes of JSON with a TTL, as the seed's modules
 // write, and one sampled read.
@@ -68,7 +56,7 @@ func BenchmarkIngestHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = st.Close(context.Background()) }()
-			h, err := ingest.New(dualSink{st}, ingest.Config{Token: token})
+			h, err := ingest.New(&ingest.DualWrite{Stores: func(string) (*dualwrite.Store, bool) { return st, true }}, ingest.Config{Token: token})
 			if err != nil {
 				b.Fatal(err)
 			}

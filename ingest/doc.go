@@ -36,6 +36,13 @@
 // "...", "namespace": "..."} from a StageReader, which the tee caches to
 // know when to send its reads and writes through the proxy instead.
 //
+// A proxy over dual-write stores mounts it with the DualWrite sink, which
+// is also its StageReader:
+//
+//	sink := &ingest.DualWrite{Stores: storeOf, Account: account}
+//	h, err := ingest.New(sink, ingest.Config{Token: clientToken, DefaultNamespace: ns, Stage: sink})
+//	mux.Handle("/kvshadow/v1/", h) // beside the REST API at /client/v4/
+//
 // # Guarantees
 //
 // A batch is checked whole before any of it reaches the Sink: keys by the

@@ -3,13 +3,12 @@ package workers_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,24 +19,17 @@ import (
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
-// dualSink hands the ingest handler's copies to the dual-write store, as
-// the proxy does, and counts them.
+// dualSink is the proxy's sink (ingest.DualWrite) that also counts what
+// it is handed.
 type dualSink struct {
-	store  *dualwrite.Store
+	ingest.DualWrite
 	mu     sync.Mutex
 	copies int
 	reads  int
 }
 
-func (s *dualSink) Ingest(ctx context.Context, _ string, copies []ingest.Copy) error {
-	writes := make([]dualwrite.TeeWrite, len(copies))
-	for i, c := range copies {
-		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
-	}
-	if err := s.store.Ingest(ctx, writes); err != nil {
-		if errors.Is(err, dualwrite.ErrIngestStage) {
-			return fmt.Errorf("%w: %w", ingest.ErrStage, err)
-		}
+func (s *dualSink) Ingest(ctx context.Context, ns string, copies []ingest.Copy) error {
+	if err := s.DualWrite.Ingest(ctx, ns, copies); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -120,7 +112,13 @@ func TestTeeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	const updates = 120
-	sink := &dualSink{}
+	// The store is made once the bridge is up, while the handler already
+	// serves: it is published through an atomic pointer.
+	var current atomic.Pointer[dualwrite.Store]
+	sink := &dualSink{DualWrite: ingest.DualWrite{Stores: func(string) (*dualwrite.Store, bool) {
+		st := current.Load()
+		return st, st != nil
+	}}}
 	token := newToken()
 	h, err := ingest.New(sink, ingest.Config{Token: token, DefaultNamespace: "ns"})
 	if err != nil {
@@ -149,7 +147,7 @@ func TestTeeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink.store = store
+	current.Store(store)
 	bot.say("go")
 	var run struct {
 		Writes      int `json:"writes"`

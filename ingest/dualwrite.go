@@ -1,0 +1,66 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// DualWrite is the Sink and the StageReader of a proxy over dual-write
+// stores: each batch's copies go to its namespace's Store.Ingest, as
+// writes whose authoritative part is done, and the stage endpoint answers
+// from that store's stage. It takes no reads (it is no ReadSink): the
+// handler counts them as ignored.
+type DualWrite struct {
+	// Stores resolves a namespace ID to the store that serves it.
+	Stores func(namespace string) (*dualwrite.Store, bool)
+	// Account is the account ID the stage endpoint reports; optional.
+	Account string
+}
+
+var (
+	_ Sink        = (*DualWrite)(nil)
+	_ StageReader = (*DualWrite)(nil)
+)
+
+func (d *DualWrite) store(ns string) (*dualwrite.Store, error) {
+	if d.Stores != nil {
+		if st, ok := d.Stores(ns); ok && st != nil {
+			return st, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownNamespace, ns)
+}
+
+// Ingest implements Sink. A stage that takes no copies (the primary is not
+// authoritative, or the shadow is not written) is ErrStage.
+func (d *DualWrite) Ingest(ctx context.Context, namespace string, copies []Copy) error {
+	st, err := d.store(namespace)
+	if err != nil {
+		return err
+	}
+	writes := make([]dualwrite.TeeWrite, len(copies))
+	for i, c := range copies {
+		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
+	}
+	if err := st.Ingest(ctx, writes); err != nil {
+		if errors.Is(err, dualwrite.ErrIngestStage) {
+			return fmt.Errorf("%w: %w", ErrStage, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Authority implements StageReader: MongoDB (the shadow) is authoritative
+// from the Live stage on.
+func (d *DualWrite) Authority(_ context.Context, namespace string) (Authority, error) {
+	st, err := d.store(namespace)
+	if err != nil {
+		return Authority{}, err
+	}
+	stage := st.Stage()
+	return Authority{Stage: stage.String(), ShadowAuthoritative: stage >= dualwrite.Live, Account: d.Account, Namespace: namespace}, nil
+}
