@@ -109,6 +109,19 @@ func TestHTMLIsSelfContainedWithCharts(t *testing.T) {
 			if want := m.Parity < 100 || m.Kinds[compare.ExpiredOnOneSide] > 0; row != want {
 				t.Errorf("%s: module %q drawn %v, want %v", c.name, m.Module, row, want)
 			}
+			// Each bar says how many keys its module has, so that a
+			// module of one key does not look as heavy as a large one.
+			if row {
+				bar := where[strings.Index(where, `data-module="`+m.Module+`">`):]
+				label := bar[:strings.Index(bar, "</div>")]
+				want := fmt.Sprintf(`<span class="sub num">%d keys</span>`, m.Compared)
+				if m.Compared == 1 {
+					want = `<span class="sub num">1 key</span>`
+				}
+				if !strings.Contains(label, want) {
+					t.Errorf("%s: module %q's bar does not give its %d keys: %s", c.name, m.Module, m.Compared, label)
+				}
+			}
 		}
 		// How many: only the kinds some key has, each with its count.
 		kinds := section(t, page, `id="kinds-chart"`)
