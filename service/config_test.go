@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
@@ -123,5 +124,10 @@ func TestHelpTeaches(t *testing.T) {
 		if !strings.Contains(Help, want) {
 			t.Errorf("--help does not mention %s", want)
 		}
+	}
+	// The shadow database's default is the one mongokv uses: the URI's,
+	// else the bot's.
+	if want := "(default the URI's, else " + mongokv.DefaultDatabase + ")"; !strings.Contains(Help, want) {
+		t.Errorf("--help does not give the default database as %q", want)
 	}
 }
