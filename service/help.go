@@ -82,6 +82,10 @@ SHUTDOWN (SIGTERM or SIGINT; a second signal exits at once)
   --dirty-dir DIR          write the keys left dirty to DIR/<namespace>.keys, for
                            shadow-report --keys-file
 
+TEE MODE (the bot keeps its binding as the primary; copies come after its response)
+  POST <origin>/kvshadow/v1/ingest and GET <origin>/kvshadow/v1/stage on the front,
+  with the clients' token (not served with --unauthenticated-loopback)
+
 ADMIN API (Authorization: Bearer $KVSHADOW_ADMIN_TOKEN)
   GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain],
   POST /repair, DELETE /instances/ID, GET /metrics (Prometheus);
