@@ -26,6 +26,7 @@ type running struct {
 	api     string // the Workers KV API root, ".../client/v4/"
 	admin   string // the admin API root, ".../"
 	shadows map[string]*kvfault.Store
+	primary map[string]*kvfault.Store
 	stderr  string // the log, once stopped
 	stop    func() error
 }
@@ -38,7 +39,7 @@ func start(t *testing.T, args ...string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{c: c, shadows: map[string]*kvfault.Store{}}
+	r := &running{c: c, shadows: map[string]*kvfault.Store{}, primary: map[string]*kvfault.Store{}}
 	open := func(ctx context.Context, c *Config, p Plumbing) (*Backends, error) {
 		b, err := OpenDemo(ctx, c, p)
 		if err != nil {
@@ -51,6 +52,12 @@ func start(t *testing.T, args ...string) *running {
 			}
 			b.Sides[i].Shadow = f
 			r.shadows[b.Sides[i].ID] = f
+			p, err := kvfault.New(b.Sides[i].Primary, kvfault.Config{Name: "primary"})
+			if err != nil {
+				return nil, err
+			}
+			b.Sides[i].Primary = p
+			r.primary[b.Sides[i].ID] = p
 		}
 		return b, nil
 	}
@@ -452,4 +459,38 @@ func TestJournalKeepsTheSettleSetAcrossARestart(t *testing.T) {
 	if !s.Journal || s.Loaded != 3 {
 		t.Fatalf("after the restart: journal %v, loaded %d: %+v", s.Journal, s.Loaded, s)
 	}
+}
+
+func TestReadyzFollowsTheAuthoritativeStore(t *testing.T) {
+	r := start(t, "--probe-interval", "20ms")
+	ready := func() (int, []any) {
+		var v map[string]any
+		code := r.call(t, "GET", "/readyz", "", &v)
+		reasons, _ := v["reasons"].([]any)
+		return code, reasons
+	}
+	if code, reasons := ready(); code != http.StatusOK {
+		t.Fatalf("readyz at start: %d %v", code, reasons)
+	}
+	// The primary is authoritative in shadow: its outage makes the
+	// instance unready, with the reason.
+	r.primary[DemoNamespace].SetOutage(true)
+	eventually(t, "readyz 503", func() bool {
+		code, reasons := ready()
+		return code == http.StatusServiceUnavailable && len(reasons) == 1 &&
+			strings.Contains(reasons[0].(string), "the authoritative store (primary) of namespace demo-kv does not answer")
+	})
+	r.primary[DemoNamespace].SetOutage(false)
+	eventually(t, "readyz 200 again", func() bool { code, _ := ready(); return code == http.StatusOK })
+	// In live MongoDB is authoritative: the shadow's outage counts now,
+	// the primary's no longer does.
+	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT live: %d", code)
+	}
+	r.primary[DemoNamespace].SetOutage(true)
+	r.shadows[DemoNamespace].SetOutage(true)
+	eventually(t, "readyz 503 for the shadow", func() bool {
+		code, reasons := ready()
+		return code == http.StatusServiceUnavailable && len(reasons) == 1 && strings.Contains(reasons[0].(string), "(shadow)")
+	})
 }
