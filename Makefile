@@ -78,6 +78,7 @@ fuzz:
 	@echo "make test: a short fuzz pass over every fuzz target ($(FUZZTIME) executions each, a few minutes)"
 	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-bench:
+bench: workers-deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...; fi
+	cd workers && npm run bench
