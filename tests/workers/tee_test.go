@@ -130,7 +130,8 @@ func TestTeeEndToEnd(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	bridgeToken := newToken()
-	bot := startNode(t, "run-tee-bot.js", []string{
+	bot := startNode(t, "run-bot.js", []string{
+		"KVSHADOW_MODE=tee",
 		"KVSHADOW_URL=" + srv.URL, "KVSHADOW_TOKEN=" + token, "KVSHADOW_BRIDGE_TOKEN=" + bridgeToken,
 		"KVSHADOW_UPDATES=" + strconv.Itoa(updates),
 	})

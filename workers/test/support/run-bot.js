@@ -9,9 +9,17 @@ import { drive, startBot, updates } from "./bot.js";
 
 const env = process.env;
 const n = Number(env.KVSHADOW_UPDATES ?? 120);
+const mode = env.KVSHADOW_MODE ?? "tee";
 const mf = await startBot(
-  { KVSHADOW_MODE: "tee", KVSHADOW_URL: env.KVSHADOW_URL, KVSHADOW_TOKEN: env.KVSHADOW_TOKEN, KVSHADOW_NAMESPACE: "ns", KVSHADOW_SAMPLE: "0.2" },
-  { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN },
+  {
+    KVSHADOW_MODE: mode,
+    KVSHADOW_URL: env.KVSHADOW_URL,
+    KVSHADOW_TOKEN: env.KVSHADOW_TOKEN,
+    KVSHADOW_ACCOUNT: env.KVSHADOW_ACCOUNT ?? "",
+    KVSHADOW_NAMESPACE: env.KVSHADOW_NAMESPACE ?? "ns",
+    KVSHADOW_SAMPLE: "0.2",
+  },
+  mode === "tee" ? { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN } : {},
 );
 let stopping = false;
 async function stop() {
@@ -33,4 +41,4 @@ process.stdin.on("data", async (d) => {
   const writes = answers.reduce((s, a) => s + a.writes, 0);
   process.stdout.write(JSON.stringify({ writes, invocations: n }) + "\n");
 });
-process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL }) + "\n");
+process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL ?? "" }) + "\n");

@@ -1,0 +1,125 @@
+package workers_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
+)
+
+// startProxy runs kvshadow-proxy in-process over env, on free loopback
+// ports, and returns its REST API root and admin URL.
+func startProxy(t *testing.T, env map[string]string, args ...string) (api, adminURL string) {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", t.Name()}, args...)
+	c, err := service.Parse(args, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := service.Run(ctx, c, w, io.Discard)
+		_ = w.Close()
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("kvshadow-proxy: %v", err)
+		}
+	})
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		line := lines.Text()
+		if _, rest, ok := strings.Cut(line, "serving the Workers KV API at "); ok {
+			api, _, _ = strings.Cut(rest, ";")
+		}
+		if _, rest, ok := strings.Cut(line, "admin API at "); ok {
+			adminURL = strings.TrimSpace(rest)
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if api == "" || adminURL == "" {
+		t.Fatal("kvshadow-proxy did not start")
+	}
+	return api, adminURL
+}
+
+// TestProxyBindingEndToEnd: a bot Worker in workerd uses the seed's
+// createStore over kvshadowBinding; kvshadow-proxy (stage dualwrite) writes
+// the primary through the bridge Worker's binding and copies to the
+// embedded MongoDB-compatible server; afterwards, with every key settled,
+// MongoDB holds exactly what the binding holds.
+func TestProxyBindingEndToEnd(t *testing.T) {
+	mongo := mongotest.New(t)
+	b := startBridge(t)
+	db := mongo.Database(t)
+	const account, namespace = "bridge-account", "bridge-namespace"
+	clientToken, adminToken := newToken(), newToken()
+	api, adminURL := startProxy(t, map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": b.Token,
+		"CLOUDFLARE_BASE_URL": b.URL, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
+		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
+	}, "--stage", "dualwrite", "--consistency-window", "0")
+
+	const updates = 60
+	bot := startNode(t, "run-bot.js", []string{
+		"KVSHADOW_MODE=binding", "KVSHADOW_URL=" + api, "KVSHADOW_TOKEN=" + clientToken,
+		"KVSHADOW_ACCOUNT=" + account, "KVSHADOW_NAMESPACE=" + namespace, "KVSHADOW_UPDATES=" + strconv.Itoa(updates),
+	})
+	var ready struct{}
+	bot.next(&ready, 3*time.Minute)
+	bot.say("go")
+	var run struct {
+		Writes      int `json:"writes"`
+		Invocations int `json:"invocations"`
+	}
+	bot.next(&run, 5*time.Minute)
+
+	primary := b.store(t)
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close(context.Background()) })
+	shadow, err := client.Store(mongokv.Config{Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := &admin.Client{URL: adminURL, Token: adminToken}
+	var want, got map[string]kv.Entry
+	same := until(time.Minute, func() bool {
+		st, err := adm.Stats(context.Background())
+		if err != nil {
+			t.Fatalf("GET /stats: %v", err)
+		}
+		if st.Total.Dirty != 0 || st.Total.Queued != 0 {
+			return false
+		}
+		want, got = everything(t, primary), everything(t, shadow)
+		return maps.EqualFunc(want, got, func(w, g kv.Entry) bool {
+			return bytes.Equal(w.Value, g.Value) && w.Expiration.Equal(g.Expiration)
+		})
+	})
+	if !same {
+		t.Fatalf("MongoDB never held what the binding holds: %d keys in the binding, %d in MongoDB", len(want), len(got))
+	}
+	if len(want) < 10 {
+		t.Fatalf("the traffic left only %d keys", len(want))
+	}
+	t.Logf("%d invocations, %d writes through the proxy, %d keys on both sides", run.Invocations, run.Writes, len(want))
+}
