@@ -1,0 +1,78 @@
+package workers_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
+)
+
+// freePort returns a loopback address nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// TestTeeThroughProxyEndToEnd: the whole tee path with the real service: a
+// bot Worker in workerd writes its own binding through the tee; its copies
+// go to kvshadow-proxy's tee endpoints; the proxy (stage dualwrite) reads
+// the primary through the bridge Worker over that same binding and copies
+// to the embedded MongoDB-compatible server; afterwards MongoDB holds
+// exactly what the binding holds.
+func TestTeeThroughProxyEndToEnd(t *testing.T) {
+	mongo := mongotest.New(t)
+	db := mongo.Database(t)
+	const account, namespace = "bridge-account", "bridge-namespace"
+	clientToken, adminToken, bridgeToken := newToken(), newToken(), newToken()
+	listen := freePort(t) // the bot must know the proxy's origin when it starts
+
+	const updates = 120
+	bot := startNode(t, "run-bot.js", []string{
+		"KVSHADOW_MODE=tee", "KVSHADOW_URL=http://" + listen, "KVSHADOW_TOKEN=" + clientToken,
+		"KVSHADOW_NAMESPACE=" + namespace, "KVSHADOW_BRIDGE_TOKEN=" + bridgeToken, "KVSHADOW_UPDATES=" + strconv.Itoa(updates),
+	})
+	var ready struct {
+		Bridge string `json:"bridge"`
+	}
+	bot.next(&ready, 3*time.Minute)
+	_, adminURL := startProxy(t, map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
+		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
+		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
+	}, "--listen", listen, "--stage", "dualwrite", "--consistency-window", "0")
+	bot.say("go")
+	var run struct {
+		Writes      int `json:"writes"`
+		Invocations int `json:"invocations"`
+	}
+	bot.next(&run, 5*time.Minute)
+
+	primary := bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t)
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close(context.Background()) })
+	shadow, err := client.Store(mongokv.Config{Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A TTL's expiry is computed by the tee when the binding acknowledges
+	// the write: within a second of the binding's.
+	want := converged(t, &admin.Client{URL: adminURL, Token: adminToken}, primary, shadow, time.Second)
+	if len(want) < 20 {
+		t.Fatalf("the traffic left only %d keys", len(want))
+	}
+	t.Logf("%d invocations, %d writes teed through the proxy, %d keys on both sides", run.Invocations, run.Writes, len(want))
+}
