@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -91,15 +90,7 @@ func TestProxyBindingEndToEnd(t *testing.T) {
 	bot.next(&run, 5*time.Minute)
 
 	primary := b.store(t)
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close(context.Background()) })
-	shadow, err := client.Store(mongokv.Config{Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shadow := shadowStore(t, mongo, db)
 	want := converged(t, &admin.Client{URL: adminURL, Token: adminToken}, primary, shadow, 0)
 	if len(want) < 10 {
 		t.Fatalf("the traffic left only %d keys", len(want))

@@ -1,13 +1,11 @@
 package workers_test
 
 import (
-	"context"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
@@ -59,15 +57,7 @@ func TestTeeThroughProxyEndToEnd(t *testing.T) {
 	bot.next(&run, 5*time.Minute)
 
 	primary := bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t)
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close(context.Background()) })
-	shadow, err := client.Store(mongokv.Config{Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shadow := shadowStore(t, mongo, db)
 	// A TTL's expiry is computed by the tee when the binding acknowledges
 	// the write: within a second of the binding's.
 	want := converged(t, &admin.Client{URL: adminURL, Token: adminToken}, primary, shadow, time.Second)

@@ -102,15 +102,7 @@ func until(d time.Duration, f func() bool) bool {
 // binding holds.
 func TestTeeEndToEnd(t *testing.T) {
 	mongo := mongotest.New(t)
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close(context.Background()) })
-	shadow, err := client.Store(mongokv.Config{Database: mongo.Database(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shadow := shadowStore(t, mongo, mongo.Database(t))
 	const updates = 120
 	// The store is made once the bridge is up, while the handler already
 	// serves: it is published through an atomic pointer.
@@ -205,4 +197,19 @@ func TestTeeEndToEnd(t *testing.T) {
 		t.Errorf("no sampled read reached the handler")
 	}
 	t.Logf("%d invocations, %d writes, %d copies ingested, %d keys, %d sampled reads", run.Invocations, run.Writes, copies, len(want), reads)
+}
+
+// shadowStore is mongokv over database db of the embedded server.
+func shadowStore(t *testing.T, mongo *mongotest.Server, db string) *mongokv.Store {
+	t.Helper()
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close(context.Background()) })
+	st, err := client.Store(mongokv.Config{Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
