@@ -12,18 +12,25 @@ import (
 
 // TestConformance runs the whole kv suite through cloudflare-go against the
 // proxy, whose primary is the REST emulator over HTTP and whose shadow is
-// the embedded MongoDB-compatible server: the proxy keeps the contract.
-// Every part shares one fake clock, started at the real time so that a real
-// MongoDB's TTL monitor never deletes what the suite still reads.
+// the embedded MongoDB-compatible server: the proxy keeps the contract. It
+// runs in dualwrite, where the emulator answers, and in live, where MongoDB
+// does, so that every write and read (metadata included) goes through the
+// proxy to each store and back. Every part shares one fake clock, started
+// at the real time so that a real MongoDB's TTL monitor never deletes what
+// the suite still reads.
 func TestConformance(t *testing.T) {
-	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	kvtest.Run(t, kvtest.Harness{
-		New: func(t *testing.T) kv.Store {
-			em := newEmulator(t, clk)
-			in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", "dualwrite"}, service.WithClock(clk))
-			return in.client(t, clk)
-		},
-		Advance: clk.Advance,
-		Now:     clk.Now,
-	})
+	for _, stage := range []string{"dualwrite", "live"} {
+		t.Run(stage, func(t *testing.T) {
+			clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+			kvtest.Run(t, kvtest.Harness{
+				New: func(t *testing.T) kv.Store {
+					em := newEmulator(t, clk)
+					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage}, service.WithClock(clk))
+					return in.client(t, clk)
+				},
+				Advance: clk.Advance,
+				Now:     clk.Now,
+			})
+		})
+	}
 }
