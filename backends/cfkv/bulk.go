@@ -119,7 +119,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 	return entries, err
 }
 
-// PutMany implements kv.BulkPutter: requests of at most 10,000 pairs and
+// PutMany implements kv.BulkPutter: requests of at most MaxBulkWrite pairs and
 // about 95 MB each. A value that is valid UTF-8 goes as a JSON string, any
 // other as base64, each with its metadata. Keys the API reports in unsuccessful_keys (the per-key
 // write rate) are sent again, a second or more later, within the retry
@@ -156,7 +156,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	}
 	var params cf.NamespaceBulkUpdateParams
 	params.AccountID.Value = s.cfg.AccountID
-	for _, chunk := range chunkBySize(pairs, sizes) {
+	for _, chunk := range chunkBySize(pairs, sizes, s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk put", chunk, func(pending []bulkPair) sdkCall {
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) error {
@@ -186,13 +186,13 @@ type bulkPair struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
-// chunkBySize cuts pairs into requests of at most maxBulkWrite pairs and
+// chunkBySize cuts pairs into requests of at most maxPairs pairs and
 // maxBulkBytes of JSON.
-func chunkBySize(pairs []bulkPair, sizes []int) [][]bulkPair {
+func chunkBySize(pairs []bulkPair, sizes []int, maxPairs int) [][]bulkPair {
 	var chunks [][]bulkPair
 	start, bytes := 0, 0
 	for i := range pairs {
-		if i > start && (i-start == maxBulkWrite || bytes+sizes[i] > maxBulkBytes) {
+		if i > start && (i-start == maxPairs || bytes+sizes[i] > maxBulkBytes) {
 			chunks = append(chunks, pairs[start:i])
 			start, bytes = i, 0
 		}
@@ -204,7 +204,7 @@ func chunkBySize(pairs []bulkPair, sizes []int) [][]bulkPair {
 	return chunks
 }
 
-// DeleteMany implements kv.BulkDeleter: requests of at most 10,000 keys,
+// DeleteMany implements kv.BulkDeleter: requests of at most MaxBulkWrite keys,
 // with unsuccessful keys sent again as PutMany does.
 func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if err := kv.ValidateKeys(keys); err != nil {
@@ -212,7 +212,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	}
 	var params cf.NamespaceBulkDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
-	for chunk := range slices.Chunk(distinct(keys), maxBulkWrite) {
+	for chunk := range slices.Chunk(distinct(keys), s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) sdkCall {
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) error {

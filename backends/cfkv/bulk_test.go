@@ -158,3 +158,35 @@ func TestBulkUnsuccessfulKeys(t *testing.T) {
 		t.Fatalf("DeleteMany with a refused key and no retries = %v; want kv.ErrUnavailable naming 1 of 2 keys", err)
 	}
 }
+
+// TestMaxBulkWrite: a lower MaxBulkWrite (a bridge Worker's 1,000) splits
+// bulk writes and deletes at it; outside 1..10,000 the Config is refused.
+func TestMaxBulkWrite(t *testing.T) {
+	clk := clock.NewFake(start)
+	r := newRig(t, clk, func(c *cfkv.Config) { c.MaxBulkWrite = 1000 })
+	ctx := t.Context()
+	entries := make([]kv.Entry, 2500)
+	keys := make([]string, len(entries))
+	for i := range entries {
+		keys[i] = fmt.Sprintf("m:%05d", i)
+		entries[i] = kv.Entry{Key: keys[i], Value: []byte("v")}
+	}
+	for what, call := range map[string]func() error{
+		"PutMany(2,500)":    func() error { return r.store.PutMany(ctx, entries) },
+		"DeleteMany(2,500)": func() error { return r.store.DeleteMany(ctx, keys) },
+	} {
+		before := r.server.Requests()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := r.server.Requests() - before; n != 3 {
+			t.Fatalf("%s made %d requests with MaxBulkWrite 1000, want 3", what, n)
+		}
+	}
+	for _, bad := range []int{-1, 10_001} {
+		cfg := cfkv.Config{AccountID: "acc", NamespaceID: "ns", APIToken: "t", MaxBulkWrite: bad}
+		if _, err := cfkv.New(cfg); !errors.Is(err, cfkv.ErrConfig) {
+			t.Errorf("New(MaxBulkWrite %d) = %v, want ErrConfig", bad, err)
+		}
+	}
+}

@@ -62,6 +62,12 @@ type Config struct {
 	MaxRetryWait time.Duration
 	// RequestTimeout bounds each try; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// MaxBulkWrite is the most pairs one bulk write, or keys one bulk
+	// delete, sends in a request, 1..10,000; 0 means the API's 10,000. A
+	// bridge Worker writes through its binding, which allows 1,000 KV
+	// operations per invocation: set 1,000 there, or its unwritten keys
+	// come back as unsuccessful and cost a retry each batch.
+	MaxBulkWrite int
 	// HTTPClient sends the requests; nil means a client of this package's
 	// own, with keep-alive connections sized for concurrent callers.
 	HTTPClient *http.Client `json:"-"`
@@ -127,8 +133,14 @@ func (c Config) withDefaults() (Config, error) {
 			problems = append(problems, name+" is negative")
 		}
 	}
+	if c.MaxBulkWrite < 0 || c.MaxBulkWrite > maxBulkWrite {
+		problems = append(problems, fmt.Sprintf("MaxBulkWrite %d is outside 1..%d (0 for the default)", c.MaxBulkWrite, maxBulkWrite))
+	}
 	if len(problems) > 0 {
 		return Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	if c.MaxBulkWrite == 0 {
+		c.MaxBulkWrite = maxBulkWrite
 	}
 	switch {
 	case c.MaxRetries == 0:
@@ -168,8 +180,8 @@ func (c Config) String() string {
 	if c.APIToken != "" {
 		token = "set"
 	}
-	return fmt.Sprintf("cfkv.Config{AccountID: %q, NamespaceID: %q, APIToken: %s, BaseURL: %q, MaxRetries: %d, RetryBackoff: %s, MaxRetryWait: %s, RequestTimeout: %s}",
-		c.AccountID, c.NamespaceID, token, c.BaseURL, c.MaxRetries, c.RetryBackoff, c.MaxRetryWait, c.RequestTimeout)
+	return fmt.Sprintf("cfkv.Config{AccountID: %q, NamespaceID: %q, APIToken: %s, BaseURL: %q, MaxRetries: %d, RetryBackoff: %s, MaxRetryWait: %s, RequestTimeout: %s, MaxBulkWrite: %d}",
+		c.AccountID, c.NamespaceID, token, c.BaseURL, c.MaxRetries, c.RetryBackoff, c.MaxRetryWait, c.RequestTimeout, c.MaxBulkWrite)
 }
 
 // GoString makes %#v print String's redacted form.

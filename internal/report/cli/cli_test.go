@@ -66,6 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--authoritative", "both"}, "--authoritative"},
 		{[]string{"--cf-budget", "12"}, "1200/5m"},
 		{[]string{"--batch", "101"}, "100 keys"},
+		{[]string{"--cf-max-bulk-write", "10001"}, "1 to 10000 pairs"},
 		{[]string{"--progress", "sometimes"}, "--progress"},
 		{[]string{"--progress-every", "-1s"}, "--progress-every"},
 	} {
@@ -302,3 +303,4 @@ func TestBothStoresCheckedAtOnce(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }
+

@@ -40,10 +40,11 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 		return startDemo(ctx, o, stderr)
 	}
 	primary, err := cfkv.New(cfkv.Config{
-		AccountID:   o.cfAccount,
-		NamespaceID: o.cfNamespace,
-		APIToken:    o.cfToken,
-		BaseURL:     o.cfBaseURL,
+		AccountID:    o.cfAccount,
+		NamespaceID:  o.cfNamespace,
+		APIToken:     o.cfToken,
+		BaseURL:      o.cfBaseURL,
+		MaxBulkWrite: o.cfMaxBulkWrite,
 		// The report retries within its own budget, after the delay the
 		// API asks for; retries inside the client would spend requests the
 		// budget cannot see.

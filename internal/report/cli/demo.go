@@ -44,7 +44,7 @@ func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, erro
 	}
 	primary, err := cfkv.New(cfkv.Config{
 		AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: demoToken,
-		BaseURL: url + "/client/v4/", MaxRetries: -1,
+		BaseURL: url + "/client/v4/", MaxRetries: -1, MaxBulkWrite: o.cfMaxBulkWrite,
 	})
 	if err != nil {
 		stop()

@@ -19,6 +19,7 @@ import (
 // options are the parsed flags and environment of one run.
 type options struct {
 	cfAccount, cfNamespace, cfBaseURL, cfToken string
+	cfMaxBulkWrite                             int
 	mongoURI, mongoDB                          string
 	cfBudget, mongoBudget                      report.Budget
 
@@ -111,6 +112,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.cfNamespace, "cf-namespace", "", "")
 	fs.StringVar(&o.cfBaseURL, "cf-base-url", "", "")
 	fs.Var(budgetFlag{&o.cfBudget}, "cf-budget", "")
+	fs.IntVar(&o.cfMaxBulkWrite, "cf-max-bulk-write", 0, "")
 	fs.StringVar(&o.mongoDB, "mongo-db", "", "")
 	fs.Var(budgetFlag{&o.mongoBudget}, "mongo-budget", "")
 	fs.Var(listFlag{&o.scope.Modules}, "module", "")
@@ -182,6 +184,8 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		return nil, usage("--max-keys, --concurrency, --batch and --expected-keys take positive numbers")
 	case o.batch > 100:
 		return nil, usage("--batch %d: Workers KV reads at most 100 keys a request", o.batch)
+	case o.cfMaxBulkWrite < 0 || o.cfMaxBulkWrite > 10_000:
+		return nil, usage("--cf-max-bulk-write %d: a bulk write takes 1 to 10000 pairs (1000 through a bridge Worker)", o.cfMaxBulkWrite)
 	case o.ttlTolerance < 0:
 		return nil, usage("--ttl-tolerance %s is negative (0s compares expiries exactly)", o.ttlTolerance)
 	}

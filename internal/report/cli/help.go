@@ -16,6 +16,8 @@ CONNECTION (secrets come from the environment only, never from flags)
   CLOUDFLARE_KV_NAMESPACE_ID    or --cf-namespace ID
   CLOUDFLARE_BASE_URL           or --cf-base-url URL: the kv-emulator, a proxy
                                 (default https://api.cloudflare.com/client/v4/)
+  --cf-max-bulk-write N         pairs per bulk write or delete request, 1..10000 (default
+                                10000; 1000 through a bridge Worker, a Worker's limit)
   MONGODB_URI                   mongodb:// or mongodb+srv:// connection string
   MONGODB_DB                    or --mongo-db NAME (default: the URI's database, else the bot's)
   --demo                        no accounts: an in-process Workers KV emulator and an
