@@ -303,4 +303,3 @@ func TestBothStoresCheckedAtOnce(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }
-
