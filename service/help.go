@@ -87,7 +87,7 @@ TEE MODE (the bot keeps its binding as the primary; copies come after its respon
   with the clients' token (not served with --unauthenticated-loopback)
 
 ADMIN API (Authorization: Bearer $KVSHADOW_ADMIN_TOKEN)
-  GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain],
+  GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain], GET /unsettled,
   POST /repair, DELETE /instances/ID, GET /metrics (Prometheus);
   GET /healthz and GET /readyz need no token.
 

@@ -29,6 +29,7 @@ type Stager interface {
 type Store interface {
 	Stats() dualwrite.Stats
 	DirtyKeys() []string
+	UnsettledKeys() []string
 	RepairDirty() int
 }
 
@@ -86,14 +87,15 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /stage", h.auth(h.getStage))
 	h.mux.HandleFunc("PUT /stage", h.auth(h.putStage))
 	h.mux.HandleFunc("GET /stats", h.auth(h.stats))
-	h.mux.HandleFunc("GET /dirty", h.auth(h.dirty))
+	h.mux.HandleFunc("GET /dirty", h.auth(h.keys(Store.DirtyKeys)))
+	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
 	h.mux.HandleFunc("POST /repair", h.auth(h.repair))
 	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(h.forget))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, POST /repair, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
@@ -182,7 +184,12 @@ func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) dirty(w http.ResponseWriter, r *http.Request) {
+// keys lists the keys of one state of the settle set.
+func (h *Handler) keys(list func(Store) []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h.listKeys(w, r, list) }
+}
+
+func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, list func(Store) []string) {
 	q := r.URL.Query()
 	plain := false
 	switch k := q.Get("keys"); k {
@@ -207,7 +214,7 @@ func (h *Handler) dirty(w http.ResponseWriter, r *http.Request) {
 		out.Keys = "plain"
 	}
 	for _, ns := range h.cfg.Namespaces {
-		keys := ns.Store.DirtyKeys()
+		keys := list(ns.Store)
 		l := DirtyList{Count: len(keys), Keys: []string{}}
 		for _, k := range keys[:min(limit, len(keys))] {
 			if !plain {

@@ -38,14 +38,16 @@ func (f *fakeStager) Forget(_ context.Context, id string) error {
 }
 
 type fakeStore struct {
-	stats    dualwrite.Stats
-	dirty    []string
-	repaired int
+	stats     dualwrite.Stats
+	dirty     []string
+	unsettled []string
+	repaired  int
 }
 
-func (f *fakeStore) Stats() dualwrite.Stats { return f.stats }
-func (f *fakeStore) DirtyKeys() []string    { return f.dirty }
-func (f *fakeStore) RepairDirty() int       { f.repaired++; return len(f.dirty) }
+func (f *fakeStore) Stats() dualwrite.Stats  { return f.stats }
+func (f *fakeStore) DirtyKeys() []string     { return f.dirty }
+func (f *fakeStore) UnsettledKeys() []string { return f.unsettled }
+func (f *fakeStore) RepairDirty() int        { f.repaired++; return len(f.dirty) }
 
 const token = "admin-SECRET"
 
@@ -168,6 +170,11 @@ func TestStatsDirtyRepairForget(t *testing.T) {
 	_ = json.Unmarshal(w.Body.Bytes(), &dv)
 	if dv.Keys != "plain" || len(dv.Namespaces["ns0"].Keys) != 1 || dv.Namespaces["ns0"].Keys[0] != "wordle:a" || !dv.Namespaces["ns0"].Truncated {
 		t.Fatalf("plain dirty keys: %s", w.Body.String())
+	}
+	a.unsettled = []string{"wordle:u"}
+	w = do(h, "GET", "/unsettled?keys=plain", "", true)
+	if !strings.Contains(w.Body.String(), `"wordle:u"`) || strings.Contains(w.Body.String(), "wordle:a") {
+		t.Fatalf("unsettled keys: %s", w.Body.String())
 	}
 	for _, q := range []string{"?keys=clear", "?limit=-1", "?limit=x"} {
 		if w := do(h, "GET", "/dirty"+q, "", true); w.Code != http.StatusBadRequest {

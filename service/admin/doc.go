@@ -9,6 +9,7 @@
 //	GET    /stats            the dual-write counters, per namespace and summed
 //	GET    /dirty            the dirty keys, HMAC-redacted; ?keys=plain shows
 //	                         them as stored; ?limit= (default 1000)
+//	GET    /unsettled        the keys copied and not yet verified, likewise
 //	POST   /repair           repair the dirty keys now
 //	DELETE /instances/{id}   forget a stopped or silent instance's heartbeat
 //	GET    /metrics          Prometheus exposition of the OpenTelemetry instruments
