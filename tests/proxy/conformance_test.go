@@ -25,7 +25,11 @@ func TestConformance(t *testing.T) {
 			kvtest.Run(t, kvtest.Harness{
 				New: func(t *testing.T) kv.Store {
 					em := newEmulator(t, clk)
-					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage}, service.WithClock(clk))
+					// Four lanes: the embedded server's SQLite, under the
+					// race detector, has faulted (SIGBUS in its WAL index)
+					// with sixteen lanes' concurrent upserts of
+					// ConcurrentWriters.
+					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage, "--lanes", "4"}, service.WithClock(clk))
 					return in.client(t, clk)
 				},
 				Advance: clk.Advance,
