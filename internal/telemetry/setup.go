@@ -76,20 +76,24 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.TracerProvider = tp
-	t.shutdowns = append(t.shutdowns, tp.Shutdown)
+	stopTraces := func() {}
+	if tp != nil {
+		t.TracerProvider = tp
+		t.shutdowns = append(t.shutdowns, tp.Shutdown)
+		stopTraces = func() { _ = tp.Shutdown(ctx) }
+	}
 	var readers []sdkmetric.Reader
 	if cfg.Prometheus {
 		reader, handler, err := newPrometheus()
 		if err != nil {
-			_ = tp.Shutdown(ctx)
+			stopTraces()
 			return nil, err
 		}
 		readers, t.metrics = append(readers, reader), handler
 	}
 	mp, err := newMeterProvider(ctx, res, console, readers)
 	if err != nil {
-		_ = tp.Shutdown(ctx)
+		stopTraces()
 		return nil, err
 	}
 	t.MeterProvider = mp
@@ -142,9 +146,12 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 	return res, nil
 }
 
+// newTracerProvider returns nil when no exporter is chosen: spans that go
+// nowhere are then not recorded at all (a no-op provider), which saves each
+// instrumented call the cost of a span.
 func newTracerProvider(ctx context.Context, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, error) {
 	chosen, err := exporters(traces)
-	if err != nil {
+	if err != nil || len(chosen) == 0 {
 		return nil, err
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -263,5 +264,30 @@ func TestPrometheusServesTheSameInstruments(t *testing.T) {
 	plain.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "kvshadow_") {
 		t.Fatalf("without Prometheus: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestNoTraceExporterRecordsNoSpans(t *testing.T) {
+	clearEnv(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	_, span := tel.TracerProvider.Tracer("test").Start(context.Background(), "op")
+	defer span.End()
+	if span.IsRecording() {
+		t.Fatal("with no trace exporter, spans are still recorded (and their attributes computed) for nobody")
+	}
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	withConsole, err := telemetry.Setup(context.Background(), telemetry.Config{Console: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withConsole.Shutdown(context.Background())
+	_, span = withConsole.TracerProvider.Tracer("test").Start(context.Background(), "op")
+	defer span.End()
+	if !span.IsRecording() {
+		t.Fatal("with a console exporter, spans are not recorded")
 	}
 }
