@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,30 +72,21 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 			Board: control.NewMongoBoard(board.Database(database))}, nil
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	out, w := io.Pipe()
 	done := make(chan error, 1)
+	up := make(chan service.Listening, 1)
 	go func() {
-		err := service.Run(rctx, c, w, io.Discard, service.WithBackends(open), service.WithLogger(log))
-		w.CloseWithError(io.EOF)
-		done <- err
+		done <- service.Run(rctx, c, io.Discard, io.Discard, service.WithBackends(open), service.WithLogger(log),
+			service.WithListening(func(l service.Listening) { up <- l }))
 	}()
 	p := &proxy{}
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "serving the Workers KV API at "); ok {
-			p.api, _, _ = strings.Cut(rest, ";")
-		}
-		if _, rest, ok := strings.Cut(lines.Text(), "admin API at "); ok {
-			p.admin = strings.TrimSpace(rest)
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	p.client = &admin.Client{URL: p.admin, Token: adminToken}
-	if p.admin == "" {
+	select {
+	case at := <-up:
+		p.api, p.admin = at.API, at.Admin
+	case err := <-done:
 		cancel()
-		return nil, fmt.Errorf("kvshadow-proxy did not start: %w", <-done)
+		return nil, fmt.Errorf("kvshadow-proxy did not start: %w", err)
 	}
+	p.client = &admin.Client{URL: p.admin, Token: adminToken}
 	var once sync.Once
 	var result error
 	p.stop = func() error {

@@ -10,10 +10,24 @@ import (
 type Option func(*runOptions)
 
 type runOptions struct {
-	open   Opener
-	clock  clock.Clock
-	logger *slog.Logger
+	open      Opener
+	clock     clock.Clock
+	logger    *slog.Logger
+	listening func(Listening)
 }
+
+// Listening is where a started service serves.
+type Listening struct {
+	// API is the Workers KV API root (".../client/v4/"), Admin the admin
+	// API's root (".../"), Origin the front's scheme and host, under which
+	// TeePath is served.
+	API, Admin, Origin string
+}
+
+// WithListening calls fn once the listeners are up and the service is in
+// the stage document's stage, before it serves: what a program embedding
+// the service needs instead of reading the banner.
+func WithListening(fn func(Listening)) Option { return func(o *runOptions) { o.listening = fn } }
 
 // WithBackends replaces OpenBackends: tests run the service over stores of
 // their own making.

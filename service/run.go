@@ -177,7 +177,12 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	go func() { defer close(probed); ready.run(probeCtx, c.Probe) }()
 	defer func() { stopProbe(); <-probed }()
 
-	printBanner(stdout, c, b, scheme+"://"+frontLn.Addr().String()+"/client/v4/", "http://"+adminLn.Addr().String()+"/", follower.Status())
+	at := Listening{Origin: scheme + "://" + frontLn.Addr().String(), Admin: "http://" + adminLn.Addr().String() + "/"}
+	at.API = at.Origin + "/client/v4/"
+	printBanner(stdout, c, b, at, follower.Status())
+	if o.listening != nil {
+		o.listening(at)
+	}
 
 	var serveErr error
 	select {
@@ -234,7 +239,8 @@ func shutdownTelemetry(t *telemetry.Telemetry) {
 	_ = t.Shutdown(ctx)
 }
 
-func printBanner(w io.Writer, c *Config, b *Backends, api, adminURL string, st control.Status) {
+func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.Status) {
+	api, adminURL := at.API, at.Admin
 	ids := make([]string, len(c.Namespaces))
 	for i, ns := range c.Namespaces {
 		ids[i] = ns.ID
@@ -243,8 +249,7 @@ func printBanner(w io.Writer, c *Config, b *Backends, api, adminURL string, st c
 		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
 	fmt.Fprintf(w, "kvshadow-proxy: admin API at %s\n", adminURL)
 	if c.secrets.token != "" {
-		origin, _, _ := strings.Cut(api, "/client/v4/")
-		fmt.Fprintf(w, "kvshadow-proxy: tee mode's endpoints at %s%singest and %sstage\n", origin, TeePath, TeePath)
+		fmt.Fprintf(w, "kvshadow-proxy: tee mode's endpoints at %s%singest and %sstage\n", at.Origin, TeePath, TeePath)
 	}
 	if b.Note != "" {
 		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)

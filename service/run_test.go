@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +27,7 @@ type running struct {
 	shadows map[string]*kvfault.Store
 	primary map[string]*kvfault.Store
 	stderr  string // the log, once stopped
+	banner  strings.Builder
 	stop    func() error
 }
 
@@ -62,33 +62,23 @@ func start(t *testing.T, args ...string) *running {
 		return b, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out, w := io.Pipe()
 	done := make(chan error, 1)
 	errOut, errW := io.Pipe()
 	var logs strings.Builder
 	logDone := make(chan struct{})
 	go func() { defer close(logDone); _, _ = io.Copy(&logs, errOut) }()
+	up := make(chan Listening, 1)
 	go func() {
-		err := Run(ctx, c, w, errW, WithBackends(open))
-		w.CloseWithError(io.EOF)
+		err := Run(ctx, c, &r.banner, errW, WithBackends(open), WithListening(func(l Listening) { up <- l }))
 		errW.Close()
 		done <- err
 	}()
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		line := lines.Text()
-		if u, ok := field(line, "serving the Workers KV API at "); ok {
-			r.api = u
-		}
-		if u, ok := field(line, "admin API at "); ok {
-			r.admin = u
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if r.admin == "" {
+	select {
+	case at := <-up:
+		r.api, r.admin = at.API, at.Admin
+	case err := <-done:
 		cancel()
-		t.Fatalf("no banner: %v", <-done)
+		t.Fatalf("the service did not start: %v", err)
 	}
 	var result error
 	stopped := false
@@ -104,15 +94,6 @@ func start(t *testing.T, args ...string) *running {
 	}
 	t.Cleanup(func() { _ = r.stop() })
 	return r
-}
-
-func field(line, after string) (string, bool) {
-	_, rest, ok := strings.Cut(line, after)
-	if !ok {
-		return "", false
-	}
-	u, _, _ := strings.Cut(rest, ";")
-	return strings.TrimSpace(u), true
 }
 
 // client is cloudflare-go (through cfkv) pointed at the service.
@@ -162,6 +143,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestDemoServesThroughCloudflareGo(t *testing.T) {
 	r := start(t)
+	// The banner tells a client everything it needs.
+	for _, want := range []string{"export CLOUDFLARE_BASE_URL=" + r.api, "CLOUDFLARE_ACCOUNT_ID=" + DemoAccount,
+		"CLOUDFLARE_KV_NAMESPACE_ID=" + DemoNamespace, "CLOUDFLARE_API_TOKEN=" + r.c.secrets.token, "admin API at " + r.admin,
+		"tee mode's endpoints at "} {
+		if !strings.Contains(r.banner.String(), want) {
+			t.Errorf("the demo's banner lacks %q:\n%s", want, r.banner.String())
+		}
+	}
 	ctx := t.Context()
 	cl := r.client(t, DemoNamespace)
 	if err := cl.Put(ctx, "wordle:games:1", []byte(`{"g":1}`), kv.PutOptions{TTL: time.Hour}); err != nil {

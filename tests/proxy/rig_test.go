@@ -66,7 +66,7 @@ type instance struct {
 	stop       func() error
 }
 
-// banner reads the service's first lines for its URLs.
+// banner reads the command's first lines for its URLs.
 func banner(t testing.TB, out io.Reader) (api, admin string) {
 	t.Helper()
 	lines := bufio.NewScanner(out)
@@ -93,20 +93,19 @@ func startInProcess(t testing.TB, env map[string]string, args []string, opts ...
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out, w := io.Pipe()
 	done := make(chan error, 1)
-	go func() {
-		err := service.Run(ctx, c, w, io.Discard, opts...)
-		w.Close()
-		done <- err
-	}()
-	api, admin := banner(t, out)
-	if admin == "" {
+	up := make(chan service.Listening, 1)
+	opts = append(opts, service.WithListening(func(l service.Listening) { up <- l }))
+	go func() { done <- service.Run(ctx, c, io.Discard, io.Discard, opts...) }()
+	var at service.Listening
+	select {
+	case at = <-up:
+	case err := <-done:
 		cancel()
-		t.Fatalf("the service did not start: %v", <-done)
+		t.Fatalf("the service did not start: %v", err)
 	}
 	stopped, result := false, error(nil)
-	in := &instance{api: api, admin: admin, stop: func() error {
+	in := &instance{api: at.API, admin: at.Admin, stop: func() error {
 		if !stopped {
 			stopped = true
 			cancel()
@@ -121,9 +120,8 @@ func startInProcess(t testing.TB, env map[string]string, args []string, opts ...
 // client is cloudflare-go, through cfkv, pointed at an instance.
 func (in *instance) client(t testing.TB, clk clock.Clock) *cfkv.Store {
 	t.Helper()
-	// A bulk write is one request here, and one write a key behind the
-	// proxy until the dual-write store has bulk writes: under the race
-	// detector 1,000 keys take longer than cfkv's default 30 s.
+	// Under the race detector a bulk write of 1,000 keys through the proxy
+	// and on to the embedded server can take longer than cfkv's default.
 	st, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: clientToken, BaseURL: in.api,
 		MaxRetries: -1, Clock: clk, RequestTimeout: 5 * time.Minute})
 	if err != nil {
