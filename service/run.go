@@ -144,8 +144,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
-		th, err := ingest.New(tee{fleet: fl, account: c.Account}, ingest.Config{Token: c.secrets.token,
-			DefaultNamespace: c.Namespaces[0].ID, Stage: tee{fleet: fl, account: c.Account}, Clock: o.clock})
+		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account}
+		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock})
 		if err != nil {
 			frontLn.Close()
 			adminLn.Close()
