@@ -483,3 +483,23 @@ func TestReadyzFollowsTheAuthoritativeStore(t *testing.T) {
 		return code == http.StatusServiceUnavailable && len(reasons) == 1 && strings.Contains(reasons[0].(string), "(shadow)")
 	})
 }
+
+func TestDrainingIsNotReady(t *testing.T) {
+	r := start(t, "--shutdown-delay", "1s")
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.stop() }()
+	// During the delay the listeners still answer: /readyz says why the
+	// load balancer should send nothing more.
+	eventually(t, "readyz 503 while draining", func() bool {
+		var v map[string]any
+		code, err := r.adminClient().Do(context.Background(), "GET", "readyz", "", &v)
+		if err != nil && code == 0 {
+			t.Fatalf("the admin API stopped answering before the delay ended: %v", err)
+		}
+		reasons, _ := v["reasons"].([]any)
+		return code == http.StatusServiceUnavailable && len(reasons) == 1 && strings.Contains(reasons[0].(string), "draining")
+	})
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
