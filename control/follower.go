@@ -82,9 +82,9 @@ type Follower struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	mu     sync.Mutex // guards status
-	status Status
-	sync   sync.Mutex // serializes applying a Document
+	mu      sync.Mutex // guards status
+	status  Status
+	applyMu sync.Mutex // serializes applying a Document
 
 	beatNow chan struct{}
 	quit    chan struct{}
@@ -237,9 +237,10 @@ func (f *Follower) setPolled(doc Document) {
 }
 
 // apply runs doc's stage on the Target, or records why it could not.
+// Applications are serialized (the Target's SetStage is; the status must
+// follow the last), and the outcome is logged after, outside the lock.
 func (f *Follower) apply(ctx context.Context, doc Document) error {
-	f.sync.Lock()
-	defer f.sync.Unlock()
+	f.applyMu.Lock()
 	f.setPolled(doc)
 	err := f.cfg.Target.Apply(ctx, doc.Stage)
 	f.mu.Lock()
@@ -250,6 +251,7 @@ func (f *Follower) apply(ctx context.Context, doc Document) error {
 		f.status.Lag, f.status.Generation, f.status.Stage = "", doc.Generation, doc.Stage
 	}
 	f.mu.Unlock()
+	f.applyMu.Unlock()
 	if err != nil {
 		f.log.Warn("control: the stage document is not applied yet; retrying at the next poll",
 			slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()), slog.String("error", err.Error()))
