@@ -240,18 +240,7 @@ func (f *Follower) setPolled(doc Document) {
 // Applications are serialized (the Target's SetStage is; the status must
 // follow the last), and the outcome is logged after, outside the lock.
 func (f *Follower) apply(ctx context.Context, doc Document) error {
-	f.applyMu.Lock()
-	f.setPolled(doc)
-	err := f.cfg.Target.Apply(ctx, doc.Stage)
-	f.mu.Lock()
-	from := f.status.Stage
-	if err != nil {
-		f.status.Lag = fmt.Sprintf("generation %d (%s) not applied: %v", doc.Generation, doc.Stage, err)
-	} else {
-		f.status.Lag, f.status.Generation, f.status.Stage = "", doc.Generation, doc.Stage
-	}
-	f.mu.Unlock()
-	f.applyMu.Unlock()
+	from, err := f.applyLocked(ctx, doc)
 	if err != nil {
 		f.log.Warn("control: the stage document is not applied yet; retrying at the next poll",
 			slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()), slog.String("error", err.Error()))
@@ -262,6 +251,22 @@ func (f *Follower) apply(ctx context.Context, doc Document) error {
 			slog.Uint64("generation", doc.Generation), slog.String("from", from.String()), slog.String("to", doc.Stage.String()))
 	}
 	return nil
+}
+
+func (f *Follower) applyLocked(ctx context.Context, doc Document) (from dualwrite.Stage, err error) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	f.setPolled(doc)
+	err = f.cfg.Target.Apply(ctx, doc.Stage)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from = f.status.Stage
+	if err != nil {
+		f.status.Lag = fmt.Sprintf("generation %d (%s) not applied: %v", doc.Generation, doc.Stage, err)
+	} else {
+		f.status.Lag, f.status.Generation, f.status.Stage = "", doc.Generation, doc.Stage
+	}
+	return from, err
 }
 
 // report is the instance's heartbeat now.
