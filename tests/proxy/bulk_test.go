@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
