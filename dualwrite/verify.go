@@ -24,7 +24,8 @@ import (
 //
 // Reads of the primary wait on Config.PrimaryBudget; reads of the other
 // store are refused while its breaker is open. The Store runs a pass every
-// RepairInterval and when a breaker closes; passes never run together.
+// RepairInterval and when a breaker closes; passes never run together, so
+// a Sink or an Observer, which a pass calls, must not call Settle.
 func (s *Store) Settle(ctx context.Context) (int, error) {
 	if s.closed.Load() {
 		return 0, errClosed
