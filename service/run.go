@@ -247,12 +247,12 @@ func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.S
 	}
 	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; stage %s (generation %d); instance %s\n",
 		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
+	if b.Note != "" {
+		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)
+	}
 	fmt.Fprintf(w, "kvshadow-proxy: admin API at %s\n", adminURL)
 	if c.secrets.token != "" {
 		fmt.Fprintf(w, "kvshadow-proxy: tee mode's endpoints at %s%singest and %sstage\n", at.Origin, TeePath, TeePath)
-	}
-	if b.Note != "" {
-		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)
 	}
 	if !c.Demo {
 		return

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -72,6 +73,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	}
 	clk := p.Clock
 	b := &Backends{}
+	var dbs []string // namespace -> the MongoDB database its shadow uses
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger})
 	if err != nil {
 		return nil, err
@@ -87,6 +89,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 			return nil, errors.Join(err, b.Close(ctx))
 		}
 		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow})
+		dbs = append(dbs, ns.ID+" -> "+shadow.Database())
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
@@ -107,6 +110,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		}
 	}
 	b.Board = control.NewMongoBoard(boardClient.Database(db))
+	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
 	return b, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -64,10 +65,14 @@ func startProcess(t *testing.T, bin string, env map[string]string, args ...strin
 		t.Fatal(err)
 	}
 	go func() { p.exited <- p.cmd.Wait() }()
-	api, admin := banner(t, out)
+	api, admin, database := banner(t, out)
 	if admin == "" {
 		_ = p.cmd.Process.Kill()
 		t.Fatalf("the command did not start: %v\n%s", <-p.exited, p.log())
+	}
+	// It says at start which database the shadow uses.
+	if db := env["MONGODB_DB"]; db != "" && !strings.HasPrefix(database, namespace+" -> "+db+";") {
+		t.Errorf("the banner names the shadow's database as %q, want %s -> %s", database, namespace, db)
 	}
 	var once sync.Once
 	var result error

@@ -66,8 +66,9 @@ type instance struct {
 	stop       func() error
 }
 
-// banner reads the command's first lines for its URLs.
-func banner(t testing.TB, out io.Reader) (api, admin string) {
+// banner reads the command's first lines for its URLs and the line that
+// names the shadow's database.
+func banner(t testing.TB, out io.Reader) (api, admin, database string) {
 	t.Helper()
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
@@ -75,13 +76,16 @@ func banner(t testing.TB, out io.Reader) (api, admin string) {
 		if _, rest, ok := strings.Cut(line, "serving the Workers KV API at "); ok {
 			api, _, _ = strings.Cut(rest, ";")
 		}
+		if _, rest, ok := strings.Cut(line, "shadow: MongoDB database "); ok {
+			database = rest
+		}
 		if _, rest, ok := strings.Cut(line, "admin API at "); ok {
 			admin = strings.TrimSpace(rest)
 			break
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return api, admin
+	return api, admin, database
 }
 
 // startInProcess runs service.Run with env and args on free loopback ports.
