@@ -35,10 +35,10 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 		st := f.Status()
 		return Change{Document: doc, Applied: st.InSync(), Lag: st.Lag}, nil
 	}
-	if err := CheckTransition(doc.Stage, to); err != nil {
+	if err := dualwrite.CheckTransition(doc.Stage, to); err != nil {
 		return Change{Document: doc}, err
 	}
-	if IsFlip(doc.Stage, to) {
+	if dualwrite.IsFlip(doc.Stage, to) {
 		if err := f.flipAllowed(ctx, doc); err != nil {
 			return Change{Document: doc}, err
 		}

@@ -14,8 +14,8 @@
 // # Changing the stage
 //
 // Follower.SetStage is the one way to change the Document. It applies the
-// dual-write store's transition rules (CheckTransition), and it refuses a
-// flip of the authoritative store (shadow to live, rampdown to dualwrite...)
+// dual-write store's transition rules (dualwrite.CheckTransition), and it
+// refuses a flip of the authoritative store (shadow to live, rampdown to dualwrite...)
 // unless every instance that counts reports itself drained and clean:
 //
 //   - a live instance (its heartbeat younger than LiveFor) must report

@@ -8,37 +8,6 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// shadowAuthoritative is the dual-write stage table's authority column: from
-// live on, the shadow's result is the caller's.
-func shadowAuthoritative(s dualwrite.Stage) bool { return s >= dualwrite.Live }
-
-// IsFlip reports whether going from one stage to the other changes which
-// store is authoritative.
-func IsFlip(from, to dualwrite.Stage) bool {
-	return shadowAuthoritative(from) != shadowAuthoritative(to)
-}
-
-// CheckTransition applies dualwrite.Store.SetStage's rules without a store:
-// a flip is allowed only from a stage that writes both stores, since the
-// store made authoritative would otherwise serve data it never received.
-func CheckTransition(from, to dualwrite.Stage) error {
-	if !to.Valid() {
-		return fmt.Errorf("%w: unknown stage %s", dualwrite.ErrInvalidConfig, to)
-	}
-	if IsFlip(from, to) && (from == dualwrite.Off || from == dualwrite.Complete) {
-		return fmt.Errorf("%w: from %s to %s would make authoritative a store that %s does not write; go through %s first",
-			dualwrite.ErrStageTransition, from, to, from, nearestMirroring(from))
-	}
-	return nil
-}
-
-func nearestMirroring(s dualwrite.Stage) dualwrite.Stage {
-	if s == dualwrite.Off {
-		return dualwrite.DualWrite
-	}
-	return dualwrite.Rampdown
-}
-
 // unsyncedError lists the instances that keep a flip from happening.
 type unsyncedError struct{ reasons []string }
 

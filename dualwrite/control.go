@@ -40,10 +40,10 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	if from == to {
 		return from, nil
 	}
-	flip := from.authority() != to.authority()
-	if flip && !from.mirrors() {
-		return from, fmt.Errorf("%w: from %s to %s would make authoritative a store that was not being written", ErrStageTransition, from, to)
+	if err := CheckTransition(from, to); err != nil {
+		return from, err
 	}
+	flip := IsFlip(from, to)
 	s.gate.Lock()
 	defer s.gate.Unlock()
 	if s.closed.Load() {

@@ -110,5 +110,30 @@ func (s Stage) mirrors() bool { return s != Off && s != Complete }
 // store.
 func (s Stage) compares() bool { return s == Shadow || s == Live }
 
+// IsFlip reports whether going from one stage to the other changes which
+// store is authoritative.
+func IsFlip(from, to Stage) bool { return from.authority() != to.authority() }
+
+// CheckTransition applies the rules of SetStage that need no store, so that
+// whoever coordinates several stores (the proxy's stage document) refuses
+// what each store would: the stage must be known, and a flip may start only
+// from a stage that writes both stores, since the store made authoritative
+// would otherwise serve data it never received. The rules that need the
+// store (drained lanes, no dirty keys) stay SetStage's.
+func CheckTransition(from, to Stage) error {
+	if !to.Valid() {
+		return fmt.Errorf("%w: unknown stage %s", ErrInvalidConfig, to)
+	}
+	if IsFlip(from, to) && !from.mirrors() {
+		next := DualWrite
+		if from == Complete {
+			next = Rampdown
+		}
+		return fmt.Errorf("%w: from %s to %s would make authoritative a store that %s does not write; go through %s first",
+			ErrStageTransition, from, to, from, next)
+	}
+	return nil
+}
+
 // other is the store that is not authoritative.
 func (r Role) other() Role { return 1 - r }

@@ -164,3 +164,24 @@ func TestStageTransitionRules(t *testing.T) {
 	must(t, e.store.SetStage(ctx, dualwrite.Shadow))
 	sameContents(t, e.pmem, e.smem)
 }
+
+// CheckTransition is SetStage's rule without a store: every stage pair
+// that a store refuses for its stages alone, it refuses, and no other.
+func TestCheckTransitionMatchesSetStage(t *testing.T) {
+	for from := dualwrite.Off; from <= dualwrite.Complete; from++ {
+		for to := dualwrite.Off; to <= dualwrite.Complete; to++ {
+			e := newEnv(t, dualwrite.Config{Stage: from})
+			got := dualwrite.CheckTransition(from, to)
+			want := e.store.SetStage(e.ctx(), to)
+			if errors.Is(got, dualwrite.ErrStageTransition) != errors.Is(want, dualwrite.ErrStageTransition) || (got == nil) != (want == nil) {
+				t.Errorf("%s -> %s: CheckTransition = %v, SetStage = %v", from, to, got, want)
+			}
+			if flip := dualwrite.IsFlip(from, to); flip != ((from >= dualwrite.Live) != (to >= dualwrite.Live)) {
+				t.Errorf("IsFlip(%s, %s) = %v", from, to, flip)
+			}
+		}
+	}
+	if err := dualwrite.CheckTransition(dualwrite.Off, dualwrite.Stage(99)); !errors.Is(err, dualwrite.ErrInvalidConfig) {
+		t.Errorf("CheckTransition to an unknown stage = %v", err)
+	}
+}
