@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"time"
@@ -83,7 +84,7 @@ func dropReasonOf(err error) DropReason {
 }
 
 func (s *Store) markDirty(key string, ready time.Time) {
-	first, changed := s.set.mark(key, MarkDirty, ready, 0)
+	first, changed := s.set.mark(key, MarkDirty, ready, time.Time{}, 0)
 	s.report(context.Background(), "", 0, markOutcome{overflow: first, changed: changed})
 }
 
@@ -100,8 +101,9 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 }
 
 // runCompare reads the other store after the key's earlier writes have
-// reached it and classifies the two observations. A write that began since
-// the caller's read makes the comparison inconclusive; a recent write or a
+// reached it and classifies the two observations (a tee's read as digests:
+// see CompareReads). A write that began since the caller's read makes the
+// comparison inconclusive; a recent write or a
 // dirty key makes a difference pending; any other difference is only
 // suspected, since another process's copy of a newer write may still be on
 // its way: the verification read after the window confirms it or clears
@@ -125,6 +127,9 @@ func (s *Store) runCompare(l *lane, j *job) {
 	done(err)
 	now := s.clock.Now()
 	read := observation(e, err, c.expiry, c.meta)
+	if c.tee && read.Found {
+		read.Value = digestOf(sha256.Sum256(read.Value), len(read.Value))
+	}
 	sl := s.slotOf(j.hash)
 	primary, shadow := c.seen, read
 	if j.target == RolePrimary {
@@ -138,7 +143,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 		Now:               now,
 		LastWrite:         last,
 		ConsistencyWindow: s.cfg.window,
-		Raced:             c.seq&1 == 1 || sl.seq.Load() != c.seq,
+		Raced:             c.raced || c.seq&1 == 1 || sl.seq.Load() != c.seq,
 		Dirty:             s.set.has(j.key),
 	})
 	if kind.Divergent() {

@@ -163,6 +163,19 @@
 // one that never arrives, or arrives after its key settled, is found by
 // that verification or by a reconciliation.
 //
+// CompareReads takes tee mode's sampled reads: what the bot's Worker read
+// from the primary, as a key, a SHA-256 digest and length of the value and
+// the expiry, never the value. In the Shadow stage each is compared with
+// the shadow in its key's lane, behind the key's pending copies, exactly as
+// the Store's own sampled reads are: the shadow's value is reduced to its
+// digest and length, a difference is only suspected until the verification
+// read after the window confirms it, and a read made before a write of its
+// key that the Store has seen since (by the write's acknowledged-at time,
+// or by a write of its slot while the comparison was queued) is
+// inconclusive. The Worker samples its reads itself, so CompareRate does
+// not sample them again; a CompareRate of zero, which compares nothing,
+// and the DualWrite stage leave them uncompared.
+//
 // # Lifecycle
 //
 // New loads the Journal, if any, and starts one worker per lane, a timeout

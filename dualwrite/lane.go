@@ -77,6 +77,12 @@ type comparison struct {
 	seq    uint64              // the slot's sequence before that read
 	expiry bool                // compare expiries (both stores report them)
 	meta   bool                // compare metadata (both stores keep it)
+	// tee is set for a read made elsewhere (CompareReads): seen.Value is
+	// then a digest (see digestOf), and the other store's value is turned
+	// into one before they are compared.
+	tee bool
+	// raced is set when the read was made before the key's latest write.
+	raced bool
 }
 
 // enqueue offers j to its lane without blocking.

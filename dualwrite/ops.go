@@ -83,11 +83,12 @@ func (s *Store) get(ctx context.Context, r Role, key string, entry bool) (_ kv.E
 
 // offerComparison queues a comparison on the key's lane, behind the key's
 // pending writes, unless the lane is full or the other store's breaker open:
-// a comparison is worth less than the caller's time.
-func (s *Store) offerComparison(ctx context.Context, target Role, key string, h uint64, c *comparison) {
+// a comparison is worth less than the caller's time. It reports whether
+// the comparison was queued.
+func (s *Store) offerComparison(ctx context.Context, target Role, key string, h uint64, c *comparison) (queued bool) {
 	if !s.gate.TryRLock() { // a stage flip or Close is under way
 		s.ctr.comparisonsSkipped.Add(1)
-		return
+		return false
 	}
 	var reason DropReason
 	now := s.clock.Now()
@@ -104,6 +105,7 @@ func (s *Store) offerComparison(ctx context.Context, target Role, key string, h 
 		s.ctr.comparisonsSkipped.Add(1)
 		s.obs.Dropped(ctx, DropEvent{Op: OpCompare, Role: target, Reason: reason})
 	}
+	return reason == ""
 }
 
 // Put implements kv.Store. A TTL becomes one absolute expiry in whole
@@ -189,7 +191,7 @@ func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, 
 	case err == nil:
 		// Marked before the copy is queued, which its worker may run at
 		// once and account for.
-		out.add(s.set.mark(key, MarkUnsettled, now, 1))
+		out.add(s.set.mark(key, MarkUnsettled, now, now, 1))
 		var fresh bool
 		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{})
 		if !fresh {
@@ -198,7 +200,7 @@ func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, 
 	case uncertain(err):
 		// The write may have landed (a timeout after the store
 		// applied it): let repair copy whatever the store holds.
-		out.add(s.set.mark(key, MarkDirty, now, 0))
+		out.add(s.set.mark(key, MarkDirty, now, now, 0))
 	}
 	return out
 }

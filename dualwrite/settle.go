@@ -64,6 +64,11 @@ type settleEntry struct {
 	// acked is the latest acknowledged-at time of an ingested write, so
 	// that an older one arriving later is not applied over it.
 	acked time.Time
+	// wrote is the time of the key's latest write as its writer stamped
+	// it (the Store's clock for its own writes, the acknowledged-at time
+	// for an ingested one), unlike ready, which copies move on: a tee's
+	// read made before it is inconclusive. Zero after a restart.
+	wrote time.Time
 	// queued is set while a repair of the key waits in its lane, so that
 	// a second pass does not queue it twice.
 	queued bool
@@ -91,16 +96,16 @@ func newSettleSet(max int, journaled bool) *settleSet {
 
 // mark records a write of key at ready in state m (MarkUnsettled or
 // MarkDirty), with copies new copies queued; a dirty key stays dirty until
-// repaired. first reports that this mark overflowed the set and raised the
+// repaired. wrote is the write's own time, zero when the mark is no write. first reports that this mark overflowed the set and raised the
 // reconciliation flag; changed that the journal has something new to
 // commit.
-func (d *settleSet) mark(key string, m Mark, ready time.Time, copies int32) (first, changed bool) {
+func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.markLocked(key, m, ready, copies)
+	return d.markLocked(key, m, ready, wrote, copies)
 }
 
-func (d *settleSet) markLocked(key string, m Mark, ready time.Time, copies int32) (first, changed bool) {
+func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
 	e, ok := d.keys[key]
 	if !ok && len(d.keys) >= d.max {
 		d.overflow++
@@ -114,6 +119,9 @@ func (d *settleSet) markLocked(key string, m Mark, ready time.Time, copies int32
 	e.gen = d.gen
 	if ready.After(e.ready) {
 		e.ready = ready
+	}
+	if wrote.After(e.wrote) {
+		e.wrote = wrote
 	}
 	e.copies += copies
 	if m > e.mark {
@@ -154,7 +162,7 @@ func (d *settleSet) newer(key string, acked time.Time) bool {
 func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies int32) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	first, changed = d.markLocked(key, m, ready, copies)
+	first, changed = d.markLocked(key, m, ready, acked, copies)
 	if e, ok := d.keys[key]; ok && acked.After(e.acked) {
 		e.acked = acked
 		d.keys[key] = e
@@ -211,7 +219,7 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 func (d *settleSet) suspect(key string, now time.Time) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	first, changed = d.markLocked(key, MarkUnsettled, now, 0)
+	first, changed = d.markLocked(key, MarkUnsettled, now, time.Time{}, 0)
 	if e, ok := d.keys[key]; ok {
 		e.suspected = true
 		d.keys[key] = e
@@ -232,6 +240,19 @@ func (d *settleSet) lastWrite(key string) (time.Time, bool) {
 	e, ok := d.keys[key]
 	d.mu.Unlock()
 	return e.ready, ok
+}
+
+// wroteAt returns the time of the key's latest write as its writer stamped
+// it; ready instead when that is unknown (the key was loaded from the
+// journal, or only suspected since), which is later.
+func (d *settleSet) wroteAt(key string) (time.Time, bool) {
+	d.mu.Lock()
+	e, ok := d.keys[key]
+	d.mu.Unlock()
+	if e.wrote.IsZero() {
+		return e.ready, ok
+	}
+	return e.wrote, ok
 }
 
 // due returns up to limit keys in state m, not queued for repair, that were

@@ -60,6 +60,10 @@ type Stats struct {
 	// IngestStale counts ingested writes older than one already known for
 	// their key, not applied.
 	IngestStale uint64
+	// TeeReads counts the reads made elsewhere that CompareReads took for
+	// comparison; their outcomes are counted in Comparisons (or
+	// ComparisonsSkipped) with the Store's own.
+	TeeReads uint64
 	// Breaker is the state of the breaker guarding the store that is not
 	// authoritative in this stage; Breakers has both.
 	Breaker  BreakerState
@@ -127,6 +131,7 @@ type counters struct {
 	journalErrors      atomic.Uint64
 	loaded             atomic.Uint64
 	ingestStale        atomic.Uint64
+	teeReads           atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
@@ -158,6 +163,7 @@ func (s *Store) Stats() Stats {
 		JournalPending:     s.set.pending(),
 		Loaded:             s.ctr.loaded.Load(),
 		IngestStale:        s.ctr.ingestStale.Load(),
+		TeeReads:           s.ctr.teeReads.Load(),
 		Breakers:           make(map[Role]BreakerState, 2),
 		LeftAtClose:        s.ctr.leftAtClose.Load(),
 		LostEvents:         s.ctr.lostEvents.Load(),
