@@ -23,7 +23,9 @@
 // none); acked_at and read_at are milliseconds since the epoch, when the
 // binding acknowledged the write or returned the read. A read that found
 // nothing has found false and no digest. The answer is 200 with
-// {"copies": n, "reads": m, "reads_ignored": k}, or an error body
+// {"copies": n, "reads": m, "reads_ignored": k} (m reads taken for
+// comparison with the shadow, k not: the stage compares none, or the
+// proxy had no room for them), or an error body
 // {"error": {"code": "<word>", "message": "..."}} with 400 (a batch that
 // breaks a rule: nothing of it is handed on), 401, 404 (unknown namespace),
 // 405, 409 (the stage takes no copies: the tee then reads the stage again

@@ -8,11 +8,12 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// DualWrite is the Sink and the StageReader of a proxy over dual-write
-// stores: each batch's copies go to its namespace's Store.Ingest, as
-// writes whose authoritative part is done, and the stage endpoint answers
-// from that store's stage. It takes no reads (it is no ReadSink): the
-// handler counts them as ignored.
+// DualWrite is the Sink, ReadSink and StageReader of a proxy over
+// dual-write stores: each batch's copies go to its namespace's
+// Store.Ingest, as writes whose authoritative part is done, its reads to
+// Store.CompareReads, which compares them with the shadow in the Shadow
+// stage (in DualWrite they are ignored), and the stage endpoint answers
+// from that store's stage.
 type DualWrite struct {
 	// Stores resolves a namespace ID to the store that serves it.
 	Stores func(namespace string) (*dualwrite.Store, bool)
@@ -22,6 +23,7 @@ type DualWrite struct {
 
 var (
 	_ Sink        = (*DualWrite)(nil)
+	_ ReadSink    = (*DualWrite)(nil)
 	_ StageReader = (*DualWrite)(nil)
 )
 
@@ -45,13 +47,29 @@ func (d *DualWrite) Ingest(ctx context.Context, namespace string, copies []Copy)
 	for i, c := range copies {
 		writes[i] = dualwrite.TeeWrite{Key: c.Key, Delete: c.Deleted, Value: c.Value, Expiration: c.Expiration, Metadata: c.Metadata, At: c.AckedAt}
 	}
-	if err := st.Ingest(ctx, writes); err != nil {
-		if errors.Is(err, dualwrite.ErrIngestStage) {
-			return fmt.Errorf("%w: %w", ErrStage, err)
-		}
-		return err
+	return stageError(st.Ingest(ctx, writes))
+}
+
+// CompareReads implements ReadSink. A stage where the primary is not
+// authoritative is ErrStage, as for copies.
+func (d *DualWrite) CompareReads(ctx context.Context, namespace string, reads []Read) (int, error) {
+	st, err := d.store(namespace)
+	if err != nil {
+		return 0, err
 	}
-	return nil
+	tee := make([]dualwrite.TeeRead, len(reads))
+	for i, r := range reads {
+		tee[i] = dualwrite.TeeRead{Key: r.Key, Found: r.Found, SHA256: r.SHA256, Length: r.Length, Expiration: r.Expiration, At: r.ReadAt}
+	}
+	n, err := st.CompareReads(ctx, tee)
+	return n, stageError(err)
+}
+
+func stageError(err error) error {
+	if errors.Is(err, dualwrite.ErrIngestStage) {
+		return fmt.Errorf("%w: %w", ErrStage, err)
+	}
+	return err
 }
 
 // Authority implements StageReader: MongoDB (the shadow) is authoritative

@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
@@ -31,6 +33,11 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 		start.Unix()+600, ms-2, ms-1, ms)
 	if w := post(t, h, body); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"copies":3`) {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	// DualWrite compares no reads: they are ignored, the copies taken.
+	read := fmt.Sprintf(`"reads":[{"key":"wordle:a","found":false,"read_at":%d}]}`, ms)
+	if w := post(t, h, strings.Replace(body, `]}`, `],`+read, 1)); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"copies":3,"reads":0,"reads_ignored":1`) {
+		t.Fatalf("reads in DualWrite: status %d: %s", w.Code, w.Body)
 	}
 	if err := st.Close(context.Background()); err != nil { // drains the lanes
 		t.Fatal(err)
@@ -57,6 +64,9 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 	if w := post(t, h, body); w.Code != http.StatusConflict {
 		t.Fatalf("copies in Live: status %d: %s", w.Code, w.Body)
 	}
+	if w := post(t, h, "{"+read); w.Code != http.StatusConflict {
+		t.Fatalf("reads in Live: status %d: %s", w.Code, w.Body)
+	}
 	a, err := sink.Authority(context.Background(), "ns")
 	if err != nil || !a.ShadowAuthoritative || a.Stage != "live" || a.Account != "acc" || a.Namespace != "ns" {
 		t.Fatalf("Authority in Live = %+v, %v", a, err)
@@ -68,5 +78,42 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 	var got map[string]string
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["authoritative"] != "shadow" || got["stage"] != "live" {
 		t.Fatalf("stage endpoint: %s (%v)", w.Body, err)
+	}
+}
+
+// In the Shadow stage the tee's reads are compared with the shadow by
+// digest: one that agrees is a match, one that MongoDB contradicts is
+// suspected, and the answer counts both as compared.
+func TestDualWriteComparesReads(t *testing.T) {
+	clk := clock.NewFake(start)
+	primary, shadow := memory.New(memory.Config{Clock: clk}), memory.New(memory.Config{Clock: clk})
+	st, err := dualwrite.New(dualwrite.Config{Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 1, RepairInterval: time.Hour}, dualwrite.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, s := range []*memory.Store{primary, shadow} {
+		must(t, s.Put(ctx, "wordle:same", []byte("v"), kv.PutOptions{}))
+	}
+	must(t, primary.Put(ctx, "wordle:other", []byte("v"), kv.PutOptions{}))
+	must(t, shadow.Put(ctx, "wordle:other", []byte("changed"), kv.PutOptions{}))
+	sink := &ingest.DualWrite{Stores: func(string) (*dualwrite.Store, bool) { return st, true }}
+	h := newHandler(t, sink, nil)
+	sum := sha256.Sum256([]byte("v"))
+	body := fmt.Sprintf(`{"reads":[{"key":"wordle:same","found":true,"sha256":"%x","length":1,"read_at":%d},{"key":"wordle:other","found":true,"sha256":"%x","length":1,"read_at":%d}]}`, sum, ms, sum, ms)
+	if w := post(t, h, body); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"reads":2,"reads_ignored":0`) {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	must(t, st.Close(ctx)) // drains the lanes
+	s := st.Stats()
+	if s.TeeReads != 2 || s.Comparisons[compare.Match] != 1 || s.Comparisons[compare.Suspected] != 1 || s.Unsettled != 1 || s.Divergences() != 0 {
+		t.Fatalf("tee reads %d, comparisons %v, unsettled %d", s.TeeReads, s.Comparisons, s.Unsettled)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

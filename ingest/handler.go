@@ -26,10 +26,12 @@ type Sink interface {
 }
 
 // ReadSink is the optional ability of a Sink to take the tee's sampled
-// reads, to compare them with the shadow. Without it reads are counted as
-// ignored in the answer.
+// reads, all checked, to compare them with the shadow. It returns how many
+// it took for comparison; the rest (its stage compares none, or it had no
+// room) are counted as ignored in the answer, as every read is when the
+// Sink has no such ability. Its errors are a Sink's.
 type ReadSink interface {
-	CompareReads(ctx context.Context, namespace string, reads []Read) error
+	CompareReads(ctx context.Context, namespace string, reads []Read) (compared int, err error)
 }
 
 // Authority is what the stage endpoint tells a tee.
@@ -112,7 +114,8 @@ func New(sink Sink, cfg Config) (*Handler, error) {
 	return &Handler{sink: sink, cfg: cfg, token: []byte(cfg.Token)}, nil
 }
 
-// Result is the answer to an accepted batch.
+// Result is the answer to an accepted batch: the copies handed on, the
+// reads taken for comparison and those ignored.
 type Result struct {
 	Copies       int `json:"copies"`
 	Reads        int `json:"reads"`
@@ -179,13 +182,16 @@ func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(b.Reads) > 0 {
-		rs, ok := h.sink.(ReadSink)
-		if !ok {
-			res.Reads, res.ReadsIgnored = 0, len(b.Reads)
-		} else if err := rs.CompareReads(r.Context(), ns, b.Reads); err != nil {
-			h.fail(w, err)
-			return
+		res.Reads = 0
+		if rs, ok := h.sink.(ReadSink); ok {
+			n, err := rs.CompareReads(r.Context(), ns, b.Reads)
+			if err != nil {
+				h.fail(w, err)
+				return
+			}
+			res.Reads = min(max(n, 0), len(b.Reads))
 		}
+		res.ReadsIgnored = len(b.Reads) - res.Reads
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -50,11 +50,11 @@ type readRecorder struct {
 	reads []ingest.Read
 }
 
-func (r *readRecorder) CompareReads(_ context.Context, _ string, reads []ingest.Read) error {
+func (r *readRecorder) CompareReads(_ context.Context, _ string, reads []ingest.Read) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads = append(r.reads, reads...)
-	return nil
+	return len(reads), nil
 }
 
 type stages map[string]ingest.Authority

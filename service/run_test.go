@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -407,6 +408,23 @@ func TestTeeIngestFeedsTheShadow(t *testing.T) {
 	if code, body := post(TeePath+"stage", ""); code != http.StatusOK || !strings.Contains(body, `"stage":"dualwrite"`) {
 		t.Fatalf("tee stage: %d %s", code, body)
 	}
+	// In dualwrite the tee's reads are ignored; in shadow they are
+	// compared with MongoDB, by digest.
+	sum := sha256.Sum256([]byte("tee"))
+	reads := fmt.Sprintf(`{"namespace":%q,"reads":[{"key":"wordle:tee","found":true,"sha256":"%x","length":3,"read_at":%d}]}`, DemoNamespace, sum, time.Now().UnixMilli())
+	if code, body := post(TeePath+"ingest", reads); code != http.StatusOK || !strings.Contains(body, `"reads":0,"reads_ignored":1`) {
+		t.Fatalf("reads in dualwrite: %d %s", code, body)
+	}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"shadow"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT shadow: %d", code)
+	}
+	if code, body := post(TeePath+"ingest", reads); code != http.StatusOK || !strings.Contains(body, `"reads":1,"reads_ignored":0`) {
+		t.Fatalf("reads in shadow: %d %s", code, body)
+	}
+	eventually(t, "the tee's read compared", func() bool {
+		s := r.stats(t).Total
+		return s.TeeReads == 1 && s.Comparisons["match"] == 1
+	})
 	// Once MongoDB is authoritative the tee goes through the proxy: its
 	// copies are refused with 409, so it reads the stage again.
 	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, nil); code != http.StatusOK {

@@ -92,6 +92,7 @@ type StoreStats struct {
 	JournalPending       int               `json:"journal_pending"`
 	Loaded               uint64            `json:"loaded"`
 	IngestStale          uint64            `json:"ingest_stale"`
+	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
 	Breaker              string            `json:"breaker"`
 	Breakers             map[string]string `json:"breakers"`
 	LeftAtClose          uint64            `json:"left_at_close"`
@@ -163,7 +164,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
-		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, Breaker: string(s.Breaker),
+		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
 		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
 	}
 }
@@ -202,6 +203,7 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.JournalPending += st.JournalPending
 		sum.Loaded += st.Loaded
 		sum.IngestStale += st.IngestStale
+		sum.TeeReads += st.TeeReads
 		for r, b := range st.Breakers {
 			sum.Breakers[r] = worse(sum.Breakers[r], b)
 		}
