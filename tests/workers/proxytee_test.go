@@ -1,6 +1,7 @@
 package workers_test
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -24,10 +25,11 @@ func freePort(t *testing.T) string {
 
 // TestTeeThroughProxyEndToEnd: the whole tee path with the real service: a
 // bot Worker in workerd writes its own binding through the tee; its copies
-// go to kvshadow-proxy's tee endpoints; the proxy (stage dualwrite) reads
+// go to kvshadow-proxy's tee endpoints; the proxy (stage shadow) reads
 // the primary through the bridge Worker over that same binding and copies
-// to the embedded MongoDB-compatible server; afterwards MongoDB holds
-// exactly what the binding holds.
+// to the embedded MongoDB-compatible server, and compares the tee's sampled
+// reads with it; afterwards MongoDB holds exactly what the binding holds,
+// and no sampled read was a divergence.
 func TestTeeThroughProxyEndToEnd(t *testing.T) {
 	mongo := mongotest.New(t)
 	db := mongo.Database(t)
@@ -48,7 +50,7 @@ func TestTeeThroughProxyEndToEnd(t *testing.T) {
 		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
 		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
 		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}, "--listen", listen, "--stage", "dualwrite", "--consistency-window", "0")
+	}, "--listen", listen, "--stage", "shadow", "--consistency-window", "0")
 	bot.say("go")
 	var run struct {
 		Writes      int `json:"writes"`
@@ -60,9 +62,19 @@ func TestTeeThroughProxyEndToEnd(t *testing.T) {
 	shadow := shadowStore(t, mongo, db)
 	// A TTL's expiry is computed by the tee when the binding acknowledges
 	// the write: within a second of the binding's.
-	want := converged(t, &admin.Client{URL: adminURL, Token: adminToken}, primary, shadow, time.Second)
+	adm := &admin.Client{URL: adminURL, Token: adminToken}
+	want := converged(t, adm, primary, shadow, time.Second)
 	if len(want) < 20 {
 		t.Fatalf("the traffic left only %d keys", len(want))
 	}
-	t.Logf("%d invocations, %d writes teed through the proxy, %d keys on both sides", run.Invocations, run.Writes, len(want))
+	st, err := adm.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Total.Comparisons
+	if st.Total.TeeReads == 0 || c["match"] == 0 || st.Total.Divergences != 0 {
+		t.Fatalf("sampled reads: %d compared, comparisons %v, %d divergences", st.Total.TeeReads, c, st.Total.Divergences)
+	}
+	t.Logf("%d invocations, %d writes teed through the proxy, %d keys on both sides; %d sampled reads compared: %d match, %d suspected, %d inconclusive, %d pending",
+		run.Invocations, run.Writes, len(want), st.Total.TeeReads, c["match"], c["suspected"], c["inconclusive"], c["pending"])
 }

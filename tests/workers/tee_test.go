@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
@@ -38,11 +39,15 @@ func (s *dualSink) Ingest(ctx context.Context, ns string, copies []ingest.Copy) 
 	return nil
 }
 
-func (s *dualSink) CompareReads(_ context.Context, _ string, reads []ingest.Read) error {
+func (s *dualSink) CompareReads(ctx context.Context, ns string, reads []ingest.Read) (int, error) {
+	n, err := s.DualWrite.CompareReads(ctx, ns, reads)
+	if err != nil {
+		return n, err
+	}
 	s.mu.Lock()
 	s.reads += len(reads)
 	s.mu.Unlock()
-	return nil
+	return n, nil
 }
 
 func (s *dualSink) count() (copies, reads int) {
@@ -98,8 +103,11 @@ func until(d time.Duration, f func() bool) bool {
 // the tee; the copies reach the ingest handler over HTTP and the
 // dual-write store ingests them (primary: cfkv through the bridge Worker
 // over that same binding; shadow: the embedded MongoDB-compatible server);
-// settling verifies every key; afterwards MongoDB holds exactly what the
-// binding holds.
+// the tee's sampled reads are compared with MongoDB by digest, and none is
+// a divergence; settling verifies every key; afterwards MongoDB holds
+// exactly what the binding holds. Then a value changed in MongoDB behind
+// the layer is found by the digest of one read through the tee: suspected,
+// confirmed by the verification after the window, and repaired.
 func TestTeeEndToEnd(t *testing.T) {
 	mongo := mongotest.New(t)
 	shadow := shadowStore(t, mongo, mongo.Database(t))
@@ -133,7 +141,7 @@ func TestTeeEndToEnd(t *testing.T) {
 	bot.next(&ready, 3*time.Minute)
 	primary := bridge{URL: ready.Bridge, Account: "acc", Namespace: "ns", Token: bridgeToken}.store(t)
 	store, err := dualwrite.New(dualwrite.Config{
-		Primary: primary, Shadow: shadow, Stage: dualwrite.DualWrite,
+		Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 1,
 		ConsistencyWindow: -1,        // miniflare's binding reads its own writes at once
 		RepairInterval:    time.Hour, // the test runs the passes itself
 	})
@@ -163,9 +171,11 @@ func TestTeeEndToEnd(t *testing.T) {
 	if !settled {
 		t.Fatalf("after settling: %d unsettled, %d dirty keys", st.Unsettled, st.Dirty)
 	}
-	if err := store.Close(ctx); err != nil {
-		t.Fatalf("Close: %v", err)
+	if st.TeeReads == 0 || st.Comparisons[compare.Match] == 0 || st.Confirmed != 0 || st.Divergences() != 0 {
+		t.Fatalf("sampled reads: %d compared, comparisons %v, %d confirmed, %d divergences", st.TeeReads, st.Comparisons, st.Confirmed, st.Divergences())
 	}
+	t.Logf("%d sampled reads compared: %d match, %d suspected, %d inconclusive, %d pending; %d suspicions cleared",
+		st.TeeReads, st.Comparisons[compare.Match], st.Comparisons[compare.Suspected], st.Comparisons[compare.Inconclusive], st.Comparisons[compare.Pending], st.Cleared)
 
 	want := everything(t, primary)
 	got := everything(t, shadow)
@@ -197,6 +207,69 @@ func TestTeeEndToEnd(t *testing.T) {
 		t.Errorf("no sampled read reached the handler")
 	}
 	t.Logf("%d invocations, %d writes, %d copies ingested, %d keys, %d sampled reads", run.Invocations, run.Writes, copies, len(want), reads)
+
+	changedBehind(t, bot, store, primary, shadow, want)
+	if err := store.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// changedBehind changes one key's value in MongoDB behind the layer, has
+// the bot read it once through the tee, and checks that the read's digest
+// finds the difference: suspected, confirmed by the verification after the
+// window (none here: miniflare reads its own writes), then repaired.
+func changedBehind(t *testing.T, bot *nodeScript, store *dualwrite.Store, primary, shadow kv.Store, keys map[string]kv.Entry) {
+	t.Helper()
+	ctx := context.Background()
+	var key string
+	for k, e := range keys {
+		if e.Expiration.IsZero() && (key == "" || k < key) {
+			key = k // a key without expiry: the trades, which are never written again
+		}
+	}
+	if key == "" {
+		t.Fatal("no key without expiry to change")
+	}
+	before := store.Stats()
+	if err := shadow.Put(ctx, key, []byte(`{"changed":"behind the layer"}`), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bot.say("read " + key)
+	var read struct {
+		Found bool `json:"found"`
+	}
+	bot.next(&read, time.Minute)
+	if !read.Found {
+		t.Fatalf("the bot did not find %q", key)
+	}
+	if !until(time.Minute, func() bool { return store.Stats().TeeReads > before.TeeReads }) {
+		t.Fatal("the probe's read never reached the store")
+	}
+	if err := store.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := store.Stats()
+	if st.Comparisons[compare.Suspected] != before.Comparisons[compare.Suspected]+1 || st.Confirmed != 0 || st.Unsettled != 1 {
+		t.Fatalf("after the read: comparisons %v (before %v), %d confirmed, %d unsettled", st.Comparisons, before.Comparisons, st.Confirmed, st.Unsettled)
+	}
+	if _, err := store.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := store.Stats(); st.Confirmed != 1 || st.Divergences() != 1 {
+		t.Fatalf("after the verification: %d confirmed, %d divergences", st.Confirmed, st.Divergences())
+	}
+	repaired := until(time.Minute, func() bool {
+		store.RepairDirty()
+		_ = store.Flush(ctx)
+		got, err := shadow.Get(ctx, key)
+		return err == nil && bytes.Equal(got, keys[key].Value)
+	})
+	if !repaired {
+		t.Fatalf("%q was not repaired from the primary", key)
+	}
+	if v, err := primary.Get(ctx, key); err != nil || !bytes.Equal(v, keys[key].Value) {
+		t.Fatalf("the primary changed: %q, %v", v, err)
+	}
 }
 
 // shadowStore is mongokv over database db of the embedded server.

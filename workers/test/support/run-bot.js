@@ -1,8 +1,9 @@
 // For the Go end-to-end test: runs the test bot Worker in tee mode and the
 // bridge Worker over the same miniflare KV namespace; prints {"bridge"}, and
 // on the line "go" from its standard input drives bot-like traffic, then
-// prints {"writes", "invocations"} and keeps the bridge up until its
-// standard input closes. Settings come from
+// prints {"writes", "invocations"}; on "read <key>" the bot reads that key
+// once through the tee, which reports the read, and prints {"found"}. It
+// keeps the bridge up until its standard input closes. Settings come from
 // the environment: KVSHADOW_URL (the ingest origin), KVSHADOW_TOKEN,
 // KVSHADOW_BRIDGE_TOKEN, KVSHADOW_UPDATES.
 import { drive, startBot, updates } from "./bot.js";
@@ -35,10 +36,18 @@ let input = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", async (d) => {
   input += d;
-  if (!input.includes("go\n")) return;
-  input = "";
-  const answers = await drive(mf, updates(n, 8), 4);
-  const writes = answers.reduce((s, a) => s + a.writes, 0);
-  process.stdout.write(JSON.stringify({ writes, invocations: n }) + "\n");
+  let nl;
+  while ((nl = input.indexOf("\n")) >= 0) {
+    const line = input.slice(0, nl);
+    input = input.slice(nl + 1);
+    if (line === "go") {
+      const answers = await drive(mf, updates(n, 8), 4);
+      const writes = answers.reduce((s, a) => s + a.writes, 0);
+      process.stdout.write(JSON.stringify({ writes, invocations: n }) + "\n");
+    } else if (line.startsWith("read ")) {
+      const [answer] = await drive(mf, [{ user: "u0", read: line.slice(5) }], 1);
+      process.stdout.write(JSON.stringify(answer) + "\n");
+    }
+  }
 });
 process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL ?? "" }) + "\n");

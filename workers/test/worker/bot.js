@@ -9,16 +9,20 @@ import { createStore } from "../seed/create-store.js";
  * @param {any} env
  * @param {ExecutionContext} ctx
  */
-function pickKV(env, ctx) {
+function pickKV(env, ctx, sampleRate = Number(env.KVSHADOW_SAMPLE ?? 0.05)) {
   if (env.KVSHADOW_MODE === "direct") return env.KV; // the bot before kvshadow
   if (env.KVSHADOW_MODE === "tee") {
-    return kvshadowTee(env.KV, { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate: Number(env.KVSHADOW_SAMPLE ?? 0.05) }, ctx);
+    return kvshadowTee(env.KV, { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate }, ctx);
   }
   return kvshadowBinding({ url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, accountId: env.KVSHADOW_ACCOUNT, namespaceId: env.KVSHADOW_NAMESPACE });
 }
 
 /** One update: a guess in wordle, a trade, an emoji round, a cooldown. */
 async function handle(update, env, ctx) {
+  if (typeof update.read === "string") {
+    // The tests' probe: one read of a full key, always reported to the proxy.
+    return { found: (await pickKV(env, ctx, 1).get(update.read)) !== null };
+  }
   const KV = pickKV(env, ctx); // the one line the bot changes: it was env.KV
   const wordle = createStore("wordle", { ...env, KV });
   const trading = createStore("trading", { ...env, KV });
