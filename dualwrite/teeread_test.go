@@ -75,13 +75,21 @@ func TestTeeReadFindsADivergence(t *testing.T) {
 	if st.Confirmed != 1 || st.Cleared != 1 || len(recs) != 1 || recs[0].Kind != compare.ValueMismatch {
 		t.Fatalf("after the window: confirmed %d, cleared %d, records %v", st.Confirmed, st.Cleared, recs)
 	}
-	waitFor(t, "the repair", func() bool { return p.store.Stats().Repairs[dualwrite.RepairCopied] == 1 })
-	if v, err := p.shadow.Store.Get(ctx, "wordle:d"); err != nil || string(v) != "v1" {
-		t.Fatalf("repaired copy %q, %v", v, err)
+	p.repairedOnce("wordle:d", "v1")
+}
+
+// repairedOnce waits for the repair that a confirmed divergence of key
+// asked for, checks the shadow's copy, and that the key then settles with
+// one divergence counted.
+func (p *pair) repairedOnce(key, want string) {
+	p.t.Helper()
+	waitFor(p.t, "the repair", func() bool { return p.store.Stats().Repairs[dualwrite.RepairCopied] == 1 })
+	if v, err := p.shadow.Store.Get(context.Background(), key); err != nil || string(v) != want {
+		p.t.Fatalf("repaired copy %q, %v", v, err)
 	}
 	p.settle()
 	if st := p.store.Stats(); st.Dirty+st.Unsettled != 0 || st.Divergences() != 1 {
-		t.Fatalf("after repair: %d dirty, %d unsettled, %d divergences", st.Dirty, st.Unsettled, st.Divergences())
+		p.t.Fatalf("after repair: %d dirty, %d unsettled, %d divergences", st.Dirty, st.Unsettled, st.Divergences())
 	}
 }
 
