@@ -224,7 +224,7 @@ func changedBehind(t *testing.T, bot *nodeScript, store *dualwrite.Store, primar
 	var key string
 	for k, e := range keys {
 		if e.Expiration.IsZero() && (key == "" || k < key) {
-			key = k // a key without expiry: the trades, which are never written again
+			key = k // a key without expiry, which the traffic, now over, left alone
 		}
 	}
 	if key == "" {
