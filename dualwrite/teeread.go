@@ -2,7 +2,9 @@ package dualwrite
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
@@ -92,7 +94,9 @@ func (s *Store) wroteAt(key string, h uint64) time.Time {
 // digestOf is what a tee's comparison compares in place of a value: a
 // text that no JSON document spells, so two digests compare only as bytes.
 func digestOf(sum [32]byte, length int) []byte {
-	return fmt.Appendf(nil, "sha256:%x:%d", sum, length)
+	b := make([]byte, 0, len("sha256:")+2*len(sum)+1+len("33554432"))
+	b = hex.AppendEncode(append(b, "sha256:"...), sum[:])
+	return strconv.AppendInt(append(b, ':'), int64(length), 10)
 }
 
 func validateTeeRead(r TeeRead) error {
