@@ -307,7 +307,7 @@ export class TeeNamespace {
     const noted = this.reads.splice(0);
     if (copies.length === 0 && noted.length === 0) return;
     try {
-      const reads = await Promise.all(noted.map((r) => this.digest(r)));
+      const reads = (await Promise.all(noted.map((r) => this.digest(r)))).filter((r) => r !== null);
       /** @type {any} */
       const batch = { copies, reads };
       if (this.namespaceId) batch.namespace = this.namespaceId;
@@ -335,7 +335,10 @@ export class TeeNamespace {
 
   /**
    * A read's digest; the expiry comes from a listing of the key, after the
-   * response, as the binding's get does not return it.
+   * response, as the binding's get does not return it. When the listing
+   * fails or does not show the key (deleted since, or not listed yet), the
+   * expiry is unknown and the read is not sent (null): the proxy would
+   * take a missing expiry for none.
    * @param {{key: string, bytes: Uint8Array|null, at: number}} r
    */
   async digest(r) {
@@ -348,7 +351,8 @@ export class TeeNamespace {
     /** @type {any} */
     const out = { key: r.key, found: true, sha256: hex, length: r.bytes.byteLength, read_at: r.at };
     const k = listed?.keys?.[0];
-    if (k && k.name === r.key && k.expiration) out.expiration = k.expiration;
+    if (!k || k.name !== r.key) return null;
+    if (k.expiration) out.expiration = k.expiration;
     return out;
   }
 }

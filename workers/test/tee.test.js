@@ -104,6 +104,25 @@ describe("kvshadowTee", () => {
     assert.equal(batch.reads[5].found, false);
   });
 
+  test("a sampled read whose expiry cannot be learned is not sent", async () => {
+    await KV.put("x:listed", "v", { expirationTtl: 300 });
+    await KV.put("x:unlisted", "v", { expirationTtl: 300 });
+    const ctx = invocation();
+    const kv = {
+      get: (/** @type {any} */ k, /** @type {any} */ o) => KV.get(k, o),
+      getWithMetadata: (/** @type {any} */ k, /** @type {any} */ o) => KV.getWithMetadata(k, o),
+      /** @param {any} o */
+      list: (o) => (o.prefix === "x:listed" ? KV.list(o) : Promise.reject(new Error("list failed"))),
+    };
+    const t = kvshadowTee(/** @type {any} */ (kv), { url: rec.url, token, namespaceId: "ns", accountId: "acc", sampleRate: 1 }, ctx);
+    assert.equal(await t.get("x:unlisted"), "v");
+    assert.equal(await t.get("x:listed"), "v");
+    await ctx.done();
+    const { reads } = rec.state.batches[0].batch;
+    assert.deepEqual(reads.map((/** @type {any} */ r) => r.key), ["x:listed"]);
+    assert.ok(reads[0].expiration > Date.now() / 1000);
+  });
+
   test("unsampled reads and lists add no request at all", async () => {
     await KV.put("u:1", "v");
     const ctx = invocation();
