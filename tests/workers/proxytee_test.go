@@ -72,7 +72,9 @@ func TestTeeThroughProxyEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := st.Total.Comparisons
-	if st.Total.TeeReads == 0 || c["match"] == 0 || st.Total.Divergences != 0 {
+	// Every read may race a write of its own invocation (inconclusive);
+	// TestTeeEndToEnd's changedBehind shows a match and a difference found.
+	if st.Total.TeeReads == 0 || st.Total.Divergences != 0 {
 		t.Fatalf("sampled reads: %d compared, comparisons %v, %d divergences", st.Total.TeeReads, c, st.Total.Divergences)
 	}
 	t.Logf("%d invocations, %d writes teed through the proxy, %d keys on both sides; %d sampled reads compared: %d match, %d suspected, %d inconclusive, %d pending",

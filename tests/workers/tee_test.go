@@ -171,7 +171,10 @@ func TestTeeEndToEnd(t *testing.T) {
 	if !settled {
 		t.Fatalf("after settling: %d unsettled, %d dirty keys", st.Unsettled, st.Dirty)
 	}
-	if st.TeeReads == 0 || st.Comparisons[compare.Match] == 0 || st.Confirmed != 0 || st.Divergences() != 0 {
+	// Under load every organic read may race a write of its own invocation
+	// (inconclusive, as it must be); that a read matches and that a
+	// difference is found is shown by changedBehind, once the traffic is over.
+	if st.TeeReads == 0 || st.Confirmed != 0 || st.Divergences() != 0 {
 		t.Fatalf("sampled reads: %d compared, comparisons %v, %d confirmed, %d divergences", st.TeeReads, st.Comparisons, st.Confirmed, st.Divergences())
 	}
 	t.Logf("%d sampled reads compared: %d match, %d suspected, %d inconclusive, %d pending; %d suspicions cleared",
@@ -230,24 +233,34 @@ func changedBehind(t *testing.T, bot *nodeScript, store *dualwrite.Store, primar
 	if key == "" {
 		t.Fatal("no key without expiry to change")
 	}
-	before := store.Stats()
+	probe := func() dualwrite.Stats {
+		t.Helper()
+		before := store.Stats()
+		bot.say("read " + key)
+		var read struct {
+			Found bool `json:"found"`
+		}
+		bot.next(&read, time.Minute)
+		if !read.Found {
+			t.Fatalf("the bot did not find %q", key)
+		}
+		if !until(time.Minute, func() bool { return store.Stats().TeeReads > before.TeeReads }) {
+			t.Fatal("the probe's read never reached the store")
+		}
+		if err := store.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return before
+	}
+	// A read of a key both stores agree on matches.
+	before := probe()
+	if st := store.Stats(); st.Comparisons[compare.Match] != before.Comparisons[compare.Match]+1 {
+		t.Fatalf("a read of a settled key: comparisons %v (before %v), want one more match", st.Comparisons, before.Comparisons)
+	}
 	if err := shadow.Put(ctx, key, []byte(`{"changed":"behind the layer"}`), kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bot.say("read " + key)
-	var read struct {
-		Found bool `json:"found"`
-	}
-	bot.next(&read, time.Minute)
-	if !read.Found {
-		t.Fatalf("the bot did not find %q", key)
-	}
-	if !until(time.Minute, func() bool { return store.Stats().TeeReads > before.TeeReads }) {
-		t.Fatal("the probe's read never reached the store")
-	}
-	if err := store.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	before = probe()
 	st := store.Stats()
 	if st.Comparisons[compare.Suspected] != before.Comparisons[compare.Suspected]+1 || st.Confirmed != 0 || st.Unsettled != 1 {
 		t.Fatalf("after the read: comparisons %v (before %v), %d confirmed, %d unsettled", st.Comparisons, before.Comparisons, st.Confirmed, st.Unsettled)
