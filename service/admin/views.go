@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"maps"
 	"time"
 
 	"github.com/kvshadow/kvshadow/control"
@@ -175,7 +176,11 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 	var sum dualwrite.Stats
 	for i, st := range all {
 		if i == 0 {
+			// The counts add into copies: the caller's snapshots stay as they were.
 			sum = st
+			sum.Drops, sum.Repairs = maps.Clone(st.Drops), maps.Clone(st.Repairs)
+			sum.Comparisons, sum.Verifications = maps.Clone(st.Comparisons), maps.Clone(st.Verifications)
+			sum.Breakers = maps.Clone(st.Breakers)
 			continue
 		}
 		sum.Queued += st.Queued

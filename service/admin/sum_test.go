@@ -1,0 +1,61 @@
+package admin
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// Every count of Stats adds up in Sum, so that a field added to Stats
+// cannot go missing from /stats and /metrics' totals unnoticed; and Sum
+// leaves the snapshots it is given as they were.
+func TestSumAddsEveryCount(t *testing.T) {
+	one := func() dualwrite.Stats {
+		var st dualwrite.Stats
+		v := reflect.ValueOf(&st).Elem()
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanInt() {
+				f.SetInt(1)
+			} else if f.CanUint() && f.Kind() != reflect.Uint8 { // Stage is a uint8
+				f.SetUint(1)
+			}
+		}
+		st.Drops = map[dualwrite.DropReason]uint64{dualwrite.DropLaneFull: 1}
+		st.Repairs = map[dualwrite.RepairOutcome]uint64{dualwrite.RepairCopied: 1}
+		st.Comparisons = map[compare.Kind]uint64{compare.Match: 1}
+		st.Verifications = map[compare.Kind]uint64{compare.Match: 1}
+		return st
+	}
+	first := one()
+	sum := Sum(first, one())
+	if first.Drops[dualwrite.DropLaneFull] != 1 || first.Comparisons[compare.Match] != 1 {
+		t.Fatal("Sum changed the maps of the first snapshot")
+	}
+	v := reflect.ValueOf(sum)
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		var n int64 = -1
+		switch {
+		case f.CanInt():
+			n = f.Int()
+		case f.CanUint() && f.Kind() != reflect.Uint8:
+			n = int64(f.Uint())
+		case f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.Uint64:
+			for _, k := range f.MapKeys() {
+				n = int64(f.MapIndex(k).Uint())
+			}
+		default:
+			continue
+		}
+		want := int64(2)
+		switch name {
+		case "MaxLaneDepth", "LaneCapacity": // the fullest lane; each lane's capacity
+			want = 1
+		}
+		if n != want {
+			t.Errorf("Sum: %s = %d, want %d", name, n, want)
+		}
+	}
+}
