@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kvapi"
@@ -50,7 +51,9 @@ func usage(format string, args ...any) error {
 
 // Namespace is one served namespace ID and the shadow database of its keys.
 type Namespace struct {
-	ID       string
+	ID string
+	// Database is the MongoDB database of the namespace's keys; "" means
+	// mongokv.DefaultDatabase, the bot's.
 	Database string
 }
 
@@ -188,7 +191,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if len(namespaces) == 0 {
 		namespaces.Set(env(cfkv.EnvNamespaceID))
 	}
-	mongoDB = cmpOr(mongoDB, env(EnvMongoDB))
+	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
+	// proxy follows it, so that a URI the two share (an Atlas one ending in
+	// /test) cannot split them into two databases. OpenBackends warns when
+	// the URI names another.
+	mongoDB = cmpOr(cmpOr(mongoDB, env(EnvMongoDB)), mongokv.DefaultDatabase)
 	read := func(file, name string, dst *string) {
 		if err != nil {
 			return
@@ -294,11 +301,7 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 		}
 		seen[id] = true
 		if other, ok := dbs[database]; ok {
-			name := database
-			if name == "" {
-				name = "the default database"
-			}
-			return nil, usage("namespaces %q and %q would share %s: give each its own with --namespace ID=DATABASE", other, id, name)
+			return nil, usage("namespaces %q and %q would share the database %q: give each its own with --namespace ID=DATABASE", other, id, database)
 		}
 		dbs[database] = id
 		out = append(out, Namespace{ID: id, Database: database})

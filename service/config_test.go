@@ -39,7 +39,7 @@ func TestParseFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Account != "acc" || len(c.Namespaces) != 1 || c.Namespaces[0] != (Namespace{ID: "ns1"}) || c.Stage != dualwrite.Off ||
+	if c.Account != "acc" || len(c.Namespaces) != 1 || c.Namespaces[0] != (Namespace{ID: "ns1", Database: "miti99bot"}) || c.Stage != dualwrite.Off ||
 		c.secrets.token != "client-SECRET" || c.secrets.admin != "admin-SECRET" || c.Listen != DefaultListen {
 		t.Fatalf("config %+v", c)
 	}
@@ -72,7 +72,7 @@ func TestParseRefuses(t *testing.T) {
 		{[]string{"--unauthenticated-loopback", "--listen", "0.0.0.0:8790"}, with(nil, "KVSHADOW_TOKEN", "KVSHADOW_ADMIN_TOKEN"), "loopback only"},
 		{[]string{"--unauthenticated-loopback"}, full, "contradict"},
 		{nil, with(map[string]string{"KVSHADOW_ADMIN_TOKEN": "client-SECRET"}), "must differ"},
-		{[]string{"--namespace", "a,b"}, full, "would share the default database"},
+		{[]string{"--namespace", "a,b"}, full, `would share the database "miti99bot"`},
 		{[]string{"--namespace", "a,a=x"}, full, "given twice"},
 		{[]string{"--stage", "sideways"}, full, "--stage"},
 		{[]string{"--compare-rate", "2"}, full, "--compare-rate"},
@@ -125,9 +125,8 @@ func TestHelpTeaches(t *testing.T) {
 			t.Errorf("--help does not mention %s", want)
 		}
 	}
-	// The shadow database's default is the one mongokv uses: the URI's,
-	// else the bot's.
-	if want := "(default the URI's, else " + mongokv.DefaultDatabase + ")"; !strings.Contains(Help, want) {
+	// The shadow database's default is the bot's, whatever the URI says.
+	if want := "(default " + mongokv.DefaultDatabase + ", the bot's"; !strings.Contains(Help, want) {
 		t.Errorf("--help does not give the default database as %q", want)
 	}
 }

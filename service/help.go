@@ -45,7 +45,9 @@ WHERE
                            database when there are several
   --primary-url URL        CLOUDFLARE_BASE_URL: the Workers KV API root, or a bridge
                            Worker that speaks it (default Cloudflare's)
-  --mongo-db DB            MONGODB_DB: the shadow database (default the URI's, else miti99bot)
+  --mongo-db DB            MONGODB_DB: the shadow database (default miti99bot, the bot's,
+                           whatever the URI names: the bot's store opens it so; a URI
+                           naming another database is warned about at start)
   --control-db DB          where the stage document and heartbeats live (default the
                            first namespace's database)
   --unauthenticated-loopback

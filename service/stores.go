@@ -1,12 +1,14 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,7 +75,8 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	}
 	clk := p.Clock
 	b := &Backends{}
-	var dbs []string // namespace -> the MongoDB database its shadow uses
+	var dbs []string  // namespace -> the MongoDB database its shadow uses
+	var used []string // those databases
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger})
 	if err != nil {
 		return nil, err
@@ -84,12 +87,17 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
-		shadow, err := client.Store(mongokv.Config{Database: ns.Database, Clock: clk})
+		database := cmp.Or(ns.Database, mongokv.DefaultDatabase)
+		used = append(used, database)
+		shadow, err := client.Store(mongokv.Config{Database: database, Clock: clk})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
 		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow})
 		dbs = append(dbs, ns.ID+" -> "+shadow.Database())
+	}
+	if named := client.URIDatabase(); named != "" && len(used) > 0 && !slices.Contains(used, named) && p.Logger != nil {
+		p.Logger.Warn(databaseWarning(named, used[0]))
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
@@ -103,25 +111,19 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.Close(ctx))
 	}
 	b.Closers = append(b.Closers, boardClient.Disconnect)
-	db := c.ControlDB
-	if db == "" {
-		if db = c.Namespaces[0].Database; db == "" {
-			db = defaultDatabase(client)
-		}
-	}
+	db := cmp.Or(c.ControlDB, c.Namespaces[0].Database, mongokv.DefaultDatabase)
 	b.Board = control.NewMongoBoard(boardClient.Database(db))
 	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
 	return b, nil
 }
 
-// defaultDatabase is the database a mongokv Store gets without one: the
-// URI's, else mongokv.DefaultDatabase.
-func defaultDatabase(client *mongokv.Client) string {
-	st, err := client.Store(mongokv.Config{})
-	if err != nil {
-		return mongokv.DefaultDatabase
-	}
-	return st.Database()
+// databaseWarning is said at start when MONGODB_URI names a database other
+// than the one the service opens: the bot's own store opens its database
+// whatever the URI says, so following the URI would split the bot and the
+// proxy and make every key diverge.
+func databaseWarning(named, used string) string {
+	return fmt.Sprintf("kvshadow-proxy: MONGODB_URI names the database %q, but the shadow is %q (the bot's MongoKVStore opens %q whatever its URI says); "+
+		"if the bot really uses %q, set MONGODB_DB=%s (or --mongo-db)", named, used, mongokv.DefaultDatabase, named, named)
 }
 
 // OpenDemo serves an emulated Workers KV account on loopback (the kvapi

@@ -1,6 +1,7 @@
 package mongokv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,7 @@ type Client struct {
 	cfg        ClientConfig
 	redact     *redactor
 	defaultDB  string
+	uriDB      string // the database the URI names, or ""
 	retryAfter time.Duration
 	logger     *slog.Logger
 
@@ -84,13 +86,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if !ok || (scheme != "mongodb" && scheme != "mongodb+srv") {
 		return nil, errors.New("mongokv: the URI must start with mongodb:// or mongodb+srv://")
 	}
-	db, err := uriDatabase(rest)
+	uriDB, err := uriDatabase(rest)
 	if err != nil {
 		return nil, err
 	}
-	if db == "" {
-		db = DefaultDatabase
-	}
+	db := cmp.Or(uriDB, DefaultDatabase)
 	if err := validateDatabase(db); err != nil {
 		return nil, fmt.Errorf("mongokv: the URI's database: %w", err)
 	}
@@ -108,8 +108,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		logger = slog.Default()
 	}
 	life, shutdown := context.WithCancel(context.Background())
-	return &Client{cfg: cfg, redact: red, defaultDB: db, retryAfter: retry, logger: logger, life: life, shutdown: shutdown}, nil
+	return &Client{cfg: cfg, redact: red, defaultDB: db, uriDB: uriDB, retryAfter: retry, logger: logger, life: life, shutdown: shutdown}, nil
 }
+
+// URIDatabase is the database the URI names in its path, or "" when it
+// names none. A tool that shares MongoDB with the JavaScript bot, whose
+// store always opens DefaultDatabase, warns when the two differ.
+func (c *Client) URIDatabase() string { return c.uriDB }
 
 // uriDatabase returns the database named in the path of a URI without its
 // scheme ("user:pass@host/db?opts"), or "".

@@ -71,6 +71,25 @@ func TestNewClientChecksWithoutIO(t *testing.T) {
 	}
 }
 
+// URIDatabase says what the URI names, not what a Store would open, so
+// that a tool can warn when the URI and the bot's database differ.
+func TestURIDatabase(t *testing.T) {
+	for uri, want := range map[string]string{
+		"mongodb://h":                            "",
+		"mongodb://u:p@h/?authSource=admin":      "",
+		"mongodb+srv://u:p@cluster.example/test": "test",
+		"mongodb://h/miti99bot":                  "miti99bot",
+	} {
+		c, err := NewClient(ClientConfig{URI: uri})
+		if err != nil {
+			t.Fatalf("NewClient(%q): %v", uri, err)
+		}
+		if got := c.URIDatabase(); got != want {
+			t.Errorf("URIDatabase of %q = %q, want %q", uri, got, want)
+		}
+	}
+}
+
 func TestStoreConfig(t *testing.T) {
 	c, err := NewClient(ClientConfig{URI: "mongodb://h"})
 	if err != nil {

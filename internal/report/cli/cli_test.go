@@ -236,18 +236,64 @@ func TestTelemetryFollowsTheEnvironment(t *testing.T) {
 // miti99bot, and the command says so at start, before it connects (here it
 // cannot: nothing listens).
 func TestSaysWhichDatabase(t *testing.T) {
-	for uri, want := range map[string]string{
-		"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50":          "database miti99bot\n",
-		"mongodb://127.0.0.1:1/botdb?serverSelectionTimeoutMS=50":     "database botdb\n",
-		"mongodb://u:SECRET@127.0.0.1:1/?serverSelectionTimeoutMS=50": "database miti99bot\n",
+	for _, tc := range []struct{ uri, db, want, warning string }{
+		{"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50", "", "database miti99bot\n", ""},
+		{"mongodb://u:SECRET@127.0.0.1:1/?serverSelectionTimeoutMS=50", "", "database miti99bot\n", ""},
+		// An Atlas URI ending in /test, shared with the bot: the report
+		// reads the bot's database, and warns.
+		{"mongodb://127.0.0.1:1/test?serverSelectionTimeoutMS=50", "", "database miti99bot\n",
+			`shadow-report: warning: MONGODB_URI names the database "test", but the report reads "miti99bot"`},
+		{"mongodb://127.0.0.1:1/test?serverSelectionTimeoutMS=50", "test", "database test\n", ""},
+		{"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50", "botdb", "database botdb\n", ""},
 	} {
 		_, errOut, code := runCLI(t, env(map[string]string{
 			"CLOUDFLARE_ACCOUNT_ID": "a", "CLOUDFLARE_KV_NAMESPACE_ID": "n", "CLOUDFLARE_API_TOKEN": "t",
-			"CLOUDFLARE_BASE_URL": "http://127.0.0.1:1", "MONGODB_URI": uri,
+			"CLOUDFLARE_BASE_URL": "http://127.0.0.1:1", "MONGODB_URI": tc.uri, "MONGODB_DB": tc.db,
 		}), "--progress", "never")
-		if code != cli.ExitError || !strings.Contains(errOut, "shadow-report: MongoDB "+want) || strings.Contains(errOut, "SECRET") {
-			t.Errorf("%s: exit %d, stderr %q; want it to name %q", uri, code, errOut, want)
+		if code != cli.ExitError || !strings.Contains(errOut, "shadow-report: MongoDB "+tc.want) || strings.Contains(errOut, "SECRET") {
+			t.Errorf("%s: exit %d, stderr %q; want it to name %q", tc.uri, code, errOut, tc.want)
 		}
+		if tc.warning != "" && !strings.Contains(errOut, tc.warning) || tc.warning == "" && strings.Contains(errOut, "warning") {
+			t.Errorf("%s, MONGODB_DB %q: stderr %q; want the warning %q", tc.uri, tc.db, errOut, tc.warning)
+		}
+	}
+}
+
+// One secret for the proxy and the report: the proxy's KVSHADOW_KEY_SECRET
+// keys the report's hashes, so that a key can be followed from one run to
+// the next and found in the proxy's /dirty; the older name still works, and
+// two that disagree are refused.
+func TestOneKeySecretWithTheProxy(t *testing.T) {
+	hashes := func(vars map[string]string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, env(vars), "--demo", "--progress", "never", "--min-parity", "0%")
+		if code != cli.ExitOK {
+			t.Fatalf("%v: exit %d: %s", vars, code, errOut)
+		}
+		var keys []string
+		for _, f := range strings.Fields(out) {
+			if strings.Contains(f, ":#") {
+				keys = append(keys, f)
+			}
+		}
+		if len(keys) == 0 {
+			t.Fatalf("no hashed key in:\n%s", out)
+		}
+		return strings.Join(keys, " ")
+	}
+	proxy := hashes(map[string]string{"KVSHADOW_KEY_SECRET": "one secret"})
+	if again := hashes(map[string]string{"KVSHADOW_KEY_SECRET": "one secret"}); again != proxy {
+		t.Errorf("hashes changed between two runs with one secret:\n%s\n%s", proxy, again)
+	}
+	if old := hashes(map[string]string{"KVSHADOW_REPORT_SECRET": "one secret"}); old != proxy {
+		t.Errorf("KVSHADOW_REPORT_SECRET hashes otherwise than the same KVSHADOW_KEY_SECRET:\n%s\n%s", proxy, old)
+	}
+	if none := hashes(nil); none == proxy {
+		t.Errorf("without a secret the hashes are the secret's")
+	}
+	_, errOut, code := runCLI(t, env(map[string]string{"KVSHADOW_KEY_SECRET": "one", "KVSHADOW_REPORT_SECRET": "two"}), "--demo")
+	if code != cli.ExitError || !strings.Contains(errOut, "KVSHADOW_KEY_SECRET and KVSHADOW_REPORT_SECRET are both set and differ") {
+		t.Errorf("two secrets that differ: exit %d, %s", code, errOut)
 	}
 }
 
@@ -273,11 +319,11 @@ func TestBothStoresCheckedAtOnce(t *testing.T) {
 	vars := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": "wrong-account", "CLOUDFLARE_KV_NAMESPACE_ID": "ns",
 		"CLOUDFLARE_API_TOKEN": "SECRET-TOKEN", "CLOUDFLARE_BASE_URL": srv.URL + "/client/v4/",
-		"MONGODB_URI": "mongodb://user:SECRET-PASS@" + closed + "/bot?serverSelectionTimeoutMS=300",
+		"MONGODB_URI": "mongodb://user:SECRET-PASS@" + closed + "/miti99bot?serverSelectionTimeoutMS=300",
 	}
 	out, errOut, code := runCLI(t, env(vars), "--progress", "never")
 	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-	if len(lines) > 0 && lines[0] == "shadow-report: MongoDB database bot" {
+	if len(lines) > 0 && lines[0] == "shadow-report: MongoDB database miti99bot" {
 		lines = lines[1:] // said at start, not a problem
 	}
 	if code != cli.ExitError || out != "" || len(lines) != 2 {
@@ -299,7 +345,7 @@ func TestBothStoresCheckedAtOnce(t *testing.T) {
 	// With the account right, only MongoDB's line remains.
 	vars["CLOUDFLARE_ACCOUNT_ID"] = "real-account"
 	_, errOut, code = runCLI(t, env(vars), "--progress", "never")
-	if code != cli.ExitError || strings.Count(errOut, "\n") != 2 || !strings.Contains(errOut, "database bot\nshadow-report: MongoDB at ") {
+	if code != cli.ExitError || strings.Count(errOut, "\n") != 2 || !strings.Contains(errOut, "database miti99bot\nshadow-report: MongoDB at ") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }

@@ -69,6 +69,10 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.
 	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", shadow.Database())
+	if named := client.URIDatabase(); named != "" && named != shadow.Database() {
+		fmt.Fprintf(stderr, "shadow-report: warning: MONGODB_URI names the database %q, but the report reads %q, the bot's (its MongoKVStore opens %s whatever its URI says); if the bot really uses %q, set MONGODB_DB=%s (or --mongo-db)\n",
+			named, shadow.Database(), mongokv.DefaultDatabase, named, named)
+	}
 	if s.spent, err = preflight(ctx, o, primary, client.Connect); err != nil {
 		s.close()
 		return nil, err

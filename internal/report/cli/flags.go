@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/report"
 )
@@ -98,7 +100,13 @@ func (b budgetFlag) Set(v string) error {
 const (
 	EnvMongoURI = "MONGODB_URI"
 	EnvMongoDB  = "MONGODB_DB"
-	EnvSecret   = "KVSHADOW_REPORT_SECRET"
+	// EnvSecret is the proxy's key secret: one secret for both, so that a
+	// key hashed in a report is the key hashed in the proxy's /dirty, its
+	// logs and its spans, and the same from one run to the next.
+	EnvSecret = "KVSHADOW_KEY_SECRET"
+	// EnvReportSecret is the name the report read before it shared the
+	// proxy's; still read, and refused when it disagrees with EnvSecret.
+	EnvReportSecret = "KVSHADOW_REPORT_SECRET"
 )
 
 // parse reads args and the environment. A usage error wraps errUsage.
@@ -155,8 +163,17 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	o.cfBaseURL = orEnv(o.cfBaseURL, getenv, "CLOUDFLARE_BASE_URL")
 	o.cfToken = strings.TrimSpace(getenv("CLOUDFLARE_API_TOKEN"))
 	o.mongoURI = strings.TrimSpace(getenv(EnvMongoURI))
-	o.mongoDB = orEnv(o.mongoDB, getenv, EnvMongoDB)
+	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
+	// report reads what the bot reads. connect warns when the URI names
+	// another database.
+	o.mongoDB = cmp.Or(orEnv(o.mongoDB, getenv, EnvMongoDB), mongokv.DefaultDatabase)
 	o.secret = getenv(EnvSecret)
+	if old := getenv(EnvReportSecret); old != "" {
+		if o.secret != "" && o.secret != old {
+			return nil, usage("%s and %s are both set and differ: keep one (%s, the proxy's), so that hashed keys agree with the proxy's", EnvSecret, EnvReportSecret, EnvSecret)
+		}
+		o.secret = old
+	}
 
 	var err error
 	if format == "" {

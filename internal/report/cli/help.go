@@ -19,7 +19,9 @@ CONNECTION (secrets come from the environment only, never from flags)
   --cf-max-bulk-write N         pairs per bulk write or delete request, 1..10000 (default
                                 10000; 1000 through a bridge Worker, a Worker's limit)
   MONGODB_URI                   mongodb:// or mongodb+srv:// connection string
-  MONGODB_DB                    or --mongo-db NAME (default: the URI's database, else the bot's)
+  MONGODB_DB                    or --mongo-db NAME (default miti99bot, the bot's, whatever the
+                                URI names, as the bot's own store does; a URI that names
+                                another database is warned about)
   --demo                        no accounts: an in-process Workers KV emulator and an
                                 in-memory shadow, seeded with one divergence of each kind
 
@@ -46,9 +48,10 @@ OUTPUT
                                 default table, or guessed from --out's extension
   --out FILE                    write the report there instead of stdout
   --keys hmac|plain|hidden      how divergent keys appear (default hmac: module plus a keyed
-                                hash; set KVSHADOW_REPORT_SECRET so hashes match across runs
-                                and you can check a suspect key). Values never appear, only
-                                their length and a keyed hash.
+                                hash; set KVSHADOW_KEY_SECRET, the proxy's, so hashes match
+                                across runs and the proxy's /dirty, and you can follow a key;
+                                without it each run draws its own). Values never appear,
+                                only their length and a keyed hash.
   --max-keys N                  divergent keys listed (default 1000; counts stay exact)
   --progress auto|always|lines|never
                                 progress on stderr (default auto: one line redrawn every second
