@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 # MongoDB-compatible server) never reaches a library user's build.
 MODULES := . tests demo
 
-.PHONY: demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
+.PHONY: alerts demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -31,7 +31,7 @@ mongo:
 # scripts/testlog, which names each package and slow test as it ends, the
 # tests still running every 30 s, and a failed test's whole output.
 TESTLOG := $(CURDIR)/bin/testlog
-test: lint unit workers integration fuzz
+test: lint unit workers integration alerts fuzz
 	@echo "make test: every step passed"
 
 testlog:
@@ -73,6 +73,17 @@ workers-deps:
 # The Node.js mongodb driver that tests/nodeinterop runs the bot's store on.
 nodeinterop-deps:
 	@[ -d tests/nodeinterop/node_modules/mongodb ] || (cd tests/nodeinterop && npm ci --no-audit --no-fund)
+
+# The Prometheus alert rules: promtool's syntax check and its unit tests
+# (firing and not firing series for every alert). promtool is Debian's
+# prometheus package, which scripts/need.sh installs where it is missing.
+ALERTS := deploy/prometheus
+alerts:
+	@echo "make test: alert rules: promtool check rules and promtool test rules ($(ALERTS))"
+	@scripts/need.sh promtool:prometheus; rc=$$?; \
+	if [ $$rc = 3 ] && [ "$${KVSHADOW_REQUIRE_DEPLOY_TOOLS:-}" != 1 ]; then echo "make test: alert rules: SKIPPED: promtool cannot be installed here"; exit 0; fi; \
+	[ $$rc = 0 ] || exit $$rc; \
+	cd $(ALERTS) && promtool check rules kvshadow-alerts.yml && promtool test rules kvshadow-alerts.test.yml
 
 fuzz:
 	@echo "make test: a short fuzz pass over every fuzz target ($(FUZZTIME) executions each, a few minutes)"
