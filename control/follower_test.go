@@ -112,8 +112,8 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestFlipWaitsForEveryInstance(t *testing.T) {
 	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
-	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
-	b, tb := start(t, board, clk, "b", dualwrite.Shadow)
+	a, _ := start(t, board, clk, "a", dualwrite.Handover)
+	b, tb := start(t, board, clk, "b", dualwrite.Handover)
 
 	// b reports dirty keys in its heartbeat.
 	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, Dirty: 3} })
@@ -122,7 +122,7 @@ func TestFlipWaitsForEveryInstance(t *testing.T) {
 	if !errors.Is(err, ErrNotDrained) || !errors.Is(err, dualwrite.ErrUnsynced) || !strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), "3 dirty") {
 		t.Fatalf("flip with b dirty: %v", err)
 	}
-	if doc, _ := board.Load(t.Context()); doc.Stage != dualwrite.Shadow {
+	if doc, _ := board.Load(t.Context()); doc.Stage != dualwrite.Handover {
 		t.Fatalf("the document moved to %s", doc.Stage)
 	}
 
@@ -154,11 +154,11 @@ func TestFlipWaitsForEveryInstance(t *testing.T) {
 
 func TestStoppedOrSilentInstances(t *testing.T) {
 	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
-	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
+	a, _ := start(t, board, clk, "a", dualwrite.Handover)
 	at := clk.Now()
 	// A stopped instance that left dirty keys blocks; a silent clean one
 	// does not, whatever generation it ran.
-	must(t, board.Beat(t.Context(), Heartbeat{Instance: "gone", At: at, Stopped: true, Dirty: 2, Stage: dualwrite.Shadow, Generation: 1}))
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "gone", At: at, Stopped: true, Dirty: 2, Stage: dualwrite.Handover, Generation: 1}))
 	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Stage: dualwrite.Off, Generation: 0}))
 	_, err := a.SetStage(t.Context(), dualwrite.Live)
 	if !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"gone" (stopped`) || strings.Contains(err.Error(), "silent") {
@@ -190,26 +190,26 @@ func must(t *testing.T, err error) {
 func TestTransitionRules(t *testing.T) {
 	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
 	a, _ := start(t, board, clk, "a", dualwrite.Off)
-	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "go through dualwrite") {
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "next allowed stage is dualwrite") {
 		t.Fatalf("off to live: %v", err)
 	}
 	if _, err := a.SetStage(t.Context(), dualwrite.Stage(42)); !errors.Is(err, dualwrite.ErrInvalidConfig) {
 		t.Fatalf("unknown stage: %v", err)
 	}
-	for _, to := range []dualwrite.Stage{dualwrite.DualWrite, dualwrite.Live, dualwrite.Complete} {
+	for _, to := range dualwrite.Stages[1:] {
 		if _, err := a.SetStage(t.Context(), to); err != nil {
 			t.Fatalf("to %s: %v", to, err)
 		}
 	}
-	if _, err := a.SetStage(t.Context(), dualwrite.Shadow); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "go through rampdown") {
-		t.Fatalf("complete to shadow: %v", err)
+	if _, err := a.SetStage(t.Context(), dualwrite.Rampdown); !errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), "one-way") {
+		t.Fatalf("complete to rampdown: %v", err)
 	}
 }
 
 func TestApplyFailureLagsAndRetries(t *testing.T) {
 	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
-	a, _ := start(t, board, clk, "a", dualwrite.Shadow)
-	b, tb := start(t, board, clk, "b", dualwrite.Shadow)
+	a, _ := start(t, board, clk, "a", dualwrite.Handover)
+	b, tb := start(t, board, clk, "b", dualwrite.Handover)
 	tb.set(func(t *fakeTarget) { t.refuse = dualwrite.ErrUnsynced })
 	if _, err := a.SetStage(t.Context(), dualwrite.Live); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestApplyFailureLagsAndRetries(t *testing.T) {
 		t.Fatalf("b's heartbeat does not say it lags: %+v", beats[1])
 	}
 	// A flip back is refused while b lags.
-	if _, err := a.SetStage(t.Context(), dualwrite.Shadow); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "runs generation 1, not 2") {
+	if _, err := a.SetStage(t.Context(), dualwrite.Handover); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "runs generation 1, not 2") {
 		t.Fatalf("flip while b lags: %v", err)
 	}
 	tb.set(func(t *fakeTarget) { t.refuse = nil })

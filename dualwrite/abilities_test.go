@@ -193,6 +193,6 @@ func TestIngest(t *testing.T) {
 		t.Fatalf("unsettled %d, verifications %v", st.Unsettled, nonzero(st.Verifications))
 	}
 	wantErr(t, "Ingest with a bad key", p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: ""}}), kv.ErrInvalidKey)
-	must(t, p.store.SetStage(ctx, dualwrite.Live))
+	must(t, stepTo(ctx, p.store, dualwrite.Live))
 	wantErr(t, "Ingest in live", p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:t"}}), dualwrite.ErrIngestStage)
 }

@@ -195,7 +195,7 @@ func TestNoDivergenceUnderConcurrentWrites(t *testing.T) {
 		wg.Wait()
 	}
 	run(1)
-	must(t, e.store.SetStage(e.ctx(), dualwrite.Live))
+	must(t, stepTo(e.ctx(), e.store, dualwrite.Live))
 	run(2)
 	e.flush()
 	st := e.store.Stats()

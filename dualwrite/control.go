@@ -10,15 +10,16 @@ import (
 
 // SetStage changes the stage at run time, under load.
 //
-// A change that keeps the authoritative store (off, dualwrite and shadow
-// among themselves; live, rampdown and complete among themselves) waits only
-// for the writes under way, so that each write uses one stage from start to
-// end. A change of authoritative store (a "flip", such as shadow to live) also
-// holds new writes while it drains every lane, so that the store about to
-// become authoritative has received every earlier write before it serves
-// one; it refuses with ErrUnsynced while keys are dirty, and with
-// ErrStageTransition from off or complete, where the other store was not
-// written. If ctx ends before the lanes drain, the stage is unchanged.
+// The stage moves one step along Stages, forward or back, and never leaves
+// Complete (CheckTransition; ErrStageTransition otherwise). A change that
+// keeps the authoritative store waits only for the writes under way, so
+// that each write uses one stage from start to end. The flip of authority
+// (handover to live, or back) also holds new writes while it drains every
+// lane, so that the store about to become authoritative has received every
+// earlier write before it serves one; it refuses with ErrUnsynced while the
+// fence holds (see Fence: a recent copy of a binding write, a key a copy
+// wrote last that is not verified yet, a dirty key). If ctx ends before the
+// lanes drain, the stage is unchanged.
 func (s *Store) SetStage(ctx context.Context, to Stage) error {
 	if !to.Valid() {
 		return fmt.Errorf("%w: unknown stage %d", ErrInvalidConfig, to)

@@ -9,18 +9,29 @@
 //	off        primary                               primary
 //	dualwrite  primary, then shadow                  primary
 //	shadow     primary, then shadow                  primary; sampled compare with shadow
+//	handover   primary, then shadow                  primary; sampled compare with shadow
 //	live       shadow (authoritative), then primary  shadow; sampled compare with primary
 //	rampdown   shadow, then primary                  shadow
 //	complete   shadow                                shadow
 //
+// Handover differs from shadow only outside the Store: tee mode's Workers
+// send every read and write through the proxy instead of their binding
+// (Stage.RoutesThroughProxy), so that when MongoDB becomes authoritative
+// the proxy is the only writer it has to trust.
+//
+// The stage machine is CheckTransition, which SetStage, package control
+// and the admin API all apply: the stage moves one step along the table,
+// forward or back, and complete is one-way (Workers KV is not written
+// there, so a way back would make a stale store authoritative). Every
+// refusal (ErrStageTransition) names the next allowed steps. No skip is
+// safe: see CheckTransition.
+//
 // SetStage changes the stage under load. A change that keeps the
-// authoritative store waits only for the writes under way. A flip of the
-// authoritative store (shadow to live, rampdown to dualwrite...) also holds
-// new writes while it drains every lane, and is refused while keys are dirty
-// (ErrUnsynced) or from off and complete, where the other store was not
-// written (ErrStageTransition). Writes made in off are never copied: the
-// initial backfill (shadow-report's repair mode) copies what existed before
-// dualwrite.
+// authoritative store waits only for the writes under way. The one flip of
+// the authoritative store, handover to live (or back), also holds new
+// writes while it drains every lane, and is refused while keys are dirty
+// (ErrUnsynced). Writes made in off are never copied: the initial backfill
+// (shadow-report's repair mode) copies what existed before dualwrite.
 //
 // # Guarantees
 //

@@ -13,10 +13,9 @@ import (
 var (
 	// ErrInvalidConfig: New refused the Config, or ParseStage the name.
 	ErrInvalidConfig = errors.New("dualwrite: invalid configuration")
-	// ErrStageTransition: SetStage refused to change which store is
-	// authoritative from a stage that was not writing the other store
-	// (off or complete), since the other store would then serve data it
-	// never received.
+	// ErrStageTransition: the stage machine (CheckTransition) refused a
+	// change that is not one step along Stages, or that leaves Complete;
+	// the message names the next allowed steps.
 	ErrStageTransition = errors.New("dualwrite: stage transition not allowed")
 	// ErrUnsynced: SetStage refused to change which store is authoritative
 	// while keys are dirty (the store about to become authoritative missed

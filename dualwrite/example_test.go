@@ -38,9 +38,12 @@ func Example() {
 	st := store.Stats()
 	fmt.Println("divergences:", st.Divergences(), "breaker:", st.Breaker)
 
-	// The cutover: MongoDB becomes authoritative.
-	if err := store.SetStage(ctx, dualwrite.Live); err != nil {
-		panic(err)
+	// The cutover, one stage at a time: handover (every writer goes
+	// through the store), then live (MongoDB authoritative).
+	for _, next := range []dualwrite.Stage{dualwrite.Handover, dualwrite.Live} {
+		if err := store.SetStage(ctx, next); err != nil {
+			panic(err)
+		}
 	}
 	fmt.Println("stage:", store.Stage())
 	if err := store.Close(ctx); err != nil {

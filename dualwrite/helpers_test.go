@@ -267,3 +267,18 @@ func key(i int) string { return fmt.Sprintf("wordle:k%03d", i) }
 func isNotFound(err error) bool { return errors.Is(err, kv.ErrNotFound) }
 
 func goroutines() int { return runtime.NumGoroutine() }
+
+// stepTo moves s one stage at a time to to, as the stage machine allows,
+// and returns the first refusal.
+func stepTo(ctx context.Context, s *dualwrite.Store, to dualwrite.Stage) error {
+	for s.Stage() != to {
+		next := s.Stage() + 1
+		if to < s.Stage() {
+			next = s.Stage() - 1
+		}
+		if err := s.SetStage(ctx, next); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -67,6 +67,7 @@ func TestDirtyOverflow(t *testing.T) {
 	if st.Dirty != 10 || st.DirtyOverflow != 40 || !st.ReconciliationNeeded {
 		t.Fatalf("dirty %d, overflow %d, reconcile %v", st.Dirty, st.DirtyOverflow, st.ReconciliationNeeded)
 	}
+	must(t, e.store.SetStage(e.ctx(), dualwrite.Handover))
 	wantErr(t, "flip with an overflowed dirty set", e.store.SetStage(e.ctx(), dualwrite.Live), dualwrite.ErrUnsynced)
 	e.shadow.SetOutage(false)
 	e.repair()

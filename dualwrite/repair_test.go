@@ -139,7 +139,7 @@ func TestCloseDrains(t *testing.T) {
 		"Get": errGet, "GetEntry": errEntry, "List": errList,
 		"Put":      e.store.Put(ctx, "k", nil, kv.PutOptions{}),
 		"Delete":   e.store.Delete(ctx, "k"),
-		"SetStage": e.store.SetStage(ctx, dualwrite.Live),
+		"SetStage": e.store.SetStage(ctx, dualwrite.Handover),
 		"Flush":    e.store.Flush(ctx),
 	} {
 		wantErr(t, what+" after Close", err, kv.ErrClosed)

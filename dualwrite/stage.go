@@ -18,6 +18,13 @@ const (
 	// Shadow: as DualWrite, and a sample of reads is compared with the
 	// shadow.
 	Shadow
+	// Handover: as Shadow, the primary still authoritative, while tee
+	// mode's Workers route every read and write through the proxy instead
+	// of their binding (the stage endpoint's route). It is the fence
+	// before the flip: the flip to Live waits until no copy of a binding
+	// write has arrived for a fence interval and every key a copy wrote
+	// last is verified (see the package documentation, The handover).
+	Handover
 	// Live: the shadow is authoritative: writes go to it, then to the
 	// primary; reads are the shadow's, a sample compared with the primary.
 	Live
@@ -28,9 +35,12 @@ const (
 )
 
 // Stages lists every stage in migration order.
-var Stages = []Stage{Off, DualWrite, Shadow, Live, Rampdown, Complete}
+var Stages = []Stage{Off, DualWrite, Shadow, Handover, Live, Rampdown, Complete}
 
-var stageNames = [...]string{"off", "dualwrite", "shadow", "live", "rampdown", "complete"}
+// stageNames are what the control document, the heartbeats and every
+// configuration hold: a Stage's number is never persisted, so inserting a
+// stage keeps every stored document readable.
+var stageNames = [...]string{"off", "dualwrite", "shadow", "handover", "live", "rampdown", "complete"}
 
 // String returns the stage's name as ParseStage reads it.
 func (s Stage) String() string {
@@ -108,31 +118,76 @@ func (s Stage) mirrors() bool { return s != Off && s != Complete }
 
 // compares reports whether a sample of reads is compared with the other
 // store.
-func (s Stage) compares() bool { return s == Shadow || s == Live }
+func (s Stage) compares() bool { return s == Shadow || s == Handover || s == Live }
+
+// RoutesThroughProxy reports whether tee mode's Workers send every read and
+// write through the proxy in stage s, rather than through their binding:
+// from Handover on, so that at the flip the proxy is the only writer it
+// has to trust.
+func (s Stage) RoutesThroughProxy() bool { return s >= Handover }
+
+// ShadowAuthoritative reports whether MongoDB (the shadow) is the
+// authoritative store in stage s: from Live on.
+func (s Stage) ShadowAuthoritative() bool { return s.authority() == RoleShadow }
 
 // IsFlip reports whether going from one stage to the other changes which
 // store is authoritative.
 func IsFlip(from, to Stage) bool { return from.authority() != to.authority() }
 
-// CheckTransition applies the rules of SetStage that need no store, so that
-// whoever coordinates several stores (the proxy's stage document) refuses
-// what each store would: the stage must be known, and a flip may start only
-// from a stage that writes both stores, since the store made authoritative
-// would otherwise serve data it never received. The rules that need the
-// store (drained lanes, no dirty keys) stay SetStage's.
+// CheckTransition is the stage machine, the one place its rules live:
+// dualwrite.Store.SetStage, the control document (package control) and the
+// admin API all refuse what it refuses. A stage moves one step along Stages,
+// forward or back; Complete is one-way. Staying put is allowed. A refusal
+// matches ErrStageTransition and names the next allowed steps.
+//
+// No skip is safe: a skip forward from DualWrite past Shadow leaves the
+// flip unchecked by any comparison, one past Handover lets tee mode's
+// Workers still write their binding when MongoDB becomes authoritative, and
+// one past Rampdown stops writing Workers KV while a way back is still
+// offered. Complete is not left, since Workers KV was not written there: a
+// way back would make a stale store authoritative.
 func CheckTransition(from, to Stage) error {
 	if !to.Valid() {
 		return fmt.Errorf("%w: unknown stage %s", ErrInvalidConfig, to)
 	}
-	if IsFlip(from, to) && !from.mirrors() {
-		next := DualWrite
-		if from == Complete {
-			next = Rampdown
-		}
-		return fmt.Errorf("%w: from %s to %s would make authoritative a store that %s does not write; go through %s first",
-			ErrStageTransition, from, to, from, next)
+	if !from.Valid() {
+		return fmt.Errorf("%w: unknown stage %s", ErrInvalidConfig, from)
 	}
-	return nil
+	if from == to {
+		return nil
+	}
+	if from == Complete {
+		return fmt.Errorf("%w: %s is one-way (Workers KV was not written there, so going back would make a stale store authoritative); no stage follows it",
+			ErrStageTransition, from)
+	}
+	if to == from+1 || to+1 == from {
+		return nil
+	}
+	return fmt.Errorf("%w: %s to %s skips a step; from %s the next allowed %s", ErrStageTransition, from, to, from, nextSteps(from))
+}
+
+// NextStages returns the stages CheckTransition allows from s, back first.
+func NextStages(s Stage) []Stage {
+	var out []Stage
+	if s == Complete || !s.Valid() {
+		return out
+	}
+	if s > Off {
+		out = append(out, s-1)
+	}
+	return append(out, s+1)
+}
+
+func nextSteps(s Stage) string {
+	next := NextStages(s)
+	names := make([]string, len(next))
+	for i, n := range next {
+		names[i] = n.String()
+	}
+	if len(names) == 1 {
+		return "stage is " + names[0]
+	}
+	return "stages are " + strings.Join(names, " and ")
 }
 
 // other is the store that is not authoritative.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,8 +80,8 @@ func TestStageTransitionsUnderLoad(t *testing.T) {
 		}
 	})
 	for _, st := range []dualwrite.Stage{
-		dualwrite.Shadow, dualwrite.Live, dualwrite.Rampdown, dualwrite.Live,
-		dualwrite.Shadow, dualwrite.DualWrite, dualwrite.Rampdown, dualwrite.Shadow,
+		dualwrite.Shadow, dualwrite.Handover, dualwrite.Live, dualwrite.Rampdown,
+		dualwrite.Live, dualwrite.Handover, dualwrite.Live, dualwrite.Handover,
 	} {
 		target := writes.Load() + 150
 		waitFor(t, "writes to progress", func() bool { return writes.Load() >= target })
@@ -135,17 +136,14 @@ func TestStageTransitionRules(t *testing.T) {
 	ctx := e.ctx()
 	wantErr(t, "off to live", e.store.SetStage(ctx, dualwrite.Live), dualwrite.ErrStageTransition)
 	wantErr(t, "unknown stage", e.store.SetStage(ctx, dualwrite.Stage(77)), dualwrite.ErrInvalidConfig)
-	must(t, e.store.SetStage(ctx, dualwrite.DualWrite))
-	must(t, e.store.SetStage(ctx, dualwrite.Complete)) // a flip from a mirroring stage
-	wantErr(t, "complete to shadow", e.store.SetStage(ctx, dualwrite.Shadow), dualwrite.ErrStageTransition)
-	must(t, e.store.SetStage(ctx, dualwrite.Rampdown))
+	must(t, stepTo(ctx, e.store, dualwrite.Live))
 
 	// A dirty key blocks a flip: the primary missed a write.
 	e.primary.SetOutage(true)
 	e.put("wordle:k", "v", kv.PutOptions{})
 	e.flush()
-	wantErr(t, "flip with a dirty key", e.store.SetStage(ctx, dualwrite.Shadow), dualwrite.ErrUnsynced)
-	if e.store.Stage() != dualwrite.Rampdown {
+	wantErr(t, "flip with a dirty key", e.store.SetStage(ctx, dualwrite.Handover), dualwrite.ErrUnsynced)
+	if e.store.Stage() != dualwrite.Live {
 		t.Fatalf("stage %s after a refused flip", e.store.Stage())
 	}
 	e.primary.SetOutage(false)
@@ -156,25 +154,42 @@ func TestStageTransitionRules(t *testing.T) {
 	e.put("wordle:k", "v2", kv.PutOptions{})
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := e.store.SetStage(cancelled, dualwrite.Shadow); !errors.Is(err, context.Canceled) || e.store.Stage() != dualwrite.Rampdown {
+	if err := e.store.SetStage(cancelled, dualwrite.Handover); !errors.Is(err, context.Canceled) || e.store.Stage() != dualwrite.Live {
 		t.Fatalf("flip with a cancelled context = %v, stage %s", err, e.store.Stage())
 	}
 	e.primary.SetLatency(0, 0)
 	e.drive(time.Hour)
-	must(t, e.store.SetStage(ctx, dualwrite.Shadow))
+	must(t, e.store.SetStage(ctx, dualwrite.Handover))
 	sameContents(t, e.pmem, e.smem)
+
+	// Complete is one-way.
+	must(t, stepTo(ctx, e.store, dualwrite.Complete))
+	wantErr(t, "complete to rampdown", e.store.SetStage(ctx, dualwrite.Rampdown), dualwrite.ErrStageTransition)
 }
 
-// CheckTransition is SetStage's rule without a store: every stage pair
-// that a store refuses for its stages alone, it refuses, and no other.
-func TestCheckTransitionMatchesSetStage(t *testing.T) {
-	for from := dualwrite.Off; from <= dualwrite.Complete; from++ {
-		for to := dualwrite.Off; to <= dualwrite.Complete; to++ {
+// The stage machine: one step along Stages, forward or back, never out of
+// complete; every refusal names the next allowed steps; SetStage refuses
+// exactly what CheckTransition refuses.
+func TestCheckTransitionIsTheStageMachine(t *testing.T) {
+	next := map[dualwrite.Stage]string{
+		dualwrite.Off:       "the next allowed stage is dualwrite",
+		dualwrite.DualWrite: "the next allowed stages are off and shadow",
+		dualwrite.Shadow:    "the next allowed stages are dualwrite and handover",
+		dualwrite.Handover:  "the next allowed stages are shadow and live",
+		dualwrite.Live:      "the next allowed stages are handover and rampdown",
+		dualwrite.Rampdown:  "the next allowed stages are live and complete",
+		dualwrite.Complete:  "no stage follows it",
+	}
+	for _, from := range dualwrite.Stages {
+		for _, to := range dualwrite.Stages {
+			allowed := from == to || from != dualwrite.Complete && (to == from+1 || to+1 == from)
+			err := dualwrite.CheckTransition(from, to)
+			if (err == nil) != allowed || err != nil && (!errors.Is(err, dualwrite.ErrStageTransition) || !strings.Contains(err.Error(), next[from])) {
+				t.Errorf("%s -> %s: %v; allowed: %v", from, to, err, allowed)
+			}
 			e := newEnv(t, dualwrite.Config{Stage: from})
-			got := dualwrite.CheckTransition(from, to)
-			want := e.store.SetStage(e.ctx(), to)
-			if errors.Is(got, dualwrite.ErrStageTransition) != errors.Is(want, dualwrite.ErrStageTransition) || (got == nil) != (want == nil) {
-				t.Errorf("%s -> %s: CheckTransition = %v, SetStage = %v", from, to, got, want)
+			if got := e.store.SetStage(e.ctx(), to); (got == nil) != (err == nil) || errors.Is(got, dualwrite.ErrStageTransition) != errors.Is(err, dualwrite.ErrStageTransition) {
+				t.Errorf("%s -> %s: SetStage = %v, CheckTransition = %v", from, to, got, err)
 			}
 			if flip := dualwrite.IsFlip(from, to); flip != ((from >= dualwrite.Live) != (to >= dualwrite.Live)) {
 				t.Errorf("IsFlip(%s, %s) = %v", from, to, flip)

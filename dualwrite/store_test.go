@@ -282,7 +282,7 @@ func TestListAcrossFlip(t *testing.T) {
 	page, err := e.store.List(e.ctx(), kv.ListOptions{Prefix: "wordle:", Limit: 2})
 	must(t, err)
 	must(t, e.smem.Delete(e.ctx(), "wordle:only-in-shadow"))
-	must(t, e.store.SetStage(e.ctx(), dualwrite.Live))
+	must(t, stepTo(e.ctx(), e.store, dualwrite.Live))
 	must(t, e.smem.Put(e.ctx(), "wordle:only-in-shadow", []byte("x"), kv.PutOptions{}))
 	all := page.Keys
 	for !page.Done {

@@ -154,7 +154,7 @@ func TestTeeReadErrors(t *testing.T) {
 	if n, err := p.store.CompareReads(ctx, []dualwrite.TeeRead{good}); n != 0 || err != nil {
 		t.Fatalf("in dualwrite: %d, %v", n, err)
 	}
-	must(t, p.store.SetStage(ctx, dualwrite.Live))
+	must(t, stepTo(ctx, p.store, dualwrite.Live))
 	_, err := p.store.CompareReads(ctx, []dualwrite.TeeRead{good})
 	wantErr(t, "CompareReads in live", err, dualwrite.ErrIngestStage)
 

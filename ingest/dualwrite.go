@@ -19,6 +19,9 @@ type DualWrite struct {
 	Stores func(namespace string) (*dualwrite.Store, bool)
 	// Account is the account ID the stage endpoint reports; optional.
 	Account string
+	// Generation returns the generation of the stage document the
+	// instance runs, which the stage endpoint reports; nil reports 0.
+	Generation func() uint64
 }
 
 var (
@@ -73,12 +76,18 @@ func stageError(err error) error {
 }
 
 // Authority implements StageReader: MongoDB (the shadow) is authoritative
-// from the Live stage on.
+// from the Live stage on, and the tee routes through the proxy from the
+// Handover stage on.
 func (d *DualWrite) Authority(_ context.Context, namespace string) (Authority, error) {
 	st, err := d.store(namespace)
 	if err != nil {
 		return Authority{}, err
 	}
 	stage := st.Stage()
-	return Authority{Stage: stage.String(), ShadowAuthoritative: stage >= dualwrite.Live, Account: d.Account, Namespace: namespace}, nil
+	a := Authority{Stage: stage.String(), ShadowAuthoritative: stage.ShadowAuthoritative(), ThroughProxy: stage.RoutesThroughProxy(),
+		Account: d.Account, Namespace: namespace}
+	if d.Generation != nil {
+		a.Generation = d.Generation()
+	}
+	return a, nil
 }

@@ -75,8 +75,8 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
-	var got map[string]string
-	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["authoritative"] != "shadow" || got["stage"] != "live" {
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["authoritative"] != "shadow" || got["stage"] != "live" || got["route"] != "proxy" {
 		t.Fatalf("stage endpoint: %s (%v)", w.Body, err)
 	}
 }

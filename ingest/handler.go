@@ -39,9 +39,16 @@ type Authority struct {
 	Stage string `json:"stage"`
 	// ShadowAuthoritative is true in the stages where MongoDB is the
 	// authoritative store: the tee then goes through the proxy.
-	ShadowAuthoritative bool   `json:"-"`
-	Account             string `json:"account,omitempty"`
-	Namespace           string `json:"namespace,omitempty"`
+	ShadowAuthoritative bool `json:"-"`
+	// ThroughProxy is true in the stages where the tee sends every read
+	// and write through the proxy instead of its binding (from handover
+	// on): the answer's route.
+	ThroughProxy bool `json:"-"`
+	// Generation is the stage document's generation the answer comes
+	// from, so that a tee can tell a newer answer from an older one.
+	Generation uint64 `json:"generation"`
+	Account    string `json:"account,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
 }
 
 // StageReader answers the stage endpoint for a namespace ("" for the
@@ -214,14 +221,18 @@ func (h *Handler) stage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	auth := "primary"
+	auth, route := "primary", "binding"
 	if a.ShadowAuthoritative {
 		auth = "shadow"
+	}
+	if a.ThroughProxy || a.ShadowAuthoritative {
+		route = "proxy"
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Authority
 		Authoritative string `json:"authoritative"`
-	}{a, auth})
+		Route         string `json:"route"`
+	}{a, auth, route})
 }
 
 // fail answers an error by its kind; the message of a Sink's own error is

@@ -298,8 +298,9 @@ func TestIngestSinkErrors(t *testing.T) {
 func TestStage(t *testing.T) {
 	h := newHandler(t, &recorder{}, func(c *ingest.Config) {
 		c.Stage = stages{
-			"ns":   {Stage: "dualwrite", Account: "acc", Namespace: "ns"},
-			"live": {Stage: "live", ShadowAuthoritative: true},
+			"ns":       {Stage: "dualwrite", Account: "acc", Namespace: "ns", Generation: 3},
+			"handover": {Stage: "handover", ThroughProxy: true, Generation: 4},
+			"live":     {Stage: "live", ShadowAuthoritative: true, ThroughProxy: true},
 		}
 	})
 	get := func(q string) *httptest.ResponseRecorder {
@@ -309,10 +310,15 @@ func TestStage(t *testing.T) {
 		h.ServeHTTP(w, req)
 		return w
 	}
-	if w := get(""); w.Code != 200 || w.Body.String() != `{"stage":"dualwrite","account":"acc","namespace":"ns","authoritative":"primary"}` {
+	if w := get(""); w.Code != 200 || w.Body.String() != `{"stage":"dualwrite","generation":3,"account":"acc","namespace":"ns","authoritative":"primary","route":"binding"}` {
 		t.Fatalf("default stage: %d %s", w.Code, w.Body)
 	}
-	if w := get("?namespace=live"); w.Code != 200 || !strings.Contains(w.Body.String(), `"authoritative":"shadow"`) {
+	// From handover on the tee routes through the proxy, while Workers KV
+	// stays authoritative until live.
+	if w := get("?namespace=handover"); w.Code != 200 || !strings.Contains(w.Body.String(), `"authoritative":"primary","route":"proxy"`) {
+		t.Fatalf("handover stage: %d %s", w.Code, w.Body)
+	}
+	if w := get("?namespace=live"); w.Code != 200 || !strings.Contains(w.Body.String(), `"authoritative":"shadow","route":"proxy"`) {
 		t.Fatalf("live stage: %d %s", w.Code, w.Body)
 	}
 	if w := get("?namespace=nope"); w.Code != 404 {

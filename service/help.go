@@ -55,7 +55,7 @@ WHERE
                            loopback
 
 STAGE AND INSTANCES
-  --stage NAME             off, dualwrite, shadow, live, rampdown, complete: written
+  --stage NAME             off, dualwrite, shadow, handover, live, rampdown, complete: written
                            only when there is no stage document yet (default off);
                            afterwards change it with PUT /stage on the admin API
   --instance NAME          this instance on the control board (default host:admin-port)

@@ -144,7 +144,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
-		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account}
+		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
 		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock})
 		if err != nil {
 			frontLn.Close()

@@ -239,7 +239,7 @@ func TestShutdownKeepsTheDirtyKeys(t *testing.T) {
 }
 
 func TestStageThroughTheAdminAPI(t *testing.T) {
-	r := start(t, "--stage", "dualwrite")
+	r := start(t, "--stage", "handover")
 	ctx := t.Context()
 	cl := r.client(t, DemoNamespace)
 	// A dirty key keeps the flip from happening, and the refusal says why.
@@ -250,7 +250,7 @@ func TestStageThroughTheAdminAPI(t *testing.T) {
 	eventually(t, "a dirty key", func() bool { return r.stats(t).Total.Dirty == 1 })
 	var refused map[string]any
 	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &refused); code != http.StatusConflict ||
-		!strings.Contains(refused["error"].(string), `instance "demo" (live): 1 dirty`) || refused["stage"] != "dualwrite" {
+		!strings.Contains(refused["error"].(string), `instance "demo" (live): 1 dirty`) || refused["stage"] != "handover" {
 		t.Fatalf("PUT live with a dirty key: %d %v", code, refused)
 	}
 	r.shadows[DemoNamespace].SetOutage(false)
@@ -264,19 +264,21 @@ func TestStageThroughTheAdminAPI(t *testing.T) {
 	if s := r.stats(t); s.Total.Stage != "live" || s.Generation != 2 {
 		t.Fatalf("stats after the flip: %+v", s)
 	}
-	if code := r.call(t, "PUT", "/stage", `{"stage":"complete"}`, nil); code != http.StatusOK {
-		t.Fatalf("PUT complete: %d", code)
+	for _, next := range []string{"rampdown", "complete"} {
+		if code := r.call(t, "PUT", "/stage", `{"stage":"`+next+`"}`, nil); code != http.StatusOK {
+			t.Fatalf("PUT %s: %d", next, code)
+		}
 	}
-	if code := r.call(t, "PUT", "/stage", `{"stage":"shadow"}`, &refused); code != http.StatusConflict ||
-		!strings.Contains(refused["error"].(string), "go through rampdown") {
-		t.Fatalf("PUT shadow from complete: %d %v", code, refused)
+	if code := r.call(t, "PUT", "/stage", `{"stage":"rampdown"}`, &refused); code != http.StatusConflict ||
+		!strings.Contains(refused["error"].(string), "complete is one-way") {
+		t.Fatalf("PUT rampdown from complete: %d %v", code, refused)
 	}
 	var st map[string]any
 	if code := r.call(t, "GET", "/stage", "", &st); code != http.StatusOK {
 		t.Fatalf("GET /stage: %d", code)
 	}
 	self := st["self"].(map[string]any)
-	if self["stage"] != "complete" || self["generation"] != 3.0 || self["in_sync"] != true || len(st["instances"].([]any)) != 1 {
+	if self["stage"] != "complete" || self["generation"] != 4.0 || self["in_sync"] != true || len(st["instances"].([]any)) != 1 {
 		t.Fatalf("GET /stage: %v", st)
 	}
 }
@@ -427,8 +429,10 @@ func TestTeeIngestFeedsTheShadow(t *testing.T) {
 	})
 	// Once MongoDB is authoritative the tee goes through the proxy: its
 	// copies are refused with 409, so it reads the stage again.
-	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, nil); code != http.StatusOK {
-		t.Fatalf("PUT live: %d", code)
+	for _, next := range []string{"handover", "live"} {
+		if code := r.call(t, "PUT", "/stage", `{"stage":"`+next+`"}`, nil); code != http.StatusOK {
+			t.Fatalf("PUT %s: %d", next, code)
+		}
 	}
 	if code, body := post(TeePath+"ingest", batch); code != http.StatusConflict {
 		t.Fatalf("ingest in live: %d %s", code, body)
@@ -491,8 +495,10 @@ func TestReadyzFollowsTheAuthoritativeStore(t *testing.T) {
 	eventually(t, "readyz 200 again", func() bool { code, _ := ready(); return code == http.StatusOK })
 	// In live MongoDB is authoritative: the shadow's outage counts now,
 	// the primary's no longer does.
-	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, nil); code != http.StatusOK {
-		t.Fatalf("PUT live: %d", code)
+	for _, next := range []string{"handover", "live"} {
+		if code := r.call(t, "PUT", "/stage", `{"stage":"`+next+`"}`, nil); code != http.StatusOK {
+			t.Fatalf("PUT %s: %d", next, code)
+		}
 	}
 	r.primary[DemoNamespace].SetOutage(true)
 	r.shadows[DemoNamespace].SetOutage(true)

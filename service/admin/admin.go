@@ -149,7 +149,7 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	}
 	to, err := dualwrite.ParseStage(req.Stage)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, live, rampdown, complete", req.Stage))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", req.Stage))
 		return
 	}
 	c, err := h.cfg.Stager.SetStage(r.Context(), to)

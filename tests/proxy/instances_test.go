@@ -73,6 +73,10 @@ func TestInstancesFollowOneStageDocument(t *testing.T) {
 		}
 		return false
 	})
+	if code, out := a.setStage(t, "handover"); code != http.StatusOK {
+		t.Fatalf("PUT handover on a: %d %v", code, out)
+	}
+	eventually(t, "b runs handover", b.runs(t, "handover", 5))
 	code, out := a.setStage(t, "live")
 	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "b" (live)`) || !strings.Contains(msg, "dirty") {
 		t.Fatalf("flip with b dirty: %d %v", code, out)

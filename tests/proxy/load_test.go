@@ -79,7 +79,7 @@ func TestStageChangesUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	walk := []string{"shadow", "live", "rampdown", "live", "shadow", "dualwrite", "shadow", "live"}
+	walk := []string{"shadow", "handover", "live", "rampdown", "live", "handover", "shadow", "dualwrite", "shadow", "handover", "live"}
 	for _, stage := range walk {
 		before := calls.Load()
 		eventually(t, "traffic", func() bool { return calls.Load() > before+40 })
