@@ -118,6 +118,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	defer follower.Close()
 	ready := &readiness{fleet: fl, follower: follower}
 	ready.probe(ctx)
+	gauges, err := watchInstance(tel.MeterProvider, ready)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = gauges.Unregister() }()
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock})
 	if err != nil {

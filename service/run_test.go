@@ -286,7 +286,7 @@ func TestStageThroughTheAdminAPI(t *testing.T) {
 var promSeries = regexp.MustCompile(`\b(kvshadow_[a-z_]+)\{`)
 
 func TestMetricsServeTheDashboardSeries(t *testing.T) {
-	r := start(t)
+	r := start(t, "--journal-dir", t.TempDir())
 	ctx := t.Context()
 	cl := r.client(t, DemoNamespace)
 	shadow := r.shadows[DemoNamespace]
@@ -333,18 +333,7 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 	}
 	eventually(t, "the breaker open", func() bool { return r.stats(t).Total.Drops["breaker_open"] > 0 })
 
-	req, _ := http.NewRequestWithContext(ctx, "GET", r.admin+"metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+r.c.secrets.admin)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d", resp.StatusCode)
-	}
-	scrape := string(body)
+	scrape := r.scrape(t)
 	raw, err := os.ReadFile("../deploy/grafana/kvshadow-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
@@ -470,6 +459,54 @@ func TestJournalKeepsTheSettleSetAcrossARestart(t *testing.T) {
 	if !s.Journal || s.Loaded != 3 {
 		t.Fatalf("after the restart: journal %v, loaded %d: %+v", s.Journal, s.Loaded, s)
 	}
+}
+
+// scrape reads /metrics with the admin token, as Prometheus does.
+func (r *running) scrape(t *testing.T) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", r.admin+"metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+r.c.secrets.admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", resp.StatusCode)
+	}
+	return string(body)
+}
+
+// gauge is the value of an unlabelled series of the scrape, besides the
+// scope labels the exporter adds.
+func gauge(scrape, name string) string {
+	m := regexp.MustCompile(`(?m)^` + name + `\{[^}]*\} (\S+)$`).FindStringSubmatch(scrape)
+	if m == nil {
+		return "absent"
+	}
+	return m[1]
+}
+
+// The instance's gauges say what /readyz and /stage say: ready or not, and
+// which generation it runs against the document's.
+func TestInstanceGauges(t *testing.T) {
+	r := start(t, "--probe-interval", "20ms")
+	scrape := r.scrape(t)
+	if g, d := gauge(scrape, "kvshadow_control_generation"), gauge(scrape, "kvshadow_control_document_generation"); g != "1" || d != "1" {
+		t.Errorf("generation %s, document generation %s, want 1 and 1", g, d)
+	}
+	if v := gauge(scrape, "kvshadow_service_ready"); v != "1" {
+		t.Errorf("ready = %s at start, want 1", v)
+	}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"dualwrite"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT dualwrite: %d", code)
+	}
+	eventually(t, "generation 2", func() bool { return gauge(r.scrape(t), "kvshadow_control_generation") == "2" })
+	r.primary[DemoNamespace].SetOutage(true)
+	eventually(t, "ready 0", func() bool { return gauge(r.scrape(t), "kvshadow_service_ready") == "0" })
+	r.primary[DemoNamespace].SetOutage(false)
+	eventually(t, "ready 1 again", func() bool { return gauge(r.scrape(t), "kvshadow_service_ready") == "1" })
 }
 
 func TestReadyzFollowsTheAuthoritativeStore(t *testing.T) {

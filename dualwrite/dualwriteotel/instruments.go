@@ -22,8 +22,8 @@ type instruments struct {
 	verified    metric.Int64Counter
 	transitions metric.Int64Counter
 
-	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile metric.Int64ObservableGauge
-	overflow, skipped, lost                                                                 metric.Int64ObservableCounter
+	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile, journalOK metric.Int64ObservableGauge
+	overflow, skipped, lost, journalErrors                                                             metric.Int64ObservableCounter
 
 	sets setCache
 }
@@ -75,6 +75,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")
 	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
+	in.journalOK = gauge(MetricJournalOK, "{flag}", "1 while the settle journal's last commit succeeded, 0 while it fails; reported only with a journal.")
+	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed; reported only with a journal.")
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("dualwriteotel: %w", err)

@@ -50,6 +50,8 @@ const (
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
 	MetricComparisonsSkipped   = "kvshadow.dualwrite.comparisons.skipped"
 	MetricEventsLost           = "kvshadow.dualwrite.events.lost"
+	MetricJournalOK            = "kvshadow.dualwrite.journal.ok"
+	MetricJournalErrors        = "kvshadow.dualwrite.journal.errors"
 )
 
 // Span names of the asynchronous operations; each is a root of its own

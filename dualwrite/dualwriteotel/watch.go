@@ -51,19 +51,26 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.laneCap, int64(st.LaneCapacity))
 		obs.ObserveInt64(in.dirty, int64(st.Dirty))
 		obs.ObserveInt64(in.unsettled, int64(st.Unsettled))
-		var reconcile int64
-		if st.ReconciliationNeeded {
-			reconcile = 1
-		}
-		obs.ObserveInt64(in.reconcile, reconcile)
+		obs.ObserveInt64(in.reconcile, flag(st.ReconciliationNeeded))
 		obs.ObserveInt64(in.overflow, int64(st.DirtyOverflow))
 		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
 		obs.ObserveInt64(in.lost, int64(st.LostEvents))
+		if st.Journal { // without one there is nothing to fail, and no series says otherwise
+			obs.ObserveInt64(in.journalOK, flag(st.JournalOK))
+			obs.ObserveInt64(in.journalErrors, int64(st.JournalErrors))
+		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost)
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
 	}
 	return reg, nil
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
