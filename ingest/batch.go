@@ -28,6 +28,10 @@ type Copy struct {
 	Metadata json.RawMessage
 	// AckedAt is when the binding acknowledged the write.
 	AckedAt time.Time
+	// Generation is the generation of the stage the tee routed the write
+	// on (the stage answer's), so that a copy routed before a flip is known
+	// as such whenever it arrives; 0 when the tee knew none.
+	Generation uint64
 }
 
 // Read is what a tee read from the primary, without the value.
@@ -64,6 +68,7 @@ type wireCopy struct {
 	Expiration int64           `json:"expiration"`
 	Metadata   json.RawMessage `json:"metadata"`
 	AckedAt    int64           `json:"acked_at"`
+	Generation *int64          `json:"generation"`
 }
 
 type wireRead struct {
@@ -168,6 +173,12 @@ func (wc wireCopy) check(now time.Time) (Copy, error) {
 		return Copy{}, err
 	}
 	c := Copy{Key: key, Deleted: wc.Deleted, AckedAt: acked}
+	if wc.Generation != nil {
+		if *wc.Generation < 1 {
+			return Copy{}, fmt.Errorf("%w: generation is a stage generation, at least 1", ErrInvalidBatch)
+		}
+		c.Generation = uint64(*wc.Generation)
+	}
 	if wc.Deleted {
 		if wc.Value != nil || wc.Expiration != 0 || len(wc.Metadata) > 0 {
 			return Copy{}, fmt.Errorf("%w: a delete carries no value, expiration or metadata", ErrInvalidBatch)

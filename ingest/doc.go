@@ -14,14 +14,16 @@
 //	{"namespace": "<namespace ID>",
 //	 "copies": [{"key": "wordle:games:42", "value": "<base64>",
 //	             "expiration": 1796115512, "metadata": {"any": "JSON"},
-//	             "acked_at": 1796115000123},
+//	             "acked_at": 1796115000123, "generation": 7},
 //	            {"key": "wordle:old", "deleted": true, "acked_at": 1796115000124}],
 //	 "reads":  [{"key": "wordle:games:7", "found": true, "sha256": "<64 hex>",
 //	             "length": 312, "expiration": 0, "read_at": 1796115000100}]}
 //
 // expiration is the absolute expiry in seconds since the epoch (0 or absent:
 // none); acked_at and read_at are milliseconds since the epoch, when the
-// binding acknowledged the write or returned the read. A read that found
+// binding acknowledged the write or returned the read. generation (optional,
+// at least 1) is the stage generation the tee routed the write on; a tee
+// sends it only to a proxy whose stage answer has one. A read that found
 // nothing has found false and no digest. The answer is 200 with
 // {"copies": n, "reads": m, "reads_ignored": k} (m reads taken for
 // comparison with the shadow, k not: the stage compares none, or the

@@ -108,7 +108,7 @@ func TestIngestHandsOnACheckedBatchInOrder(t *testing.T) {
 	h := newHandler(t, sink, nil)
 	body := fmt.Sprintf(`{"namespace":"bot-ns","copies":[
 		{"key":"wordle:games:42","value":"AP9B","expiration":%d,"metadata":{"a":1},"acked_at":%d},
-		{"key":"wordle:old","deleted":true,"acked_at":%d},
+		{"key":"wordle:old","deleted":true,"acked_at":%d,"generation":7},
 		{"key":"wordle:games:42","value":"","acked_at":%d}],
 	 "reads":[{"key":"wordle:r","found":true,"sha256":"%s","length":3,"expiration":%d,"read_at":%d},
 		{"key":"wordle:none","found":false,"read_at":%d}]}`,
@@ -129,7 +129,7 @@ func TestIngestHandsOnACheckedBatchInOrder(t *testing.T) {
 		!c[0].Expiration.Equal(start.Add(120*time.Second)) || string(c[0].Metadata) != `{"a":1}` || !c[0].AckedAt.Equal(time.UnixMilli(ms-3)) {
 		t.Fatalf("copy 0 = %+v", c[0])
 	}
-	if !c[1].Deleted || c[1].Value != nil || c[1].Key != "wordle:old" {
+	if !c[1].Deleted || c[1].Value != nil || c[1].Key != "wordle:old" || c[1].Generation != 7 || c[0].Generation != 0 {
 		t.Fatalf("copy 1 = %+v", c[1])
 	}
 	if c[2].Deleted || c[2].Value == nil || len(c[2].Value) != 0 || !c[2].Expiration.IsZero() || c[2].Metadata != nil {
@@ -179,6 +179,7 @@ func TestIngestRefusesBadBatchesWhole(t *testing.T) {
 		"negative expiration": copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","expiration":-5,"acked_at":%d}`, ms)),
 		"far expiration":      copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","expiration":%d,"acked_at":%d}`, start.Add(kv.MaxTTL+time.Hour).Unix(), ms)),
 		"wrong type":          copyWith(`{"key":7,"value":"dg==","acked_at":1}`),
+		"generation 0":        copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","acked_at":%d,"generation":0}`, ms)),
 		"short sha":           fmt.Sprintf(`{"reads":[{"key":"k","found":true,"sha256":"ab","length":1,"read_at":%d}]}`, ms),
 		"non-hex sha":         fmt.Sprintf(`{"reads":[{"key":"k","found":true,"sha256":"%s","length":1,"read_at":%d}]}`, strings.Repeat("zz", 32), ms),
 		"miss with sha":       fmt.Sprintf(`{"reads":[{"key":"k","found":false,"sha256":"%s","read_at":%d}]}`, hex, ms),

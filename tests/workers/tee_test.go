@@ -120,7 +120,7 @@ func TestTeeEndToEnd(t *testing.T) {
 		return st, st != nil
 	}}}
 	token := newToken()
-	h, err := ingest.New(sink, ingest.Config{Token: token, DefaultNamespace: "ns"})
+	h, err := ingest.New(sink, ingest.Config{Token: token, DefaultNamespace: "ns", Stage: sink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 /**
  * kvshadowTee: the bot's own binding stays its primary, with no added
  * latency; a copy of each write, and digests of a sample of reads, go to
- * kvshadow-proxy after the response, through ctx.waitUntil. When the stage
- * makes MongoDB authoritative, reads and writes go through the proxy.
+ * kvshadow-proxy after the response, through ctx.waitUntil. From the
+ * handover stage on (the stage answer's route is "proxy"), reads and writes
+ * go through the proxy instead; a write is never routed on a stage answer
+ * older than its lease (stageTtlMs).
  * @module
  */
-import { checkKey, putPlan, valueType } from "./limits.js";
+import { checkKey, kvError, putPlan, valueType } from "./limits.js";
 import { ProxyNamespace } from "./binding.js";
 import { RestClient, checkConfig } from "./rest.js";
 import { asType, toBase64, valueBytes } from "./values.js";
@@ -25,11 +27,12 @@ export const REST_PATH = "/client/v4/";
  * @property {number} [sampleRate] share of reads reported as digests, 0..1; 0.05 by default
  * @property {number} [idleMs] a batch is sent once no write came for this long; 250 ms by default
  * @property {number} [maxCopies] a batch is sent at once when it holds this many items; 100 by default
- * @property {number} [stageTtlMs] how long the stage read from the proxy is trusted; 30 s by default
- * @property {number} [stageTimeoutMs] how long a stage read may take before the last stage known (the binding, at first) is used; 1 s by default
+ * @property {number} [stageTtlMs] how long a stage answer is trusted to route a write (its lease); 30 s by default. The proxy's fence interval must cover it, plus stageTimeoutMs and the longest invocation
+ * @property {number} [stageTimeoutMs] how long a stage read may take; 1 s by default. A write that finds no answer younger than stageTtlMs then goes where it can go safely, or is refused (see route)
  * @property {typeof fetch} [fetch]
  * @property {() => number} [random] for sampling; Math.random by default
  * @property {() => number} [now] milliseconds since the epoch, for the stage's age; Date.now by default
+ * @property {(ms: number) => Promise<void>} [sleep] the pause before a batch is sent again; setTimeout by default
  */
 
 /**
@@ -38,20 +41,38 @@ export const REST_PATH = "/client/v4/";
  * @property {number} copies copies accepted by the proxy
  * @property {number} reads read digests sent
  * @property {number} failed items the proxy did not take (down, refused); settling or a reconciliation repairs their keys
- * @property {number} requests requests the tee made to the proxy (stage reads included)
+ * @property {number} requests requests the tee made to the proxy (stage reads and retries included)
+ * @property {number} retries batches sent again after the proxy could not take them
+ * @property {number} refused writes refused because the stage could not be learned (see route)
  */
 
 /**
- * The stage each isolate knows, per proxy and namespace: one read per
- * stageTtlMs at most, shared by every invocation of the isolate.
- * @type {Map<string, {at: number, proxy: boolean, account?: string, namespace?: string, pending?: Promise<void>}>}
+ * What an isolate knows of the stage, per proxy and namespace, shared by
+ * every invocation of the isolate.
+ * @typedef {Object} StageSeen
+ * @property {boolean} known an answer came at least once
+ * @property {number} at when the last answer was asked for (cfg.now): its lease runs from there
+ * @property {number} failedAt when the last read failed, 0 after an answer
+ * @property {boolean} proxy the answer routes reads and writes through the proxy
+ * @property {number} [generation] the stage document's generation, when the proxy says it
+ * @property {string} [account]
+ * @property {string} [namespace]
+ * @property {Promise<void>} [pending] the read in flight
  */
+
+/** @type {Map<string, StageSeen>} */
 const stages = new Map();
 
 /** Forgets the stages this isolate read (tests; a redeploy does it too). */
 export function forgetStages() {
   stages.clear();
 }
+
+/** The code of the error a write gets when the tee cannot learn where to route it. */
+export const STAGE_UNKNOWN = "kvshadow_stage_unknown";
+
+/** How many times a batch is sent before it counts as failed, and the pause before each retry. */
+const SEND_RETRY_MS = [100, 400];
 
 /**
  * Returns a KVNamespace-compatible object over `kv` for one invocation.
@@ -85,6 +106,7 @@ export class TeeNamespace {
       stageTimeoutMs: cfg.stageTimeoutMs ?? 1000,
       random: cfg.random ?? Math.random,
       now: cfg.now ?? Date.now,
+      sleep: cfg.sleep ?? ((/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms))),
     };
     this.origin = origin.origin;
     this.token = cfg.token;
@@ -97,7 +119,7 @@ export class TeeNamespace {
     /** @type {{key: string, bytes: Uint8Array|null, at: number}[]} */
     this.reads = [];
     /** @type {TeeStats} */
-    this.stats = { batches: 0, copies: 0, reads: 0, failed: 0, requests: 0 };
+    this.stats = { batches: 0, copies: 0, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0 };
     /** @type {ReturnType<typeof setTimeout>|undefined} */
     this.timer = undefined;
     /** @type {(() => void)|undefined} */
@@ -107,25 +129,54 @@ export class TeeNamespace {
   }
 
   /**
-   * The namespace to use for this call: the proxy when the stage says
-   * MongoDB is authoritative, else undefined (the binding). A stage older
-   * than stageTtlMs is read again after the response; only an isolate's
-   * first call waits for it.
-   * @returns {Promise<ProxyNamespace|undefined>}
+   * Where this call goes: the proxy (a ProxyNamespace) or the binding
+   * (undefined), and the generation of the stage that said so.
+   *
+   * A write is routed only on a stage answer younger than stageTtlMs
+   * (the lease the proxy's fence waits out); an older one is read again
+   * first, for at most stageTimeoutMs. When no answer comes, a write whose
+   * last stage known went through the proxy goes there (the proxy writes
+   * the authoritative store of whatever stage it is in), and one whose
+   * last stage known was the binding is refused before the binding is
+   * written: the flip may have happened meanwhile, and the copy that would
+   * reconcile it has no way to the proxy either.
+   *
+   * A read through the proxy is never older than any acknowledged write,
+   * so a stale proxy stage is read again after the response. A stale
+   * binding stage is read again first (once per stageTtlMs while the proxy
+   * does not answer): a binding read in live could miss what another
+   * isolate wrote through the proxy. Without an answer it reads the
+   * binding, which holds the isolate's own last write: the isolate wrote
+   * nothing anywhere else since that stage.
+   * @param {"GET"|"LIST"|"PUT"|"DELETE"} op
+   * @returns {Promise<{proxy: ProxyNamespace|undefined, generation: number|undefined}>}
    */
-  async route() {
+  async route(op) {
+    const write = op === "PUT" || op === "DELETE";
     let s = stages.get(this.stageKey);
-    const now = this.cfg.now();
     if (!s) {
-      s = { at: 0, proxy: false };
+      s = { known: false, at: 0, failedAt: 0, proxy: false };
       stages.set(this.stageKey, s);
-      await this.readStage(s);
-    } else if (now - s.at > this.cfg.stageTtlMs && !s.pending) {
-      this.ctx.waitUntil(this.readStage(s));
-    } else if (s.pending && s.at === 0) {
-      await s.pending;
     }
-    if (!s.proxy) return undefined;
+    const ttl = this.cfg.stageTtlMs;
+    if (!this.fresh(s)) {
+      const failedLately = s.failedAt !== 0 && this.cfg.now() - s.failedAt <= ttl;
+      if (write || (!(s.known && s.proxy) && !failedLately)) {
+        await (s.pending ?? this.readStage(s));
+      } else if (!s.pending && !failedLately) {
+        this.ctx.waitUntil(this.readStage(s));
+      }
+      if (write && !this.fresh(s) && !(s.known && s.proxy)) {
+        this.stats.refused++;
+        throw kvError(
+          op,
+          503,
+          `kvshadow-proxy did not say the stage within ${this.cfg.stageTimeoutMs} ms, and the last one known is older than ${ttl} ms: the write is refused so that it cannot land in a store that is no longer authoritative`,
+          { code: STAGE_UNKNOWN },
+        );
+      }
+    }
+    if (!s.proxy) return { proxy: undefined, generation: s.generation };
     if (!this.proxy) {
       this.proxy = new ProxyNamespace(
         new RestClient({
@@ -137,16 +188,24 @@ export class TeeNamespace {
         }),
       );
     }
-    return this.proxy;
+    return { proxy: this.proxy, generation: s.generation };
+  }
+
+  /** @param {StageSeen} s */
+  fresh(s) {
+    return s.known && this.cfg.now() - s.at <= this.cfg.stageTtlMs;
   }
 
   /**
-   * Reads the stage; when the proxy cannot say, the last stage known
-   * stays (the binding at first).
-   * @param {{at: number, proxy: boolean, account?: string, namespace?: string, pending?: Promise<void>}} s
+   * Reads the stage. Its lease runs from when it was asked for, which is
+   * no later than when the proxy answered. When the proxy cannot say (down,
+   * slow, refusing, or an answer the tee does not understand), what was
+   * known stays, as old as it was.
+   * @param {StageSeen} s
    */
   readStage(s) {
     s.pending = (async () => {
+      const asked = this.cfg.now();
       try {
         const q = this.namespaceId ? `?namespace=${encodeURIComponent(this.namespaceId)}` : "";
         this.stats.requests++;
@@ -154,15 +213,28 @@ export class TeeNamespace {
           headers: { Authorization: `Bearer ${this.token}` },
           signal: AbortSignal.timeout(this.cfg.stageTimeoutMs),
         });
-        if (!resp.ok) return void (await resp.body?.cancel());
+        if (!resp.ok) {
+          await resp.body?.cancel();
+          throw new Error(`stage answered ${resp.status}`);
+        }
         const body = await resp.json();
-        s.proxy = body.authoritative === "shadow";
-        s.account = body.account || undefined;
-        s.namespace = body.namespace || undefined;
+        // From handover on the proxy says "route": "proxy"; a proxy that
+        // does not say route routes through itself where MongoDB is
+        // authoritative.
+        const route = body.route ?? (body.authoritative === "shadow" ? "proxy" : "binding");
+        if (route !== "proxy" && route !== "binding") throw new Error("stage answer without a route the tee knows");
+        Object.assign(s, {
+          known: true,
+          at: asked,
+          failedAt: 0,
+          proxy: route === "proxy",
+          generation: Number.isSafeInteger(body.generation) ? body.generation : undefined,
+          account: body.account || undefined,
+          namespace: body.namespace || undefined,
+        });
       } catch {
-        // unreachable or too slow: keep what is known until the next read
+        s.failedAt = this.cfg.now();
       } finally {
-        s.at = this.cfg.now();
         s.pending = undefined;
       }
     })();
@@ -187,7 +259,7 @@ export class TeeNamespace {
    * @param {unknown} options
    */
   async read(method, key, options) {
-    const proxy = await this.route();
+    const { proxy } = await this.route("GET");
     if (proxy) return proxy[method](key, options);
     const kv = /** @type {any} */ (this.kv);
     if (Array.isArray(key) || !this.sampled()) return kv[method](key, options);
@@ -208,7 +280,7 @@ export class TeeNamespace {
    * @param {{expirationTtl?: number, expiration?: number, metadata?: unknown}} [options]
    */
   async put(key, value, options) {
-    const proxy = await this.route();
+    const { proxy, generation } = await this.route("PUT");
     if (proxy) return proxy.put(key, value, options);
     // The copy's bytes, taken before the binding may consume a stream;
     // the checks are the binding's own, with its messages.
@@ -222,20 +294,24 @@ export class TeeNamespace {
     const exp = plan.expirationTtl ? Math.floor(acked / 1000) + plan.expirationTtl : plan.expiration;
     if (exp) copy.expiration = exp;
     if (plan.metadata !== undefined) copy.metadata = JSON.parse(plan.metadata);
+    if (generation !== undefined) copy.generation = generation;
     this.queue(copy);
   }
 
   /** @param {unknown} key */
   async delete(key) {
-    const proxy = await this.route();
+    const { proxy, generation } = await this.route("DELETE");
     if (proxy) return proxy.delete(key);
     await this.kv.delete(/** @type {string} */ (key));
-    this.queue({ key: checkKey(key, "DELETE"), deleted: true, acked_at: Date.now() });
+    /** @type {any} */
+    const copy = { key: checkKey(key, "DELETE"), deleted: true, acked_at: Date.now() };
+    if (generation !== undefined) copy.generation = generation;
+    this.queue(copy);
   }
 
   /** @param {any} [options] */
   async list(options) {
-    const proxy = await this.route();
+    const { proxy } = await this.route("LIST");
     return proxy ? proxy.list(options) : this.kv.list(options);
   }
 
@@ -301,36 +377,54 @@ export class TeeNamespace {
     await this.send();
   }
 
-  /** Sends the queued items as one batch; never throws. */
+  /**
+   * Sends the queued items as one batch; never throws. A batch the proxy
+   * could take later (unreachable, 429, 5xx) is sent again, twice, within
+   * the invocation: the proxy's fence counts the invocation's length, so a
+   * retry still arrives inside it. What fails then is counted and logged.
+   */
   async send() {
     const copies = this.copies.splice(0);
     const noted = this.reads.splice(0);
     if (copies.length === 0 && noted.length === 0) return;
-    try {
-      const reads = (await Promise.all(noted.map((r) => this.digest(r)))).filter((r) => r !== null);
-      /** @type {any} */
-      const batch = { copies, reads };
-      if (this.namespaceId) batch.namespace = this.namespaceId;
-      this.stats.requests++;
-      const resp = await this.fetch(this.origin + INGEST_PATH, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${this.token}`, "Content-Type": "application/json" },
-        body: JSON.stringify(batch),
-      });
-      await resp.body?.cancel();
-      if (resp.status === 409) {
-        // The stage takes no copies any more: read it again on the next call.
-        const s = stages.get(this.stageKey);
-        if (s) s.at = 0;
+    const reads = (await Promise.all(noted.map((r) => this.digest(r).catch(() => null)))).filter((r) => r !== null);
+    /** @type {any} */
+    const batch = { copies, reads };
+    if (this.namespaceId) batch.namespace = this.namespaceId;
+    const body = JSON.stringify(batch);
+    let error = "";
+    for (let attempt = 0; ; attempt++) {
+      let retry = true;
+      try {
+        this.stats.requests++;
+        const resp = await this.fetch(this.origin + INGEST_PATH, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${this.token}`, "Content-Type": "application/json" },
+          body,
+        });
+        await resp.body?.cancel();
+        if (resp.ok) {
+          this.stats.batches++;
+          this.stats.copies += copies.length;
+          this.stats.reads += reads.length;
+          return;
+        }
+        if (resp.status === 409) {
+          // The stage takes no copies: read it again before the next write.
+          const s = stages.get(this.stageKey);
+          if (s) s.at = -Infinity;
+        }
+        retry = resp.status === 429 || resp.status >= 500;
+        error = `ingest answered ${resp.status}`;
+      } catch (e) {
+        error = String(/** @type {any} */ (e)?.message ?? e);
       }
-      if (!resp.ok) throw new Error(`ingest answered ${resp.status}`);
-      this.stats.batches++;
-      this.stats.copies += copies.length;
-      this.stats.reads += reads.length;
-    } catch (e) {
-      this.stats.failed += copies.length + noted.length;
-      console.warn(JSON.stringify({ event: "kvshadow_tee_send_failed", items: copies.length + noted.length, error: String(/** @type {any} */ (e)?.message ?? e) }));
+      if (!retry || attempt >= SEND_RETRY_MS.length) break;
+      this.stats.retries++;
+      await this.cfg.sleep(SEND_RETRY_MS[attempt]);
     }
+    this.stats.failed += copies.length + noted.length;
+    console.warn(JSON.stringify({ event: "kvshadow_tee_send_failed", items: copies.length + noted.length, error }));
   }
 
   /**

@@ -29,6 +29,8 @@ describe("kvshadowTee", () => {
     rec.state.batches = [];
     rec.state.stageReads = 0;
     rec.state.status = 200;
+    rec.state.statuses = [];
+    rec.state.stageStatus = 200;
     rec.state.stage = { stage: "dualwrite", authoritative: "primary" };
   });
   const tee = (ctx, more = {}) => kvshadowTee(KV, { url: rec.url, token, namespaceId: "ns", accountId: "acc", sampleRate: 0, ...more }, ctx);
@@ -63,7 +65,7 @@ describe("kvshadowTee", () => {
     assert.deepEqual(Object.keys(copies[4]).sort(), ["acked_at", "deleted", "key"]);
     for (let i = 1; i < copies.length; i++) assert.ok(copies[i].acked_at >= copies[i - 1].acked_at);
     assert.equal(t.stats.requests, 2, "one stage read and one batch");
-    assert.deepEqual({ ...t.stats, requests: 0 }, { batches: 1, copies: 5, reads: 0, failed: 0, requests: 0 });
+    assert.deepEqual({ ...t.stats, requests: 0 }, { batches: 1, copies: 5, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0 });
   });
 
   test("a write the binding refuses throws its error and sends no copy", async () => {
@@ -156,31 +158,84 @@ describe("kvshadowTee", () => {
     assert.equal(rec.state.batches.length, 1);
   });
 
-  test("the proxy down or refusing costs the bot nothing: writes succeed, the loss is counted", async () => {
-    rec.state.status = 503;
+  test("a batch the proxy cannot take now is sent again within the invocation; one it refuses is not", async () => {
     const warn = console.warn;
     const warned = [];
     console.warn = (m) => warned.push(m);
     try {
-      const ctx = invocation();
-      const t = tee(ctx);
-      await t.put("down", "v");
-      assert.equal(await KV.get("down"), "v");
+      const sleeps = [];
+      const sleep = async (/** @type {number} */ ms) => void sleeps.push(ms);
+      rec.state.statuses = [503, 429];
+      let ctx = invocation();
+      let t = tee(ctx, { sleep });
+      await t.put("retry", "v");
       await ctx.done();
-      assert.equal(t.stats.failed, 1);
-      assert.equal(t.stats.copies, 0);
-      const dead = kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
-      await dead.put("down2", "v");
-      await dead.flush();
-      assert.equal(await KV.get("down2"), "v");
-      assert.equal(dead.stats.failed, 1);
+      assert.deepEqual(sleeps, [100, 400]);
+      assert.deepEqual([t.stats.batches, t.stats.copies, t.stats.retries, t.stats.failed], [1, 1, 2, 0]);
+      assert.deepEqual(rec.state.batches.flatMap((b) => b.batch.copies.map((c) => c.key)), ["retry"]);
+
+      rec.state.statuses = [503, 503, 503];
+      ctx = invocation();
+      t = tee(ctx, { sleep });
+      await t.put("down", "v");
+      assert.equal(await KV.get("down"), "v", "the write is in the binding, the authoritative store of its stage");
+      await ctx.done();
+      assert.deepEqual([t.stats.copies, t.stats.retries, t.stats.failed], [0, 2, 1]);
+
+      rec.state.statuses = [400];
+      ctx = invocation();
+      t = tee(ctx, { sleep });
+      await t.put("bad", "v");
+      await ctx.done();
+      assert.deepEqual([t.stats.retries, t.stats.failed], [0, 1], "a refused batch is not sent again");
     } finally {
       console.warn = warn;
     }
-    assert.ok(warned.length >= 2 && warned.every((w) => !w.includes("down") && w.includes("kvshadow_tee_send_failed")));
+    assert.equal(warned.length, 2);
+    assert.ok(warned.every((w) => !w.includes("down") && !w.includes("bad") && w.includes("kvshadow_tee_send_failed")));
   });
 
-  test("a proxy that never answers costs an isolate's first call at most stageTimeoutMs, and later calls nothing", async () => {
+  test("a write finds no stage: refused before the binding is written; reads go on from the binding", async () => {
+    const dead = kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
+    await KV.put("dead:r", "before");
+    await assert.rejects(dead.put("dead:w", "v"), (e) => e.code === "kvshadow_stage_unknown" && e.status === 503 && /KV PUT failed: 503/.test(e.message));
+    await assert.rejects(dead.delete("dead:r"), (e) => e.code === "kvshadow_stage_unknown" && /KV DELETE failed/.test(e.message));
+    assert.equal(await KV.get("dead:w"), null, "the binding was written");
+    assert.equal(await dead.get("dead:r"), "before");
+    assert.equal(dead.stats.refused, 2);
+  });
+
+  test("a stage known once and then not answered: writes on the binding stop at its lease, writes through the proxy go on", async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    const ctx = invocation();
+    const t = tee(ctx, { stageTtlMs: 50, now });
+    await t.put("lease:1", "v");
+    assert.equal(await KV.get("lease:1"), "v");
+    rec.state.stageStatus = 503;
+    clock += 50;
+    await t.put("lease:2", "v"); // the lease still holds: no stage read
+    assert.equal(rec.state.stageReads, 1);
+    clock += 1;
+    await assert.rejects(t.put("lease:3", "v"), (e) => e.code === "kvshadow_stage_unknown");
+    assert.equal(await KV.get("lease:3"), null);
+    assert.equal(rec.state.stageReads, 2, "the write asked for the stage first");
+    assert.equal(await t.get("lease:1"), "v", "a read still goes to the binding, which holds the isolate's own writes");
+    await ctx.done();
+
+    forgetStages();
+    rec.state.stageStatus = 200;
+    rec.state.stage = { stage: "live", authoritative: "shadow", route: "proxy", generation: 9 };
+    const p = tee(invocation(), { stageTtlMs: 50, now });
+    await p.put("lease:4", "through the proxy");
+    rec.state.stageStatus = 503;
+    clock += 51;
+    await p.put("lease:4", "still through the proxy");
+    assert.equal(await KV.get("lease:4"), null);
+    assert.equal(await p.get("lease:4"), "still through the proxy");
+  });
+
+  test("a proxy that never answers costs a call at most stageTimeoutMs; reads after it wait no more", async () => {
     const { createServer } = await import("node:net");
     const sockets = [];
     const silent = createServer((sock) => sockets.push(sock)); // accepts, never answers
@@ -188,11 +243,11 @@ describe("kvshadowTee", () => {
     try {
       const url = `http://127.0.0.1:${silent.address().port}`;
       const t = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
-      await t.put("silent", "v"); // would hang without the timeout
-      assert.equal(await KV.get("silent"), "v");
+      await assert.rejects(t.put("silent", "v"), (e) => e.code === "kvshadow_stage_unknown"); // would hang without the timeout
       const t2 = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
       await t2.get("silent");
-      assert.equal(t.stats.requests + t2.stats.requests, 1, "one stage read for the isolate, not one per call");
+      await t2.get("silent");
+      assert.equal(t.stats.requests + t2.stats.requests, 1, "one stage read for the failure, not one per read");
     } finally {
       sockets.forEach((s) => s.destroy());
       await new Promise((r) => silent.close(r));
@@ -213,27 +268,83 @@ describe("kvshadowTee", () => {
     assert.equal(rec.state.batches.length, 0, "no copies in proxy mode");
   });
 
-  test("the stage is read once per isolate and read again in the background when stale", async () => {
+  test("a write on a stage older than its lease reads the stage first: an idle isolate's next write follows a flip", async () => {
     let clock = 1_000_000;
     const now = () => clock;
-    const ctx = invocation();
-    const t = tee(ctx, { stageTtlMs: 50, now });
-    await t.get("s");
-    assert.equal(rec.state.stageReads, 1);
-    clock += 50;
     await tee(invocation(), { stageTtlMs: 50, now }).get("s");
     assert.equal(rec.state.stageReads, 1);
-    rec.state.stage = { stage: "live", authoritative: "shadow" };
-    clock += 1;
-    const ctx2 = invocation();
-    const t2 = tee(ctx2, { stageTtlMs: 50, now });
-    await t2.put("stale", "v"); // served on the stage known, while it is read again
-    assert.equal(await KV.get("stale"), "v");
-    await ctx2.done();
+    clock += 50;
+    const ctx1 = invocation();
+    await tee(ctx1, { stageTtlMs: 50, now }).put("idle:1", "v");
+    await ctx1.done();
+    assert.equal(rec.state.stageReads, 1, "within the lease no stage is read");
+    rec.state.stage = { stage: "handover", authoritative: "primary", route: "proxy", generation: 4 };
+    clock += 1; // idle past the lease, then a write
+    const ctx = invocation();
+    await tee(ctx, { stageTtlMs: 50, now }).put("idle:2", "through the proxy");
     assert.equal(rec.state.stageReads, 2);
-    const t3 = tee(invocation(), { stageTtlMs: 50, now });
-    await t3.put("fresh", "v");
-    assert.equal(await KV.get("fresh"), null, "after the new stage, writes go through the proxy");
+    assert.equal(await KV.get("idle:2"), null, "the write went to the binding on an expired stage");
+    await ctx.done();
+    assert.equal(ctx.count, 0, "no copy was queued");
+    assert.equal(await tee(invocation(), { stageTtlMs: 50, now }).get("idle:2"), "through the proxy");
+  });
+
+  test("a read on a binding stage older than its lease reads the stage first; one through the proxy reads it after the response", async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    await KV.put("rd", "binding");
+    assert.equal(await tee(invocation(), { stageTtlMs: 50, now }).get("rd"), "binding");
+    rec.state.stage = { stage: "live", authoritative: "shadow", route: "proxy", generation: 6 };
+    clock += 51;
+    const w = tee(invocation(), { stageTtlMs: 50, now });
+    assert.equal(await w.get("rd"), null, "a stale binding stage was read from, not the proxy (which never had rd)");
+    assert.equal(rec.state.stageReads, 2);
+    await w.put("rd", "proxy");
+    rec.state.stage = { stage: "handover", authoritative: "primary", route: "proxy", generation: 7 };
+    clock += 51;
+    const ctx = invocation();
+    assert.equal(await tee(ctx, { stageTtlMs: 50, now }).get("rd"), "proxy");
+    assert.equal(ctx.count, 1, "the stage read was left to waitUntil");
+    await ctx.done();
+    assert.equal(rec.state.stageReads, 3, "the stage was read after the response");
+  });
+
+  test("the stage answer's route decides, else authoritative; an answer without a known route is no answer", async () => {
+    const cases = [
+      [{ stage: "handover", authoritative: "primary", route: "proxy", generation: 3 }, "proxy"],
+      [{ stage: "shadow", authoritative: "primary", route: "binding", generation: 2 }, "binding"],
+      [{ stage: "live", authoritative: "shadow" }, "proxy"],
+      [{ stage: "shadow", authoritative: "primary" }, "binding"],
+    ];
+    for (const [i, [stage, want]] of cases.entries()) {
+      forgetStages();
+      rec.state.stage = stage;
+      const ctx = invocation();
+      await tee(ctx).put(`route:${i}`, "v");
+      await ctx.done();
+      assert.equal((await KV.get(`route:${i}`)) === null ? "proxy" : "binding", want, JSON.stringify(stage));
+    }
+    forgetStages();
+    rec.state.stage = { stage: "later", authoritative: "primary", route: "elsewhere" };
+    await assert.rejects(tee(invocation()).put("route:x", "v"), (e) => e.code === "kvshadow_stage_unknown");
+  });
+
+  test("a copy carries the generation of the stage it was routed on, when the proxy says one", async () => {
+    rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding", generation: 5 };
+    let ctx = invocation();
+    let t = tee(ctx);
+    await t.put("gen:1", "v");
+    await t.delete("gen:1");
+    await ctx.done();
+    const copies = (/** @type {string} */ key) => rec.state.batches.flatMap((b) => b.batch.copies).filter((c) => c.key === key);
+    assert.deepEqual(copies("gen:1").map((c) => c.generation), [5, 5]);
+    forgetStages();
+    rec.state.stage = { stage: "shadow", authoritative: "primary" };
+    ctx = invocation();
+    t = tee(ctx);
+    await t.put("gen:2", "v");
+    await ctx.done();
+    assert.ok(!("generation" in copies("gen:2")[0]), "a proxy that says no generation may refuse the field");
   });
 
   test("a 409 from ingest (the stage moved) makes the next call read the stage again", async () => {

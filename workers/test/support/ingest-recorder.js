@@ -8,7 +8,7 @@ import { createServer } from "node:http";
  * @param {{token: string, rest?: string}} o rest: the REST API root to forward /client/v4/ to
  */
 export async function startRecorder(o) {
-  const state = { batches: [], stageReads: 0, stage: { stage: "dualwrite", authoritative: "primary" }, status: 200, requests: 0 };
+  const state = { batches: [], stageReads: 0, stage: { stage: "dualwrite", authoritative: "primary" }, stageStatus: 200, status: 200, statuses: [], requests: 0 };
   const server = createServer(async (req, res) => {
     state.requests++;
     const chunks = [];
@@ -30,12 +30,18 @@ export async function startRecorder(o) {
     }
     if (req.url.startsWith("/kvshadow/v1/stage")) {
       state.stageReads++;
+      if (state.stageStatus !== 200) {
+        res.writeHead(state.stageStatus).end("{}");
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(state.stage));
       return;
     }
     if (req.url === "/kvshadow/v1/ingest" && req.method === "POST") {
-      if (state.status !== 200) {
-        res.writeHead(state.status).end("{}");
+      // statuses: the answers to give the next batches, in order; then status.
+      const status = state.statuses.length > 0 ? state.statuses.shift() : state.status;
+      if (status !== 200) {
+        res.writeHead(status).end("{}");
         return;
       }
       const batch = JSON.parse(body.toString());
