@@ -196,3 +196,37 @@ func TestIngest(t *testing.T) {
 	must(t, stepTo(ctx, p.store, dualwrite.Live))
 	wantErr(t, "Ingest in live", p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:t"}}), dualwrite.ErrIngestStage)
 }
+
+// GetValue reads the authoritative store's value and expiry by its own
+// GetValue, never the metadata, and a sampled GetValue compares only what it
+// read: a metadata difference is GetEntry's to find.
+func TestGetValueReadsNoMetadata(t *testing.T) {
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Shadow, CompareRate: 1})
+	ctx := context.Background()
+	k := "wordle:md"
+	exp := start.Add(time.Hour)
+	must(t, p.store.PutEntry(ctx, kv.Entry{Key: k, Value: []byte("v"), Expiration: exp, Metadata: json.RawMessage(`{"a":1}`)}))
+	p.flush()
+	must(t, p.shadow.Store.PutEntry(ctx, kv.Entry{Key: k, Value: []byte("v"), Expiration: exp, Metadata: json.RawMessage(`{"a":2}`)}))
+	p.clk.Advance(2 * window)
+	gets, values := p.primary.gets.Load(), p.primary.values.Load()
+	e, err := p.store.GetValue(ctx, k)
+	if err != nil || string(e.Value) != "v" || !e.Expiration.Equal(exp) || e.Metadata != nil {
+		t.Fatalf("GetValue = %q exp %v md %s, %v; want the value and expiry, no metadata", e.Value, e.Expiration, e.Metadata, err)
+	}
+	if p.primary.gets.Load() != gets || p.primary.values.Load() != values+1 {
+		t.Fatalf("GetValue cost the primary %d entry reads and %d value reads, want 0 and 1",
+			p.primary.gets.Load()-gets, p.primary.values.Load()-values)
+	}
+	p.flush()
+	if st := p.store.Stats(); st.Comparisons[compare.Match] != 1 || st.Comparisons[compare.Suspected] != 0 {
+		t.Fatalf("comparisons after GetValue %v, want one match", st.Comparisons)
+	}
+	if _, err := p.store.GetEntry(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	p.flush()
+	if st := p.store.Stats(); st.Comparisons[compare.Suspected] != 1 {
+		t.Fatalf("comparisons after GetEntry %v, want the metadata difference suspected", st.Comparisons)
+	}
+}

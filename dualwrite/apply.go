@@ -121,7 +121,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 	ctx := s.asyncContext(j.ctx, OpCompare)
 	var e kv.Entry
 	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
-		e, err = s.get(ctx, j.target, j.key, c.expiry || c.meta)
+		e, err = s.get(ctx, j.target, j.key, readFor(c.expiry, c.meta))
 		return err
 	})
 	done(err)

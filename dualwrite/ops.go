@@ -17,7 +17,7 @@ import (
 // a sampled key in the Shadow and Live stages, hands what it read to the
 // key's lane for comparison with the other store.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	e, err := s.read(ctx, key, false)
+	e, err := s.read(ctx, key, readValue)
 	if err != nil {
 		return nil, err
 	}
@@ -28,10 +28,38 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // GetEntry. When that store lacks the ability it returns an error matching
 // errors.ErrUnsupported.
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
-	return s.read(ctx, key, true)
+	return s.read(ctx, key, readEntry)
 }
 
-func (s *Store) read(ctx context.Context, key string, entry bool) (kv.Entry, error) {
+// GetValue implements kv.MetadataStore: the authoritative store's value and
+// expiry by its cheapest read (kv.GetValueEntry), never its metadata. A
+// sampled GetValue compares value and expiry, not metadata, so that it
+// costs the authoritative store what the caller asked for.
+func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
+	return s.read(ctx, key, readExpiry)
+}
+
+// readKind is what a read asks of the authoritative store.
+type readKind uint8
+
+const (
+	readValue  readKind = iota // Get: the value
+	readExpiry                 // GetValue: the value and its expiry
+	readEntry                  // GetEntry: the value, its expiry and its metadata
+)
+
+// readFor is the cheapest read that returns what a comparison looks at.
+func readFor(expiry, metadata bool) readKind {
+	switch {
+	case metadata:
+		return readEntry
+	case expiry:
+		return readExpiry
+	}
+	return readValue
+}
+
+func (s *Store) read(ctx context.Context, key string, kind readKind) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
 	}
@@ -42,14 +70,19 @@ func (s *Store) read(ctx context.Context, key string, entry bool) (kv.Entry, err
 	from := st.authority()
 	h := hashKey(key)
 	if !st.compares() || !sampled(h, s.threshold) {
-		return s.get(ctx, from, key, entry)
+		return s.get(ctx, from, key, kind)
 	}
 	seq := s.slotOf(h).seq.Load() // before the read: see comparison.seq
-	e, err := s.get(ctx, from, key, entry || s.withExpiry)
+	if kind == readValue && s.withExpiry {
+		kind = readEntry // a sampled Get compares all the stores keep
+	}
+	e, err := s.get(ctx, from, key, kind)
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return e, err // nothing to compare: the caller learns of the error
 	}
-	s.offerComparison(ctx, from.other(), key, h, s.newComparison(e, err == nil, seq))
+	c := s.newComparison(e, err == nil, seq)
+	c.meta = c.meta && kind == readEntry
+	s.offerComparison(ctx, from.other(), key, h, c)
 	return e, err
 }
 
@@ -69,16 +102,22 @@ func (s *Store) newComparison(e kv.Entry, found bool, seq uint64) *comparison {
 	return c
 }
 
-func (s *Store) get(ctx context.Context, r Role, key string, entry bool) (_ kv.Entry, err error) {
+func (s *Store) get(ctx context.Context, r Role, key string, kind readKind) (_ kv.Entry, err error) {
 	defer s.recovered(r, &err)
-	if !entry {
+	switch kind {
+	case readValue:
 		v, err := s.stores[r].Get(ctx, key)
 		return kv.Entry{Key: key, Value: v}, err
+	case readExpiry:
+		if s.expiry[r] != nil {
+			return kv.GetValueEntry(ctx, s.stores[r], key)
+		}
+	default:
+		if s.expiry[r] != nil {
+			return s.expiry[r].GetEntry(ctx, key)
+		}
 	}
-	if s.expiry[r] == nil {
-		return kv.Entry{}, fmt.Errorf("dualwrite: the %s store cannot report expiries: %w", r, errors.ErrUnsupported)
-	}
-	return s.expiry[r].GetEntry(ctx, key)
+	return kv.Entry{}, fmt.Errorf("dualwrite: the %s store cannot report expiries: %w", r, errors.ErrUnsupported)
 }
 
 // offerComparison queues a comparison on the key's lane, behind the key's

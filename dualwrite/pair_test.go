@@ -16,7 +16,7 @@ import (
 // that counts its calls.
 type counted struct {
 	*memory.Store
-	gets, bulkGets, puts, bulkPuts, deletes, bulkDeletes atomic.Int64
+	gets, values, bulkGets, puts, bulkPuts, deletes, bulkDeletes atomic.Int64
 }
 
 func (c *counted) Get(ctx context.Context, k string) ([]byte, error) {
@@ -27,6 +27,11 @@ func (c *counted) Get(ctx context.Context, k string) ([]byte, error) {
 func (c *counted) GetEntry(ctx context.Context, k string) (kv.Entry, error) {
 	c.gets.Add(1)
 	return c.Store.GetEntry(ctx, k)
+}
+
+func (c *counted) GetValue(ctx context.Context, k string) (kv.Entry, error) {
+	c.values.Add(1)
+	return c.Store.GetValue(ctx, k)
 }
 
 func (c *counted) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
@@ -60,7 +65,7 @@ func (c *counted) DeleteMany(ctx context.Context, keys []string) error {
 }
 
 func (c *counted) requests() int64 {
-	return c.gets.Load() + c.bulkGets.Load() + c.puts.Load() + c.bulkPuts.Load() + c.deletes.Load() + c.bulkDeletes.Load()
+	return c.gets.Load() + c.values.Load() + c.bulkGets.Load() + c.puts.Load() + c.bulkPuts.Load() + c.deletes.Load() + c.bulkDeletes.Load()
 }
 
 // pair is a dual-write store over two counted memory stores on a fake

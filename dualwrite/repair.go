@@ -114,7 +114,7 @@ func (s *Store) runRepair(l *lane, j *job) {
 	ctx := s.asyncContext(j.ctx, OpRepair)
 	var e kv.Entry
 	err := s.do(l, ctx, start, func(ctx context.Context) (err error) {
-		e, err = s.get(ctx, source, j.key, true)
+		e, err = s.get(ctx, source, j.key, readEntry)
 		return err
 	})
 	missing := errors.Is(err, kv.ErrNotFound)

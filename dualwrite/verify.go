@@ -177,7 +177,7 @@ func (s *Store) readMany(ctx context.Context, r Role, keys []string) (_ []kv.Ent
 	}
 	out := make([]kv.Entry, 0, len(keys))
 	for _, k := range keys {
-		e, err := s.get(ctx, r, k, s.expiry[r] != nil)
+		e, err := s.get(ctx, r, k, readFor(s.expiry[r] != nil, s.expiry[r] != nil))
 		switch {
 		case errors.Is(err, kv.ErrNotFound):
 			continue

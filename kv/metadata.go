@@ -30,6 +30,28 @@ type MetadataStore interface {
 	// PutEntry stores e.Value under e.Key with e.Expiration (zero: none)
 	// and e.Metadata (nil: none), replacing all three.
 	PutEntry(ctx context.Context, e Entry) error
+	// GetValue returns the key's value and expiry without its metadata
+	// (Entry.Metadata is nil), or ErrNotFound: what a Workers KV value GET
+	// returns in one request, where GetEntry needs the metadata too.
+	GetValue(ctx context.Context, key string) (Entry, error)
+}
+
+// GetValueEntry reads a key's value and its expiry when the store can tell
+// it, by the cheapest call the store has: a MetadataStore's GetValue, an
+// ExpiryGetter's GetEntry, else Get (no expiry). Metadata is never read.
+func GetValueEntry(ctx context.Context, s Store, key string) (Entry, error) {
+	switch g := s.(type) {
+	case MetadataStore:
+		return g.GetValue(ctx, key)
+	case ExpiryGetter:
+		e, err := g.GetEntry(ctx, key)
+		return e, err
+	}
+	v, err := s.Get(ctx, key)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Key: key, Value: v}, nil
 }
 
 // ErrMetadataUnsupported: an entry with metadata was given to a store that

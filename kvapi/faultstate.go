@@ -97,6 +97,16 @@ func (s *Server) readAt(ctx context.Context, ns string, store kv.Store, location
 	return e, err
 }
 
+// valueAt is readAt for a read that needs no metadata: the store's cheapest
+// read of a value and its expiry, unless a consistency window is simulated,
+// whose remembered reads are whole entries.
+func (s *Server) valueAt(ctx context.Context, ns string, store kv.Store, location, key string) (kv.Entry, error) {
+	if location == "" || s.faults.consistencyWindow() <= 0 {
+		return kv.GetValueEntry(ctx, store, key)
+	}
+	return s.readAt(ctx, ns, store, location, key)
+}
+
 // wroteAt makes a write made through location visible to its own reads.
 func (s *Server) wroteAt(ns, location string, e kv.Entry, found bool) {
 	window := s.faults.consistencyWindow()

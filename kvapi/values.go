@@ -11,8 +11,11 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
+// getValue answers a value GET with one read of the store's own value and
+// expiry (kv.GetValueEntry): over Workers KV, one value GET, never a
+// bulk/get for the metadata this route does not return.
 func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
-	e, err := s.readAt(r.Context(), req.ns.id, req.ns.store, req.location, req.key)
+	e, err := s.valueAt(r.Context(), req.ns.id, req.ns.store, req.location, req.key)
 	if err != nil {
 		writeError(w, storeError(err))
 		return

@@ -143,6 +143,16 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return s.exactValue(ctx, got[0])
 }
 
+// GetValue implements kv.MetadataStore with one request, the value's own
+// GET, which carries the expiry in a header: what a REST client's value GET
+// costs, with no envelope to decode and any bytes returned as they are.
+func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return kv.Entry{}, err
+	}
+	return s.getValue(ctx, key)
+}
+
 // refusedBulkRead reports a bulk/get refused as a bad request: the API
 // documents bulk/get for text values only, and may refuse a key that holds
 // another kind.

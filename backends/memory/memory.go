@@ -96,6 +96,13 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return it.entry(key), nil
 }
 
+// GetValue implements kv.MetadataStore: GetEntry without the metadata.
+func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
+	e, err := s.GetEntry(ctx, key)
+	e.Metadata = nil
+	return e, err
+}
+
 // Put implements kv.Store; it clears any metadata the key had.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()

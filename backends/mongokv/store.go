@@ -97,6 +97,14 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return s.getEntry(ctx, db, key)
 }
 
+// GetValue implements kv.MetadataStore: GetEntry without the metadata,
+// which lives in the same document and costs nothing more to read.
+func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
+	e, err := s.GetEntry(ctx, key)
+	e.Metadata = nil
+	return e, err
+}
+
 // maxReadAttempts bounds the retries of a read whose chunks were replaced
 // under it by concurrent writes.
 const maxReadAttempts = 3

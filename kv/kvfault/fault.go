@@ -212,6 +212,7 @@ func (s *Store) Exact() kv.Store {
 	return forward.Compose(s, s.inner, forward.Abilities{
 		GetEntry:   s.GetEntry,
 		PutEntry:   s.putEntry,
+		GetValue:   s.getValue,
 		GetMany:    s.GetMany,
 		PutMany:    s.putMany,
 		DeleteMany: s.DeleteMany,

@@ -145,6 +145,16 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return out, nil
 }
 
+// getValue reads through the wrapped store's kv.MetadataStore, with the
+// faults of any read.
+func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
+	e, err := s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) {
+		return s.inner.(kv.MetadataStore).GetValue(ctx, key)
+	})
+	e.Metadata = nil // a stale read serves a whole remembered entry
+	return e, err
+}
+
 // putEntry writes e through the wrapped store's kv.MetadataStore. Only the
 // store Exact returns has it, exactly when the wrapped store does.
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {

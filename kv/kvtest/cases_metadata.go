@@ -44,6 +44,22 @@ func wantEntry(t *testing.T, s kv.ExpiryGetter, key, value string, md json.RawMe
 	}
 }
 
+// wantValueEntry checks GetValue: GetEntry's value and expiry, never the
+// metadata, whatever the key holds.
+func wantValueEntry(t *testing.T, s kv.MetadataStore, key, value string, exp time.Time) {
+	t.Helper()
+	e, err := s.GetValue(ctx(t), key)
+	if err != nil {
+		t.Fatalf("GetValue(%q): %v", key, err)
+	}
+	if string(e.Value) != value || e.Metadata != nil {
+		t.Fatalf("GetValue(%q) = %s with metadata %s, want %q and no metadata", key, describe(e.Value), e.Metadata, value)
+	}
+	if d := e.Expiration.Sub(exp); d < -time.Second || d > time.Second || e.Expiration.IsZero() != exp.IsZero() {
+		t.Fatalf("GetValue(%q) expiration = %v, want %v", key, e.Expiration, exp)
+	}
+}
+
 // testMetadata: a MetadataStore keeps metadata with the value, replaces and
 // clears it with the value, and refuses invalid metadata before writing;
 // any other store refuses metadata rather than dropping it.
@@ -75,6 +91,13 @@ func testMetadata(t *testing.T, h Harness) {
 	put(kv.Entry{Key: "md", Value: []byte("one"), Expiration: exp, Metadata: mdObject})
 	wantEntry(t, ms, "md", "one", mdObject, exp)
 	wantValue(t, s, "md", []byte("one"))
+	wantValueEntry(t, ms, "md", "one", exp)
+	if _, err := ms.GetValue(ctx(t), "never-written"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("GetValue(missing) = %v, want kv.ErrNotFound", err)
+	}
+	if _, err := ms.GetValue(ctx(t), ".."); !errors.Is(err, kv.ErrInvalidKey) {
+		t.Fatalf("GetValue(\"..\") = %v, want kv.ErrInvalidKey", err)
+	}
 
 	// Replaced with the value, and cleared by an entry without metadata.
 	put(kv.Entry{Key: "md", Value: []byte("two"), Metadata: mdLimit})

@@ -45,6 +45,9 @@ func testRoundTrip(t *testing.T, h Harness) {
 		key := "rt:" + name
 		mustPut(t, s, key, v, kv.PutOptions{})
 		wantValue(t, s, key, v)
+		if ms, ok := s.(kv.MetadataStore); ok {
+			wantValueEntry(t, ms, key, string(v), time.Time{})
+		}
 	}
 	// An empty value is a value, not a missing key.
 	got, err := s.Get(ctx(t), "rt:empty")

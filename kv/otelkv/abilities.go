@@ -11,6 +11,7 @@ func (s *Store) withAbilities() kv.Store {
 	return forward.Compose(s, s.inner, forward.Abilities{
 		GetEntry:   s.getEntry,
 		PutEntry:   s.putEntry,
+		GetValue:   s.getValue,
 		GetMany:    s.getMany,
 		PutMany:    s.putMany,
 		DeleteMany: s.deleteMany,

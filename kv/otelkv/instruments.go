@@ -22,6 +22,7 @@ const (
 	opDelete
 	opList
 	opGetEntry
+	opGetValue
 	opPutEntry
 	opGetMany
 	opPutMany
@@ -29,7 +30,7 @@ const (
 	numOps
 )
 
-var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "put_entry", "get_many", "put_many", "delete_many"}
+var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "get_value", "put_entry", "get_many", "put_many", "delete_many"}
 
 // outcome is kvshadow.outcome: "ok", or the class of the error. A missing
 // key is an outcome, not a failure: its span keeps an unset status.

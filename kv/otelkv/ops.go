@@ -52,6 +52,13 @@ func (s *Store) getEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
+func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
+	c := s.begin(ctx, opGetValue, kv.ModuleOf(key), key)
+	e, err := s.inner.(kv.MetadataStore).GetValue(c.ctx, key)
+	s.end(c, err)
+	return e, err
+}
+
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
 	c := s.begin(ctx, opPutEntry, kv.ModuleOf(e.Key), e.Key)
 	err := s.inner.(kv.MetadataStore).PutEntry(c.ctx, e)

@@ -10,6 +10,7 @@ import (
 type Abilities struct {
 	GetEntry   func(ctx context.Context, key string) (kv.Entry, error)
 	PutEntry   func(ctx context.Context, e kv.Entry) error
+	GetValue   func(ctx context.Context, key string) (kv.Entry, error) // with PutEntry: both are kv.MetadataStore's
 	GetMany    func(ctx context.Context, keys []string) ([]kv.Entry, error)
 	PutMany    func(ctx context.Context, entries []kv.Entry) error
 	DeleteMany func(ctx context.Context, keys []string) error
@@ -61,7 +62,7 @@ func Of(s kv.Store) Set {
 // inner has, and an Unwrap method that returns inner. a must set every
 // function that inner's abilities need.
 func Compose(store, inner kv.Store, a Abilities) kv.Store {
-	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
 }
 
 // Restrict returns s with only those of its abilities that are in keep (a
@@ -81,7 +82,7 @@ func Restrict(s kv.Store, keep Set) kv.Store {
 		a.GetEntry = e.GetEntry
 	}
 	if m, ok := s.(kv.MetadataStore); ok {
-		a.PutEntry = m.PutEntry
+		a.PutEntry, a.GetValue = m.PutEntry, m.GetValue
 	}
 	if g, ok := s.(kv.BulkGetter); ok {
 		a.GetMany = g.GetMany
@@ -92,7 +93,7 @@ func Restrict(s kv.Store, keep Set) kv.Store {
 	if d, ok := s.(kv.BulkDeleter); ok {
 		a.DeleteMany = d.DeleteMany
 	}
-	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
 }
 
 // base is the wrapper's own store and the store it wraps.
@@ -110,6 +111,7 @@ type (
 	}
 	putEntry struct {
 		f func(context.Context, kv.Entry) error
+		g func(context.Context, string) (kv.Entry, error)
 	}
 	getMany struct {
 		f func(context.Context, []string) ([]kv.Entry, error)
@@ -127,6 +129,9 @@ func (a getEntry) GetEntry(ctx context.Context, key string) (kv.Entry, error) { 
 
 // PutEntry implements kv.MetadataStore.
 func (a putEntry) PutEntry(ctx context.Context, e kv.Entry) error { return a.f(ctx, e) }
+
+// GetValue implements kv.MetadataStore.
+func (a putEntry) GetValue(ctx context.Context, key string) (kv.Entry, error) { return a.g(ctx, key) }
 
 // GetMany implements kv.BulkGetter.
 func (a getMany) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
