@@ -119,3 +119,44 @@ func BenchmarkCommit(b *testing.B) {
 		}
 	}
 }
+
+// A journal whose keys have settled gives its space back: the commit that
+// leaves most of the file free rewrites it with only the live keys, and
+// the journal goes on (commits, loads, its lock) on the new file.
+func TestCompactsOnceSettled(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "settle.db")
+	j := open(t, path)
+	defer j.Close()
+	const n = 50_000
+	all, settled := map[string]dualwrite.Mark{}, map[string]dualwrite.Mark{}
+	for i := range n {
+		k := fmt.Sprintf("wordle:games:%06d", i)
+		all[k], settled[k] = dualwrite.MarkUnsettled, dualwrite.MarkSettled
+	}
+	must(t, j.Commit(ctx, all, false))
+	full, err := j.Size()
+	must(t, err)
+	delete(settled, "wordle:games:000007")
+	must(t, j.Commit(ctx, settled, true))
+	small, err := j.Size()
+	must(t, err)
+	if small*10 > full || small > 64<<10 {
+		t.Fatalf("the file is %d bytes with %d keys and %d with one: not compacted", full, n, small)
+	}
+	marks, reconcile, err := j.Load(ctx)
+	must(t, err)
+	if len(marks) != 1 || marks["wordle:games:000007"] != dualwrite.MarkUnsettled || !reconcile {
+		t.Fatalf("after compaction Load = %d keys, reconcile %v", len(marks), reconcile)
+	}
+	must(t, j.Commit(ctx, map[string]dualwrite.Mark{"wordle:x": dualwrite.MarkDirty}, false))
+	if n, err := j.Len(); err != nil || n != 2 {
+		t.Fatalf("Len = %d, %v", n, err)
+	}
+	if _, err := journal.Open(path, journal.Options{LockTimeout: -1}); !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("a second Open after compaction = %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(path + ".compact"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the compaction's copy is left: %v", err)
+	}
+}

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// compactSuffix names the copy a compaction writes before it replaces the
+// file.
+const compactSuffix = ".compact"
+
+// CompactFloor is the free space below which a journal is never compacted:
+// rewriting a small file saves less than it costs.
+const CompactFloor = 1 << 20
+
+// needsCompaction reports whether a file of size bytes, free of them on
+// bbolt's free list, is worth rewriting: at least CompactFloor free and at
+// least half the file. bbolt reuses free pages but never gives them back,
+// so without this a journal stays at the size of the largest settle set it
+// ever held.
+func needsCompaction(size, free int64) bool {
+	return free >= CompactFloor && 2*free >= size
+}
+
+// compact rewrites the file with its live keys only, as etcd's defrag
+// does: a copy beside it, synced, renamed over it, then reopened. A crash
+// before the rename leaves the old file whole (Open removes the copy); one
+// after leaves the new one whole. Holding mu, it keeps every reader out.
+func (j *Journal) compact() error {
+	tmp := j.path + compactSuffix
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true})
+	if err != nil {
+		return err
+	}
+	err = copyJournal(dst, j.db)
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = j.db.Close()
+		j.db = nil
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		if j.db == nil {
+			err = errors.Join(err, j.reopen())
+		}
+		return err
+	}
+	if err := syncDir(filepath.Dir(j.path)); err != nil {
+		return errors.Join(err, j.reopen())
+	}
+	return j.reopen()
+}
+
+// reopen opens the file again after a compaction, waiting at least
+// DefaultLockTimeout for its lock.
+func (j *Journal) reopen() error {
+	o := *j.opts
+	o.Timeout = max(o.Timeout, DefaultLockTimeout)
+	db, err := bolt.Open(j.path, 0o600, &o)
+	if err != nil {
+		return fmt.Errorf("reopening %s: %w", j.path, err)
+	}
+	db.AllocSize = allocSize
+	j.db = db
+	return nil
+}
+
+// copyJournal copies both buckets of src into the empty dst in one
+// transaction, the marks in key order with full pages: nothing will be
+// inserted between them until the next write of the set.
+func copyJournal(dst, src *bolt.DB) error {
+	return src.View(func(stx *bolt.Tx) error {
+		return dst.Update(func(dtx *bolt.Tx) error {
+			for _, name := range [][]byte{bucketSettings, bucketMarks} {
+				b, err := dtx.CreateBucket(name)
+				if err != nil {
+					return err
+				}
+				b.FillPercent = 1
+				if err := stx.Bucket(name).ForEach(b.Put); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
