@@ -68,7 +68,7 @@ type wireCopy struct {
 	Expiration int64           `json:"expiration"`
 	Metadata   json.RawMessage `json:"metadata"`
 	AckedAt    int64           `json:"acked_at"`
-	Generation *int64          `json:"generation"`
+	Generation int64           `json:"generation"`
 }
 
 type wireRead struct {
@@ -173,12 +173,10 @@ func (wc wireCopy) check(now time.Time) (Copy, error) {
 		return Copy{}, err
 	}
 	c := Copy{Key: key, Deleted: wc.Deleted, AckedAt: acked}
-	if wc.Generation != nil {
-		if *wc.Generation < 1 {
-			return Copy{}, fmt.Errorf("%w: generation is a stage generation, at least 1", ErrInvalidBatch)
-		}
-		c.Generation = uint64(*wc.Generation)
+	if wc.Generation < 0 {
+		return Copy{}, fmt.Errorf("%w: generation is a stage generation, never negative", ErrInvalidBatch)
 	}
+	c.Generation = uint64(wc.Generation)
 	if wc.Deleted {
 		if wc.Value != nil || wc.Expiration != 0 || len(wc.Metadata) > 0 {
 			return Copy{}, fmt.Errorf("%w: a delete carries no value, expiration or metadata", ErrInvalidBatch)

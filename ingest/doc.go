@@ -21,9 +21,9 @@
 //
 // expiration is the absolute expiry in seconds since the epoch (0 or absent:
 // none); acked_at and read_at are milliseconds since the epoch, when the
-// binding acknowledged the write or returned the read. generation (optional,
-// at least 1) is the stage generation the tee routed the write on; a tee
-// sends it only to a proxy whose stage answer has one. A read that found
+// binding acknowledged the write or returned the read. generation (optional;
+// 0 or absent: unknown) is the stage generation the tee routed the write
+// on; a tee sends it only to a proxy whose stage answer has one. A read that found
 // nothing has found false and no digest. The answer is 200 with
 // {"copies": n, "reads": m, "reads_ignored": k} (m reads taken for
 // comparison with the shadow, k not: the stage compares none, or the

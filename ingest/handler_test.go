@@ -179,7 +179,7 @@ func TestIngestRefusesBadBatchesWhole(t *testing.T) {
 		"negative expiration": copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","expiration":-5,"acked_at":%d}`, ms)),
 		"far expiration":      copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","expiration":%d,"acked_at":%d}`, start.Add(kv.MaxTTL+time.Hour).Unix(), ms)),
 		"wrong type":          copyWith(`{"key":7,"value":"dg==","acked_at":1}`),
-		"generation 0":        copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","acked_at":%d,"generation":0}`, ms)),
+		"negative generation": copyWith(fmt.Sprintf(`{"key":"k","value":"dg==","acked_at":%d,"generation":-1}`, ms)),
 		"short sha":           fmt.Sprintf(`{"reads":[{"key":"k","found":true,"sha256":"ab","length":1,"read_at":%d}]}`, ms),
 		"non-hex sha":         fmt.Sprintf(`{"reads":[{"key":"k","found":true,"sha256":"%s","length":1,"read_at":%d}]}`, strings.Repeat("zz", 32), ms),
 		"miss with sha":       fmt.Sprintf(`{"reads":[{"key":"k","found":false,"sha256":"%s","read_at":%d}]}`, hex, ms),

@@ -228,7 +228,8 @@ export class TeeNamespace {
           at: asked,
           failedAt: 0,
           proxy: route === "proxy",
-          generation: Number.isSafeInteger(body.generation) ? body.generation : undefined,
+          // 0 is a proxy that follows no stage document: no generation.
+          generation: Number.isSafeInteger(body.generation) && body.generation > 0 ? body.generation : undefined,
           account: body.account || undefined,
           namespace: body.namespace || undefined,
         });

@@ -339,7 +339,7 @@ describe("kvshadowTee", () => {
     const copies = (/** @type {string} */ key) => rec.state.batches.flatMap((b) => b.batch.copies).filter((c) => c.key === key);
     assert.deepEqual(copies("gen:1").map((c) => c.generation), [5, 5]);
     forgetStages();
-    rec.state.stage = { stage: "shadow", authoritative: "primary" };
+    rec.state.stage = { stage: "shadow", authoritative: "primary", generation: 0 };
     ctx = invocation();
     t = tee(ctx);
     await t.put("gen:2", "v");
