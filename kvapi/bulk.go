@@ -73,7 +73,7 @@ func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 		}
 	}
 	if len(value) > kv.MaxValueSize {
-		return kv.Entry{}, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: a value holds at most %d bytes", kv.MaxValueSize)
+		return kv.Entry{}, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "Value length of %d exceeds limit of %d.", len(value), kv.MaxValueSize)
 	}
 	md, e := checkMetadata(p.Metadata)
 	if e != nil {

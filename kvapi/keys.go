@@ -40,13 +40,25 @@ func decodeCursor(c string) (state byte, storeCursor string, ok bool) {
 	return raw[0], string(raw[1:]), true
 }
 
+// limitError is Workers KV's answer to a list limit outside 10..1000, in its
+// own words where it publishes them (above the maximum).
+func limitError(raw string, n int, err error) *apiError {
+	switch {
+	case err != nil:
+		return errorf(http.StatusBadRequest, CodeInvalidLimit, "Invalid key_count_limit of %s. Please specify an integer greater than 0.", quoted(raw))
+	case n > MaxListLimit:
+		return errorf(http.StatusBadRequest, CodeInvalidLimit, "Invalid key_count_limit of %d. Please specify an integer less than %d.", n, MaxListLimit)
+	}
+	return errorf(http.StatusBadRequest, CodeInvalidLimit, "Invalid key_count_limit of %d. Please specify an integer of at least %d.", n, MinListLimit)
+}
+
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 	q := r.URL.Query()
 	limit := MaxListLimit
 	if raw := q.Get("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < MinListLimit || n > MaxListLimit {
-			writeError(w, errorf(http.StatusBadRequest, CodeInvalidLimit, "invalid limit argument: want %d..%d", MinListLimit, MaxListLimit))
+			writeError(w, limitError(raw, n, err))
 			return
 		}
 		limit = n
@@ -58,7 +70,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 	}
 	prefix := q.Get("prefix")
 	if len(prefix) > kv.MaxKeySize {
-		writeError(w, errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "prefix too long: %d bytes, the limit is %d", len(prefix), kv.MaxKeySize))
+		writeError(w, keyTooLong(len(prefix)))
 		return
 	}
 	res, err := req.ns.store.List(r.Context(), kv.ListOptions{Prefix: prefix, Limit: limit, Cursor: storeCursor})

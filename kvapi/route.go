@@ -91,6 +91,9 @@ func (s *Server) handler(w http.ResponseWriter, ep endpoint, method string) (han
 	}
 	slices.Sort(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
+	if slices.Contains(owning[ep], method) { // a namespace's management, on fixed namespaces
+		return nil, errorf(http.StatusMethodNotAllowed, CodeMethod, "%s", s.fixed)
+	}
 	return nil, errorf(http.StatusMethodNotAllowed, CodeMethod, "method not allowed for this route")
 }
 
@@ -176,10 +179,21 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 // them again.
 func checkKey(key string) *apiError {
 	if len(key) > kv.MaxKeySize {
-		return errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "key too long: %d bytes, the limit is %d", len(key), kv.MaxKeySize)
+		return keyTooLong(len(key))
 	}
 	if err := kv.ValidateKey(key); err != nil {
-		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name")
+		switch key {
+		case "":
+			return errorf(http.StatusBadRequest, CodeIllegalKey, "Key names must not be empty")
+		case ".", "..":
+			return errorf(http.StatusBadRequest, CodeIllegalKey, "Illegal key name %q. Please use a different name.", key)
+		}
+		return errorf(http.StatusBadRequest, CodeIllegalKey, "Illegal key name. Please use a different name.")
 	}
 	return nil
+}
+
+// keyTooLong is Workers KV's answer to a key or prefix over 512 bytes.
+func keyTooLong(n int) *apiError {
+	return errorf(http.StatusRequestURITooLong, CodeKeyTooLong, "UTF-8 encoded length of %d exceeds key length limit of %d.", n, kv.MaxKeySize)
 }

@@ -3,8 +3,11 @@ package kvapi
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,8 +31,12 @@ type Config struct {
 	// NewStore, when set, makes the server own its namespaces, as the
 	// emulator does: the API may create namespaces (each a store NewStore
 	// returns), rename and delete them. Without it the namespaces are fixed
-	// and those calls are refused with 405.
+	// and those calls are refused with 405 and FixedNamespaces' message.
 	NewStore func() kv.Store
+	// FixedNamespaces is what a client that asks to create, rename or delete
+	// a namespace of a server without NewStore is told: where the set of
+	// namespaces is changed. Empty says that the set is fixed and names it.
+	FixedNamespaces string
 	// AccountID is the account the server answers for; empty accepts any.
 	AccountID string
 	// Token, when set, must come as "Authorization: Bearer <Token>" on every
@@ -63,6 +70,7 @@ type Server struct {
 	account  string
 	token    []byte
 	newStore func() kv.Store
+	fixed    string // FixedNamespaces, resolved
 	clock    clock.Clock
 	faults   *Faults
 	requests atomic.Int64
@@ -102,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 		account:    cfg.AccountID,
 		token:      []byte(cfg.Token),
 		newStore:   cfg.NewStore,
+		fixed:      fixedMessage(cfg),
 		clock:      clock.OrReal(cfg.Clock),
 		faults:     f,
 		namespaces: namespaces,
@@ -158,4 +167,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h(s, w, r, req)
+}
+
+// fixedMessage resolves Config.FixedNamespaces.
+func fixedMessage(cfg Config) string {
+	if cfg.FixedNamespaces != "" {
+		return cfg.FixedNamespaces
+	}
+	ids := slices.Sorted(maps.Keys(cfg.Namespaces))
+	return "This server serves a fixed set of namespaces (" + strings.Join(ids, ", ") + "); it does not create, rename or delete them."
 }

@@ -112,34 +112,46 @@ func putEntry(ctx context.Context, store kv.Store, e kv.Entry, opts kv.PutOption
 // parseExpiry applies the API's expiration rules: expiration_ttl wins over
 // expiration when both are given, and either must be at least 60 s away.
 func parseExpiry(rawExp, rawTTL string, now time.Time) (kv.PutOptions, *apiError) {
+	// The messages are Workers KV's own (wrangler prints them to its user),
+	// quoting the value given as the API does.
 	if rawTTL != "" {
 		ttl, ok := wholeNumber(rawTTL)
 		if !ok || ttl <= 0 {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: want a whole number of seconds above zero")
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "Invalid expiration_ttl of %s. Please specify integer greater than 0.", quoted(rawTTL))
 		}
 		if ttl < minExpirySecs {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: the minimum is %d seconds", minExpirySecs)
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "Invalid expiration_ttl of %d. Expiration TTL must be at least %d.", ttl, minExpirySecs)
 		}
 		if ttl > int64(kv.MaxTTL/time.Second) {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "invalid expiration ttl: too far in the future")
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpirationTTL, "Invalid expiration_ttl of %d. Expiration TTL must be at most %d.", ttl, int64(kv.MaxTTL/time.Second))
 		}
 		return kv.PutOptions{TTL: time.Duration(ttl) * time.Second}, nil
 	}
 	if rawExp != "" {
 		exp, ok := wholeNumber(rawExp)
 		if !ok || exp <= now.Unix() {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: want a whole number of seconds since the UNIX epoch, in the future")
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "Invalid expiration of %s. Please specify integer greater than the current number of seconds since the UNIX epoch.", quoted(rawExp))
 		}
 		at := time.Unix(exp, 0)
 		if at.Sub(now) < minExpirySecs*time.Second {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: it must be at least %d seconds in the future", minExpirySecs)
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "Invalid expiration of %d. Expiration times must be at least %d seconds in the future.", exp, minExpirySecs)
 		}
 		if at.Sub(now) > kv.MaxTTL {
-			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "invalid expiration: too far in the future")
+			return kv.PutOptions{}, errorf(http.StatusBadRequest, CodeExpiration, "Invalid expiration of %d. Expiration times must be at most %d seconds in the future.", exp, int64(kv.MaxTTL/time.Second))
 		}
 		return kv.PutOptions{Expiration: at}, nil
 	}
 	return kv.PutOptions{}, nil
+}
+
+// quoted is a caller's parameter as an error message quotes it: at most 32
+// bytes of it, so that an answer never echoes a long input.
+func quoted(s string) string {
+	const most = 32
+	if len(s) > most {
+		s = strings.ToValidUTF8(s[:most], "") + "..."
+	}
+	return s
 }
 
 // wholeNumber parses an integer, also written as a float ("1.7e9", "60.0"),

@@ -21,7 +21,21 @@ const (
 	EnvAPIToken    = "CLOUDFLARE_API_TOKEN"
 	EnvNamespaceID = "CLOUDFLARE_KV_NAMESPACE_ID"
 	EnvBaseURL     = "CLOUDFLARE_BASE_URL"
+	// EnvAPIBaseURL is wrangler's name for the API root, which it wants
+	// without a trailing slash (with one it asks for "//accounts").
+	EnvAPIBaseURL = "CLOUDFLARE_API_BASE_URL"
 )
+
+// ClientEnv is the environment a Workers KV client needs to reach the API
+// root base (".../client/v4/") for account and namespace, as shell
+// assignments: wrangler's CLOUDFLARE_API_BASE_URL without the trailing
+// slash, and CLOUDFLARE_BASE_URL, which cloudflare-go, ConfigFromEnv and
+// shadow-report read. No token: the caller says where it comes from.
+func ClientEnv(base, account, namespace string) string {
+	root := strings.TrimSuffix(base, "/")
+	return fmt.Sprintf("%s=%s %s=%s %s=%s %s=%s", EnvAPIBaseURL, root, EnvBaseURL, root+"/",
+		EnvAccountID, account, EnvNamespaceID, namespace)
+}
 
 // The defaults of the zero Config.
 const (

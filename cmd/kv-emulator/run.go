@@ -219,8 +219,7 @@ func printEnv(w io.Writer, base, account string, ids []string, withToken bool) {
 		auth = "token required (from " + EnvToken + " or -token-file; not shown)"
 	}
 	fmt.Fprintf(w, "kv-emulator: serving the Workers KV API at %s; namespaces %s; %s\n", base, strings.Join(ids, ", "), auth)
-	line := fmt.Sprintf("export CLOUDFLARE_API_BASE_URL=%s %s=%s %s=%s %s=%s",
-		strings.TrimSuffix(base, "/"), cfkv.EnvBaseURL, base, cfkv.EnvAccountID, account, cfkv.EnvNamespaceID, ids[0])
+	line := "export " + cfkv.ClientEnv(base, account, ids[0])
 	if !withToken {
 		line += " " + cfkv.EnvAPIToken + "=" + openToken
 	}
