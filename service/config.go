@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -61,6 +62,9 @@ type Namespace struct {
 type Config struct {
 	Listen, AdminListen string
 	TLSCert, TLSKey     string
+	// PublicURL is where clients reach the front (a tunnel's hostname):
+	// what the printed client environment names.
+	PublicURL string
 	// Unauthenticated serves without tokens, on loopback only.
 	Unauthenticated bool
 
@@ -126,6 +130,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.StringVar(&c.AdminListen, "admin-listen", DefaultAdminListen, "")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "")
+	fs.StringVar(&c.PublicURL, "public-url", "", "")
 	fs.BoolVar(&c.Unauthenticated, "unauthenticated-loopback", false, "")
 	fs.StringVar(&c.Account, "account", "", "")
 	fs.Var(&namespaces, "namespace", "")
@@ -177,6 +182,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.checkNumbers(); err != nil {
 		return nil, err
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return nil, usage("--public-url: want the http(s) origin clients reach, without credentials or a query, such as https://kv.example.com")
+		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, usage("--tls-cert and --tls-key go together")

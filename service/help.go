@@ -37,6 +37,8 @@ SECRETS (from the environment, or a file; never a flag, which ps shows)
 WHERE
   --listen ADDR            the Workers KV API (default 127.0.0.1:8790)
   --tls-cert F --tls-key F serve it over TLS
+  --public-url URL         where clients reach it (a tunnel's https://kv.example.com): the
+                           root the printed client environment names (default the listener)
   --max-concurrent N       requests served at once; one more gets 503 with Retry-After (64)
   --admin-listen ADDR      the admin API (default 127.0.0.1:8791)
   --account ID             CLOUDFLARE_ACCOUNT_ID: the account clients name in paths

@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
@@ -124,7 +127,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	defer func() { _ = gauges.Unregister() }()
 
-	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock})
+	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
+		FixedNamespaces: fixedNamespaces(c)})
 	if err != nil {
 		return err
 	}
@@ -230,6 +234,18 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	return nil
 }
 
+// fixedNamespaces is what a client asking the front to create, rename or
+// delete a namespace is told.
+func fixedNamespaces(c *Config) string {
+	ids := make([]string, len(c.Namespaces))
+	for i, ns := range c.Namespaces {
+		ids[i] = ns.ID
+	}
+	return "kvshadow-proxy serves a fixed set of namespaces (" + strings.Join(ids, ", ") + ") and does not create, rename or delete them: " +
+		"manage namespaces in Cloudflare itself (wrangler without " + cfkv.EnvAPIBaseURL + "), then change the proxy's --namespace " +
+		"(or " + cfkv.EnvNamespaceID + ") and restart it"
+}
+
 // windowOf maps the flag's 0 ("none") to dualwrite's negative.
 func windowOf(d time.Duration) time.Duration {
 	if d == 0 {
@@ -259,17 +275,46 @@ func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.S
 	if c.secrets.token != "" {
 		fmt.Fprintf(w, "kvshadow-proxy: tee mode's endpoints at %s%singest and %sstage\n", at.Origin, TeePath, TeePath)
 	}
-	if !c.Demo {
-		return
-	}
-	fmt.Fprintln(w, "# A Workers KV client (cloudflare-go, wrangler's API calls, curl) needs only this environment:")
-	fmt.Fprintf(w, "export CLOUDFLARE_BASE_URL=%s CLOUDFLARE_ACCOUNT_ID=%s CLOUDFLARE_KV_NAMESPACE_ID=%s\n", api, c.Account, ids[0])
-	if c.secrets.token != "" {
-		// Drawn for this run; it guards a throwaway in-memory service.
+	// Every start says what a client is told, without a secret: a token is
+	// printed only when the demo drew it for a throwaway service.
+	fmt.Fprintf(w, "# A Workers KV client (wrangler, cloudflare-go, shadow-report, curl) needs only this environment%s:\n", others(ids))
+	fmt.Fprintf(w, "export %s\n", cfkv.ClientEnv(clientRoot(c, at), c.Account, ids[0]))
+	switch {
+	case c.Demo && c.secrets.token != "":
 		fmt.Fprintf(w, "export CLOUDFLARE_API_TOKEN=%s KVSHADOW_ADMIN_TOKEN=%s\n", c.secrets.token, c.secrets.admin)
 		fmt.Fprintf(w, "# try: curl -s -H \"Authorization: Bearer $KVSHADOW_ADMIN_TOKEN\" %sstage\n", adminURL)
-	} else {
+	case c.secrets.token != "":
+		fmt.Fprintf(w, "# and CLOUDFLARE_API_TOKEN set to the clients' token (%s here; not shown)\n", EnvToken)
+	default:
 		fmt.Fprintln(w, "export CLOUDFLARE_API_TOKEN=unused   # no token is checked (--unauthenticated-loopback)")
 		fmt.Fprintf(w, "# try: curl -s %sstage\n", adminURL)
 	}
+}
+
+// others says which namespaces a client reaches besides the first, which
+// the printed environment names.
+func others(ids []string) string {
+	if len(ids) < 2 {
+		return ""
+	}
+	return " (" + cfkv.EnvNamespaceID + " may also be " + strings.Join(ids[1:], ", ") + ")"
+}
+
+// clientRoot is the API root clients reach: --public-url's when given (a
+// tunnel's or load balancer's hostname), else the listener's, with a
+// wildcard address replaced by the host's name.
+func clientRoot(c *Config, at Listening) string {
+	if c.PublicURL != "" {
+		return strings.TrimSuffix(c.PublicURL, "/") + "/client/v4/"
+	}
+	u, err := url.Parse(at.API)
+	if err != nil {
+		return at.API
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+		if host, err := os.Hostname(); err == nil && host != "" {
+			u.Host = net.JoinHostPort(host, u.Port())
+		}
+	}
+	return u.String()
 }

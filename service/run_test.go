@@ -145,7 +145,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestDemoServesThroughCloudflareGo(t *testing.T) {
 	r := start(t)
 	// The banner tells a client everything it needs.
-	for _, want := range []string{"export CLOUDFLARE_BASE_URL=" + r.api, "CLOUDFLARE_ACCOUNT_ID=" + DemoAccount,
+	for _, want := range []string{"export CLOUDFLARE_API_BASE_URL=" + strings.TrimSuffix(r.api, "/") + " CLOUDFLARE_BASE_URL=" + r.api, "CLOUDFLARE_ACCOUNT_ID=" + DemoAccount,
 		"CLOUDFLARE_KV_NAMESPACE_ID=" + DemoNamespace, "CLOUDFLARE_API_TOKEN=" + r.c.secrets.token, "admin API at " + r.admin,
 		"tee mode's endpoints at "} {
 		if !strings.Contains(r.banner.String(), want) {
