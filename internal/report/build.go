@@ -25,6 +25,7 @@ func (e *engine) report() *Report {
 			KeyPolicy:           e.cfg.KeyPolicy,
 			ExpiriesCompared:    e.expiries,
 			MinParity:           e.cfg.MinParity,
+			StableHashes:        e.cfg.KeyPolicy == compare.KeyHMAC && len(e.cfg.Secret) > 0,
 		},
 		Modules:            sortedModules(e.modules),
 		Divergences:        append(e.records[:0:0], e.records...),

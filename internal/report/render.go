@@ -169,8 +169,20 @@ func scopeLine(r *Report) string {
 	if !r.Options.ExpiriesCompared {
 		parts = append(parts, "expiries not compared")
 	}
-	parts = append(parts, "keys "+string(r.Options.KeyPolicy))
+	parts = append(parts, "keys "+string(r.Options.KeyPolicy)+hashNote(r.Options))
 	return strings.Join(parts, " · ")
+}
+
+// hashNote says whether a hashed key can be followed from one report to
+// the next.
+func hashNote(o Options) string {
+	switch {
+	case o.KeyPolicy != compare.KeyHMAC:
+		return ""
+	case o.StableHashes:
+		return " (keyed by the configured secret: the same in every run and in the proxy's answers)"
+	}
+	return " (keyed by a secret drawn for this run: set KVSHADOW_KEY_SECRET, the proxy's, to follow a key from one report to the next)"
 }
 
 // timeLine says when the run ran.
@@ -230,6 +242,25 @@ func verdict(r *Report) string {
 		s += fmt.Sprintf("; %s in the shadow not UTF-8 text, which the JavaScript bot cannot read as a string", plural(n, "value"))
 	}
 	return s
+}
+
+// kindLines explain, one line each, every kind the report counts beyond
+// match (in the scan, or in a repair's re-check): what it means and what to
+// do about it.
+func kindLines(r *Report) []string {
+	var lines []string
+	for _, k := range compare.Kinds {
+		n := r.Totals.Kinds[k]
+		if r.Repair != nil {
+			n += r.Repair.After[k]
+		}
+		if k == compare.Match || n == 0 {
+			continue
+		}
+		e := compare.Explain(k)
+		lines = append(lines, fmt.Sprintf("%s: %s. Do: %s.", k, e.Meaning, e.Action))
+	}
+	return lines
 }
 
 // binaryLines explain the values the shadow holds as BSON Binary.

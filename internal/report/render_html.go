@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -21,6 +22,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"keys":      keysText,
 	"printable": printable,
 	"digest":    digest,
+	"explain":   compare.Explain,
 }).Parse(htmlSource))
 
 // chartKinds are the kinds the charts draw, in the table's order, errors
@@ -41,12 +43,13 @@ type segment struct {
 	Width string // CSS percentage
 }
 
-// moduleBar is a module's row in the "where" chart: how many of its keys
-// differ, split by kind, on one scale for all modules.
+// moduleBar is a module's row in the "where" chart: the share of its keys
+// that differ, split by kind, on the chart's axis.
 type moduleBar struct {
 	Module, Label string
 	Keys          int64 // compared
 	Differ        int64
+	Share         string // of the module's keys
 	Segments      []segment
 	Parity        string
 	Low           bool
@@ -56,7 +59,94 @@ type moduleBar struct {
 type kindBar struct {
 	Kind  compare.Kind
 	Count int64
+	Share string // of the keys compared
 	Width string
+}
+
+// axis is a chart's scale: bars are shares of keys, drawn from 0 to Top,
+// with the ticks printed under them, so that one key in 35 never looks
+// like all of them.
+type axis struct {
+	Top     float64
+	Caption string
+	Ticks   []tick
+}
+
+// tick is one printed mark of an axis.
+type tick struct {
+	Label, Left string
+}
+
+// axisTops are the ends an axis may take: the smallest that holds the
+// largest share, so that small shares stay readable and the end is printed.
+var axisTops = []float64{0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1}
+
+func newAxis(largest float64, caption string) axis {
+	top := 1.0
+	for _, t := range axisTops {
+		if largest <= t {
+			top = t
+			break
+		}
+	}
+	a := axis{Top: top, Caption: caption}
+	for _, f := range []float64{0, 0.5, 1} {
+		a.Ticks = append(a.Ticks, tick{Label: sharePercent(top * f), Left: strconv.FormatFloat(f*100, 'f', -1, 64) + "%"})
+	}
+	return a
+}
+
+// sharePercent prints a share of 1 as a short percentage: "2.5%", "100%",
+// "0.03%".
+func sharePercent(f float64) string {
+	p := f * 100
+	switch {
+	case p == 0:
+		return "0%"
+	case p < 0.1:
+		return strconv.FormatFloat(p, 'g', 2, 64) + "%"
+	case p < 10:
+		return strings.TrimSuffix(strconv.FormatFloat(p, 'f', 1, 64), ".0") + "%"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+}
+
+func share(n, of int64) float64 {
+	if of <= 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+// width is a share's place on an axis as a CSS width; a non-zero share
+// stays visible.
+func width(s float64, a axis) string {
+	if s <= 0 || a.Top <= 0 {
+		return "0%"
+	}
+	w := min(s/a.Top*100, 100)
+	if w < 0.5 {
+		w = 0.5
+	}
+	return strconv.FormatFloat(w, 'f', 2, 64) + "%"
+}
+
+// legendEntry is one kind in a chart's legend: its colour, what it means
+// and what to do.
+type legendEntry struct {
+	Kind compare.Kind
+	compare.Explanation
+}
+
+// legend lists the kinds the charts draw, in their order, explained.
+func legend(k KindCounts) []legendEntry {
+	var out []legendEntry
+	for _, kind := range chartKinds {
+		if k[kind] > 0 {
+			out = append(out, legendEntry{Kind: kind, Explanation: compare.Explain(kind)})
+		}
+	}
+	return out
 }
 
 // column is a column of the counts table: the terminal's header, the
@@ -73,36 +163,24 @@ func keysText(n int64) string {
 	return group(n) + " keys"
 }
 
-func width(n, most int64) string {
-	if most <= 0 || n <= 0 {
-		return "0%"
-	}
-	w := float64(n) * 100 / float64(most)
-	if w < 0.5 {
-		w = 0.5 // a non-zero count stays visible
-	}
-	return strconv.FormatFloat(w, 'f', 2, 64) + "%"
-}
-
 // notAgreeing is a module's keys that count against parity.
 func notAgreeing(c Counts) int64 { return c.Compared - c.agreeing() }
 
 // moduleChart returns the bars of the modules with keys that differ (the
-// most first, at most chartModules, more counts the rest) and the names of
-// modules in step (at most twice that, inStepMore counts the rest).
-func moduleChart(r *Report) (bars []moduleBar, inStep []string, more, inStepMore int) {
+// most first, at most chartModules, more counts the rest), each the share
+// of the module's own keys on an axis from 0 to 100%, and the names of modules in step
+// (at most twice that, inStepMore counts the rest).
+func moduleChart(r *Report) (bars []moduleBar, ax axis, inStep []string, more, inStepMore int) {
 	mods := slices.Clone(r.Modules)
+	drawn := func(m ModuleCounts) int64 { return notAgreeing(m.Counts) + m.Kinds[compare.ExpiredOnOneSide] }
 	slices.SortStableFunc(mods, func(a, b ModuleCounts) int {
-		return cmp.Compare(notAgreeing(b.Counts), notAgreeing(a.Counts))
+		return cmp.Compare(share(drawn(b), b.Compared), share(drawn(a), a.Compared))
 	})
-	var most int64
+	// The axis always ends at 100%: a bar is how much of its module
+	// differs, read at a glance; the kinds chart zooms, this one does not.
+	ax = newAxis(1, "share of each module's keys compared")
 	for _, m := range mods {
-		most = max(most, notAgreeing(m.Counts)+m.Kinds[compare.ExpiredOnOneSide])
-	}
-	for _, m := range mods {
-		n := notAgreeing(m.Counts)
-		drawn := n + m.Kinds[compare.ExpiredOnOneSide]
-		if drawn == 0 {
+		if drawn(m) == 0 {
 			if len(inStep) < chartModules*2 {
 				inStep = append(inStep, printable(moduleLabel(m.Module)))
 			} else {
@@ -114,32 +192,36 @@ func moduleChart(r *Report) (bars []moduleBar, inStep []string, more, inStepMore
 			more++
 			continue
 		}
+		n := notAgreeing(m.Counts)
 		b := moduleBar{
 			Module: m.Module, Label: printable(moduleLabel(m.Module)), Keys: m.Compared,
-			Differ: n, Parity: percent(m.Parity), Low: m.Parity < r.Options.MinParity,
+			Differ: n, Share: sharePercent(share(n, m.Compared)), Parity: percent(m.Parity), Low: m.Parity < r.Options.MinParity,
 		}
 		for _, k := range chartKinds {
 			if c := m.Kinds[k]; c > 0 {
-				b.Segments = append(b.Segments, segment{Kind: k, Count: group(c), Width: width(c, most)})
+				b.Segments = append(b.Segments, segment{Kind: k, Count: group(c), Width: width(share(c, m.Compared), ax)})
 			}
 		}
 		bars = append(bars, b)
 	}
-	return bars, inStep, more, inStepMore
+	return bars, ax, inStep, more, inStepMore
 }
 
-func kindChart(k KindCounts) []kindBar {
-	var most int64
+// kindChart draws each kind as its share of the compared keys, on an axis
+// that ends at the smallest of axisTops that holds the largest, printed.
+func kindChart(k KindCounts, compared int64) ([]kindBar, axis) {
+	var largest float64
 	for _, kind := range chartKinds {
-		most = max(most, k[kind])
+		largest = max(largest, share(k[kind], compared))
 	}
+	ax := newAxis(largest, "share of the "+keysText(compared)+" compared")
 	var bars []kindBar
 	for _, kind := range chartKinds {
 		if n := k[kind]; n > 0 {
-			bars = append(bars, kindBar{Kind: kind, Count: n, Width: width(n, most)})
+			bars = append(bars, kindBar{Kind: kind, Count: n, Share: sharePercent(share(n, compared)), Width: width(share(n, compared), ax)})
 		}
 	}
-	return bars
+	return bars, ax
 }
 
 // countColumns are the counts table's columns, named as the terminal's;
@@ -159,7 +241,8 @@ func countColumns() []column {
 }
 
 func renderHTML(w io.Writer, r *Report) error {
-	bars, inStep, more, inStepMore := moduleChart(r)
+	bars, modAxis, inStep, more, inStepMore := moduleChart(r)
+	kinds, kindAxis := kindChart(r.Totals.Kinds, r.Totals.Compared)
 	binTitle, binNote := binaryLines(r)
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
@@ -167,8 +250,8 @@ func renderHTML(w io.Writer, r *Report) error {
 			Before: percent(r.Totals.Parity), After: percent(r.Repair.ParityAfter),
 			Differ: group(notAgreeing(r.Totals)), Compared: group(r.Totals.Compared),
 			Remaining: r.Repair.Remaining + r.Repair.Failed + r.Repair.Pending,
-			Kinds:     kindChart(r.Repair.After),
 		}
+		repair.Kinds, repair.Axis = kindChart(r.Repair.After, r.Totals.Compared)
 	}
 	rows := make([][]string, 0, len(r.Modules)+1)
 	for _, m := range r.Modules {
@@ -180,10 +263,13 @@ func renderHTML(w io.Writer, r *Report) error {
 		RepairLines          []string
 		Repair               *htmlRepair
 		Modules              []moduleBar
+		ModuleAxis           axis
 		InStep               []string
 		MoreModules          int
 		MoreInStep           int
 		Kinds                []kindBar
+		KindAxis             axis
+		Legend               []legendEntry
 		Columns              []column
 		Rows                 [][]string
 		Total                []string
@@ -193,7 +279,8 @@ func renderHTML(w io.Writer, r *Report) error {
 		BinaryNote           string
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), RepairLines: repairLines(r),
-		Repair: repair, Modules: bars, InStep: inStep, MoreModules: more, MoreInStep: inStepMore, Kinds: kindChart(r.Totals.Kinds),
+		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
+		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
 		Sides:       []SideInfo{r.Primary, r.Shadow},
@@ -206,4 +293,5 @@ type htmlRepair struct {
 	Before, After, Differ, Compared string
 	Remaining                       int64
 	Kinds                           []kindBar
+	Axis                            axis
 }

@@ -36,6 +36,13 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 
+	if lines := kindLines(r); lines != nil {
+		fmt.Fprintf(bw, "\n## What the kinds mean, and what to do\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(bw, "- %s\n", mdText(l))
+		}
+	}
+
 	if title, note := binaryLines(r); title != "" {
 		fmt.Fprintf(bw, "\n## %s\n\n%s\n\n", title, mdText(note))
 		mdRow(bw, []string{"Kind", "Key", "Primary", "Shadow"})

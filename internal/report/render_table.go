@@ -91,6 +91,10 @@ func tableBody(bw *bufio.Writer, r *Report) error {
 		}
 	}
 
+	if lines := kindLines(r); lines != nil {
+		fmt.Fprintf(bw, "\nWhat the kinds mean, and what to do:\n  %s\n", strings.Join(lines, "\n  "))
+	}
+
 	if title, note := binaryLines(r); title != "" {
 		fmt.Fprintf(bw, "\n%s: %s\n", title, note)
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)

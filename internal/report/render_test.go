@@ -290,9 +290,12 @@ func TestHTMLChartsCapModules(t *testing.T) {
 	if i, j := strings.Index(where, `data-module="m08"`), strings.Index(where, `data-module="m00"`); i < 0 || j >= 0 && j < i {
 		t.Errorf("m08 (9 differ) is not drawn before m00 (1 differs)")
 	}
-	// One scale of key counts, not of parity: 2 keys that differ are two
-	// ninths of the bar of 9, though the modules' parity is 80% and 10%.
-	for module, w := range map[string]string{"m08": "100.00%", "m01": "22.22%"} {
+	// Bars are the share of each module's keys, on an axis whose end is
+	// printed: 9 of 10 keys are 90% of the axis to 100%, 2 of 10 are 20%.
+	if !strings.Contains(where, `<span style="left: 100%">100%</span>`) {
+		t.Errorf("the axis does not end at 100%%: %s", where)
+	}
+	for module, w := range map[string]string{"m08": "90.00%", "m01": "20.00%"} {
 		_, bar, ok := strings.Cut(where, `data-module="`+module+`"`)
 		bar, _, _ = strings.Cut(bar, `<div class="bar-value`)
 		if !ok || !strings.Contains(bar, `style="width: `+w+`"`) {

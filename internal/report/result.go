@@ -72,6 +72,11 @@ type Options struct {
 	// only values are compared.
 	ExpiriesCompared bool    `json:"expiries_compared"`
 	MinParity        float64 `json:"min_parity"`
+	// StableHashes reports that hashed keys were keyed by a configured
+	// secret (the proxy's key secret), so that a key hashes the same in
+	// every run and in the proxy's answers; false means a secret drawn for
+	// this run.
+	StableHashes bool `json:"stable_hashes"`
 }
 
 // KindCounts counts keys per divergence kind; every kind is present.

@@ -19,7 +19,8 @@ import (
 )
 
 // EnvRequireBrowser makes the browser tests fail, instead of skip, when
-// chromium or chromedriver is missing; CI sets it (.ci/run installs both).
+// chromium or chromedriver is missing; .ci/run sets it (and installs
+// both), and so does any CI that sets CI (GitHub Actions, GitLab, ...).
 const EnvRequireBrowser = "KVSHADOW_REQUIRE_BROWSER"
 
 // EnvScreenshots names a directory where the browser tests leave a
@@ -35,17 +36,22 @@ var widths = []int{1920, 1400, 420}
 // width, and measures it: the counts table's key columns (PARITY, ERRORS,
 // EXPIRED) stay on the first screen with no horizontal scrollbar, the page
 // never scrolls sideways, the keys table's headers align with their cells,
-// and no key breaks one character a line.
+// and no key breaks one character a line. The charts have a visible
+// scale: one key that differs among the 35 of module xo is a sliver of its
+// bar, not a full one, and the axis's end is printed on the screen; every
+// colour drawn is in the legend; the requests table fits a phone.
 func TestHTMLReportInChromium(t *testing.T) {
 	wd := startChromeDriver(t)
 	r := newRig(t)
-	r.seed(t, divergences())
+	r.seed(t, append(divergences(), oneIn35()...))
 	dir := t.TempDir()
-	pages := map[string][]string{
-		"scan":   nil,
-		"repair": {"--repair", "--apply"},
-	}
-	for name, extra := range pages {
+	// The scans first: the repair changes the stores. Module xo alone is
+	// where a scale of key counts would draw its one key as a full bar.
+	for _, page := range []struct {
+		name  string
+		extra []string
+	}{{"scan", nil}, {"xo", []string{"--module", "xo"}}, {"repair", []string{"--repair", "--apply"}}} {
+		name, extra := page.name, page.extra
 		path := filepath.Join(dir, name+".html")
 		args := append([]string{"--format", "html", "--out", path, "--keys", "plain"}, extra...)
 		if res := r.run(t, context.Background(), args...); res.code == 2 {
@@ -63,6 +69,20 @@ func TestHTMLReportInChromium(t *testing.T) {
 	}
 }
 
+// oneIn35 is a module of 35 keys of which one differs.
+func oneIn35() []spec {
+	var specs []spec
+	for i := range 35 {
+		k, v := fmt.Sprintf("xo:game:%02d", i), fmt.Sprintf(`{"board":%d}`, i)
+		sv := v
+		if i == 7 {
+			sv = `{"board":-1}`
+		}
+		specs = append(specs, spec{key: k, pv: v, sv: sv})
+	}
+	return specs
+}
+
 // layout is what the page's script measures.
 type layout struct {
 	Viewport    float64            `json:"viewport"`
@@ -74,6 +94,17 @@ type layout struct {
 	HeadShown   bool               `json:"headShown"`
 	Align       [][2]string        `json:"align"`
 	Charts      map[string]float64 `json:"charts"`
+	// OneIn35 is the share of its track that module xo's bar fills.
+	OneIn35 float64 `json:"oneIn35"`
+	// AxisEnds are the right edges of each axis's last label.
+	AxisEnds []float64 `json:"axisEnds"`
+	// Drawn are the kinds the charts colour; Legend those the legend
+	// explains, each with its swatch's colour.
+	Drawn         []string          `json:"drawn"`
+	Legend        map[string]string `json:"legend"`
+	Colours       map[string]string `json:"colours"`
+	RequestScroll float64           `json:"requestScroll"`
+	RequestClient float64           `json:"requestClient"`
 }
 
 type rect struct {
@@ -101,9 +132,24 @@ const align = [...head.querySelectorAll('th')].map((th, i) =>
   [getComputedStyle(th).textAlign, getComputedStyle(first.children[i]).textAlign]);
 const charts = {};
 document.querySelectorAll('.chart').forEach(c => { charts[c.id] = c.getBoundingClientRect().right; });
+const xo = q('#modules-chart .bar-row.module[data-module="xo"] .bar-track');
+const oneIn35 = xo ? [...xo.children].reduce((w, s) => w + s.getBoundingClientRect().width, 0) / xo.getBoundingClientRect().width : -1;
+const axisEnds = [...document.querySelectorAll('.axis-track span:last-child')].map(e => e.getBoundingClientRect().right);
+const colours = {}, drawn = new Set();
+document.querySelectorAll('.bar-track span').forEach(e => {
+  const k = [...e.classList].find(c => c.startsWith('k-'));
+  if (k) { drawn.add(k.slice(2)); colours[k.slice(2)] = getComputedStyle(e).backgroundColor; }
+});
+const legend = {};
+document.querySelectorAll('#legend .legend-item').forEach(e => {
+  const b = e.getBoundingClientRect();
+  if (b.width > 0 && b.height > 0) legend[e.dataset.kind] = getComputedStyle(e.querySelector('.swatch')).backgroundColor;
+});
+const req = q('#requests').parentElement;
 return {viewport: document.documentElement.clientWidth, pageScroll: document.documentElement.scrollWidth,
   columns: cols, tableScroll: scroller.scrollWidth, tableClient: scroller.clientWidth,
-  keys, headShown: getComputedStyle(head).display !== 'none', align, charts};
+  keys, headShown: getComputedStyle(head).display !== 'none', align, charts,
+  oneIn35, axisEnds, drawn: [...drawn], legend, colours, requestScroll: req.scrollWidth, requestClient: req.clientWidth};
 `
 
 func checkLayout(t *testing.T, m layout, w int) {
@@ -132,6 +178,28 @@ func checkLayout(t *testing.T, m layout, w int) {
 			if c := m.Columns[name]; c.Width == 0 || c.Right > m.Viewport {
 				t.Errorf("column %s is not on the first screen at %d px", name, w)
 			}
+		}
+	}
+	if m.RequestScroll > m.RequestClient+1 {
+		t.Errorf("the requests table scrolls sideways: %.0f px in %.0f", m.RequestScroll, m.RequestClient)
+	}
+	// The scale: 1 key of 35 is 2.9% of its module, on an axis to 100%.
+	if m.OneIn35 <= 0 || m.OneIn35 > 0.1 {
+		t.Errorf("one key that differs of 35 fills %.0f%% of its bar", m.OneIn35*100)
+	}
+	if len(m.AxisEnds) == 0 {
+		t.Error("no chart has an axis")
+	}
+	for _, right := range m.AxisEnds {
+		if right > m.Viewport {
+			t.Errorf("an axis's end label ends at %.0f px, past the screen", right)
+		}
+	}
+	// The legend: every colour a chart draws is explained, with the same
+	// colour.
+	for _, k := range m.Drawn {
+		if c, ok := m.Legend[k]; !ok || c != m.Colours[k] {
+			t.Errorf("kind %s is drawn in %s but the legend shows %q", k, m.Colours[k], c)
 		}
 	}
 	for id, right := range m.Charts {
@@ -170,8 +238,8 @@ func startChromeDriver(t *testing.T) *webDriver {
 	browser, berr := exec.LookPath("chromium")
 	if derr != nil || berr != nil {
 		msg := "chromium and chromedriver are needed (Debian: apt-get install chromium chromium-driver)"
-		if os.Getenv(EnvRequireBrowser) != "" {
-			t.Fatal(msg)
+		if os.Getenv(EnvRequireBrowser) != "" || os.Getenv("CI") != "" {
+			t.Fatal(msg + "; CI must run this test, not skip it")
 		}
 		t.Skip(msg)
 	}

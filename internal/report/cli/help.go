@@ -118,7 +118,7 @@ EXAMPLES
     shadow-report --repair --apply --authoritative shadow
 
   Against the local Workers KV emulator (cmd/kv-emulator) and a local MongoDB:
-    kv-emulator -namespace bot-kv -token dev-token &
+    KV_EMULATOR_TOKEN=dev-token kv-emulator -namespace bot-kv &
     CLOUDFLARE_ACCOUNT_ID=local CLOUDFLARE_KV_NAMESPACE_ID=bot-kv CLOUDFLARE_API_TOKEN=dev-token \
     MONGODB_URI=mongodb://127.0.0.1:27017/miti99bot \
     shadow-report --cf-base-url http://127.0.0.1:8787/client/v4/ --cf-budget unlimited
