@@ -2,8 +2,8 @@ package help_test
 
 import (
 	"bufio"
-	"io"
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
