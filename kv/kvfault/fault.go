@@ -55,6 +55,11 @@ type Config struct {
 	// StaleRate is the probability, 0..1, that a read returns the value the
 	// key had before its last write through this wrapper.
 	StaleRate float64
+	// StaleWindow, if positive, serves stale reads only within that long
+	// of the key's last write through this wrapper, as Workers KV's edge
+	// caches do (up to about 60 s): a read then returns a value the key
+	// held at some instant of the window before it. Zero: at any age.
+	StaleWindow time.Duration
 }
 
 // Stats counts what the wrapper did. Counts are cumulative.
@@ -93,11 +98,16 @@ type knobs struct {
 	errorRate       float64
 	outage          bool
 	staleRate       float64
+	staleWindow     time.Duration
 }
 
 // history is what the wrapper knows of a key: the value its last write
-// through the wrapper set, and the one before, which a stale read returns.
-type history struct{ prev, cur version }
+// through the wrapper set, at at, and the one before, which a stale read
+// returns.
+type history struct {
+	prev, cur version
+	at        time.Time
+}
 
 type version struct {
 	found bool
@@ -118,7 +128,7 @@ func New(inner kv.Store, cfg Config) (*Store, error) {
 	if inner == nil {
 		return nil, errors.New("kvfault: nil store")
 	}
-	k := knobs{latency: cfg.Latency, jitter: cfg.Jitter, reply: cfg.ReplyLatency, replyJit: cfg.ReplyJitter, errorRate: cfg.ErrorRate, outage: cfg.Outage, staleRate: cfg.StaleRate}
+	k := knobs{latency: cfg.Latency, jitter: cfg.Jitter, reply: cfg.ReplyLatency, replyJit: cfg.ReplyJitter, errorRate: cfg.ErrorRate, outage: cfg.Outage, staleRate: cfg.StaleRate, staleWindow: cfg.StaleWindow}
 	if err := k.validate(); err != nil {
 		return nil, err
 	}
@@ -195,6 +205,14 @@ func (s *Store) SetOutage(on bool) {
 func (s *Store) SetStaleRate(p float64) {
 	s.mu.Lock()
 	s.knobs.staleRate = clampRate(p)
+	s.mu.Unlock()
+}
+
+// SetStaleWindow sets how long after a key's write its reads may be stale
+// (Config.StaleWindow); zero means at any age.
+func (s *Store) SetStaleWindow(d time.Duration) {
+	s.mu.Lock()
+	s.knobs.staleWindow = max(d, 0)
 	s.mu.Unlock()
 }
 
@@ -309,7 +327,11 @@ func (s *Store) wait(ctx context.Context, d time.Duration) error {
 func (s *Store) staleEntry(key string) (e kv.Entry, found, ok bool) {
 	s.mu.Lock()
 	h, ok := s.history[key]
+	window := s.knobs.staleWindow
 	s.mu.Unlock()
+	if ok && window > 0 && s.clock.Now().Sub(h.at) >= window {
+		return kv.Entry{}, false, false // past the window: reads are fresh
+	}
 	if !ok || !h.prev.found {
 		return kv.Entry{}, false, ok
 	}
@@ -324,9 +346,10 @@ func (s *Store) staleEntry(key string) (e kv.Entry, found, ok bool) {
 // remember records a write that the wrapped store accepted. The history
 // holds every key ever written, which suits a test fake.
 func (s *Store) remember(key string, next version) {
+	now := s.clock.Now()
 	s.mu.Lock()
 	h := s.history[key]
-	s.history[key] = history{prev: h.cur, cur: next}
+	s.history[key] = history{prev: h.cur, cur: next, at: now}
 	s.mu.Unlock()
 }
 

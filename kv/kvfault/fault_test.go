@@ -261,6 +261,31 @@ func TestStaleReads(t *testing.T) {
 	}
 }
 
+// With a StaleWindow, stale reads come only within it of the key's last
+// write: past it every read is fresh, as Workers KV's are a minute after.
+func TestStaleReadsWithinTheirWindow(t *testing.T) {
+	clk := clock.NewFake(start)
+	s := newFault(t, clk, kvfault.Config{StaleRate: 1, StaleWindow: time.Minute})
+	ctx := context.Background()
+	must(t, s.Put(ctx, "k", []byte("v1"), kv.PutOptions{}))
+	must(t, s.Put(ctx, "k", []byte("v2"), kv.PutOptions{}))
+	clk.Advance(59 * time.Second)
+	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v1" {
+		t.Fatalf("Get inside the window = %q, %v; want the stale v1", v, err)
+	}
+	clk.Advance(time.Second)
+	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v2" {
+		t.Fatalf("Get a window after the write = %q, %v; want v2", v, err)
+	}
+	if got, err := s.GetMany(ctx, []string{"k"}); err != nil || len(got) != 1 || string(got[0].Value) != "v2" {
+		t.Fatalf("GetMany a window after the write = %v, %v; want v2", got, err)
+	}
+	must(t, s.Put(ctx, "k", []byte("v3"), kv.PutOptions{}))
+	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v2" {
+		t.Fatalf("Get just after a new write = %q, %v; want the stale v2", v, err)
+	}
+}
+
 // Knobs turn while calls run on many goroutines (run with -race).
 func TestKnobsUnderConcurrency(t *testing.T) {
 	clk := clock.NewFake(start)
