@@ -107,6 +107,7 @@ var (
 		dualwrite.RepairDeleted:  "deleted",
 		dualwrite.RepairDeferred: "deferred to wait out the consistency window (then retried)",
 		dualwrite.RepairFailed:   "failed (then retried)",
+		dualwrite.RepairUnneeded: "found both stores equal already",
 	}
 )
 

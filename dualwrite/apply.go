@@ -14,6 +14,13 @@ import (
 // runWrite applies a write's copy to the other store.
 func (s *Store) runWrite(l *lane, j *job) {
 	start := s.clock.Now()
+	if s.cfg.copyLife > 0 && start.Sub(j.queued) > s.cfg.copyLife {
+		// Too late to land within the window of its write: dropped as
+		// timed out, the key dirty for repair.
+		s.copyEnded(j, start, true)
+		s.dropped(j.ctx, j.op, j.target, DropTimeout)
+		return
+	}
 	done, err := s.breakers[j.target].allow(start)
 	if err != nil {
 		s.copyEnded(j, start, true)
@@ -103,12 +110,13 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 // runCompare reads the other store after the key's earlier writes have
 // reached it and classifies the two observations (a tee's read as digests:
 // see CompareReads). A write that began since the caller's read makes the
-// comparison inconclusive; a recent write or a
-// dirty key makes a difference pending; any other difference is only
-// suspected, since another process's copy of a newer write may still be on
-// its way: the verification read after the window confirms it or clears
-// it. The layer never reports a difference of its own making, nor one in
-// flight, as a divergence.
+// comparison inconclusive; a recent write or a dirty key makes a difference
+// pending; any other difference is only suspected, since another process's
+// copy of a newer write may still be on its way: the difference is held,
+// for a key of the settle set on its entry and for any other key among the
+// suspects, and the verification reads after the window confirm it or
+// clear it by the confirmation rule (see Settle). The layer never reports a
+// difference of its own making, nor one in flight, as a divergence.
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	start := s.clock.Now()
@@ -127,8 +135,11 @@ func (s *Store) runCompare(l *lane, j *job) {
 	done(err)
 	now := s.clock.Now()
 	read := observation(e, err, c.expiry, c.meta)
+	var readSum [32]byte
+	readLen := len(read.Value)
 	if c.tee && read.Found {
-		read.Value = digestOf(sha256.Sum256(read.Value), len(read.Value))
+		readSum = sha256.Sum256(read.Value)
+		read.Value = digestOf(readSum, readLen)
 	}
 	sl := s.slotOf(j.hash)
 	primary, shadow := c.seen, read
@@ -148,8 +159,11 @@ func (s *Store) runCompare(l *lane, j *job) {
 	})
 	if kind.Divergent() {
 		kind = compare.Suspected
-		first, changed := s.set.suspect(j.key, now)
-		s.report(ctx, OpCompare, j.target, markOutcome{overflow: first, changed: changed})
+		diff := s.difference(primary, shadow, nil, 0)
+		if c.tee { // the primary's side is the tee's digest, the shadow's its read
+			diff = held{primary: keyStateOf(c.seen, &c.sum, c.length, false), shadow: keyStateOf(read, &readSum, readLen, false)}
+		}
+		s.set.suspect(j.key, diff, now)
 	}
 	s.ctr.compared(kind)
 	s.obs.Compared(ctx, CompareEvent{Kind: kind, Namespace: kv.ModuleOf(j.key)})

@@ -22,6 +22,7 @@ const (
 	DefaultConsistencyWindow = 60 * time.Second
 	DefaultRepairInterval    = time.Minute
 	DefaultMaxDirty          = 100_000
+	DefaultMaxSuspects       = 10_000
 	DefaultVerifyBatch       = 100 // one Workers KV bulk get
 
 	DefaultFailuresToOpen   = 5
@@ -76,6 +77,13 @@ type Config struct {
 	// in memory and in the journal; beyond it keys are counted and a full
 	// reconciliation is flagged (and journaled). Default DefaultMaxDirty.
 	MaxDirty int
+	// MaxSuspects bounds the suspects: keys that only a sampled read (the
+	// Store's own or a tee's, CompareReads) found different, kept apart
+	// from the settle set and never journaled, so that reads cannot take
+	// the slots of writes. A suspicion beyond it is counted
+	// (Stats.SuspectOverflow) and dropped; it never raises
+	// ReconciliationNeeded. Default DefaultMaxSuspects.
+	MaxSuspects int
 	// VerifyBatch is the most keys one verification read carries. Default
 	// DefaultVerifyBatch (one Workers KV bulk get).
 	VerifyBatch int
@@ -144,6 +152,12 @@ func WithObserver(obs Observer) Option { return func(o *options) { o.observer = 
 type settings struct {
 	Config
 	window time.Duration // ConsistencyWindow resolved: 0 means none
+	// copyLife bounds how long a copy may wait in its lane: with
+	// ShadowTimeout it keeps every copy's life under the window, so that
+	// no copy in flight can hold a difference for a whole window (see
+	// the confirmation rule). 0 when ShadowTimeout is not shorter than the
+	// window: no bound.
+	copyLife time.Duration
 }
 
 func (c Config) resolve() (settings, error) {
@@ -157,9 +171,9 @@ func (c Config) resolve() (settings, error) {
 		return bad("Primary and Shadow are the same store")
 	case !c.Stage.Valid():
 		return bad("unknown stage %d", c.Stage)
-	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0:
-		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d) and VerifyBatch (%d) must not be negative",
-			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.VerifyBatch)
+	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0 || c.MaxSuspects < 0:
+		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d), MaxSuspects (%d) and VerifyBatch (%d) must not be negative",
+			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.MaxSuspects, c.VerifyBatch)
 	case c.ShadowTimeout < 0 || c.RepairInterval < 0:
 		return bad("ShadowTimeout (%s) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.RepairInterval)
 	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
@@ -179,6 +193,7 @@ func (c Config) resolve() (settings, error) {
 	def(&s.Lanes, DefaultLanes)
 	def(&s.LaneDepth, DefaultLaneDepth)
 	def(&s.MaxDirty, DefaultMaxDirty)
+	def(&s.MaxSuspects, DefaultMaxSuspects)
 	def(&s.VerifyBatch, DefaultVerifyBatch)
 	def(&s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
 	def(&s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
@@ -199,6 +214,9 @@ func (c Config) resolve() (settings, error) {
 		s.window = DefaultConsistencyWindow
 	case c.ConsistencyWindow > 0:
 		s.window = c.ConsistencyWindow
+	}
+	if s.window > s.ShadowTimeout {
+		s.copyLife = s.window - s.ShadowTimeout
 	}
 	if s.Redactor == nil {
 		r, err := compare.NewRedactor(compare.KeyHMAC, nil)

@@ -85,19 +85,36 @@
 // than the ConsistencyWindow (Workers KV serves old values for up to 60 s)
 // is read from both stores in bulk (VerifyBatch keys a request: 10
 // requests a side per 1,000 keys) and classified with package compare.
-// Equal, it leaves the set. Different, it is suspected and read again a
-// window later; different again, the divergence is confirmed, reported to
-// the Sink, and the key becomes dirty. Reads of the primary wait on
-// PrimaryBudget, never a caller's request.
+// Equal, it leaves the set. Different, the difference is held and the
+// confirmation rule below decides: the same difference a window later is
+// confirmed, reported to the Sink, and the key becomes dirty. Reads of the
+// primary wait on PrimaryBudget, never a caller's request. The keys due
+// are kept in time order (a list per state, by the time each became
+// ready), so a pass finds them at a cost in proportion to their number,
+// never a scan of the whole set under the lock that writes take.
+//
+// A sampled read that disagrees (the Store's own, or a tee's through
+// CompareReads) holds its difference on the key's entry when the key is in
+// the settle set. Any other key becomes a suspect: the suspects are a
+// bounded set of their own (MaxSuspects, Stats.Suspects), never journaled,
+// verified by the same passes and the same rule; beyond the bound a
+// suspicion is counted (Stats.SuspectOverflow) and dropped. Reads, which
+// anyone holding the token can send for any key, never take a slot of the
+// settle set and never raise ReconciliationNeeded; only a suspect whose
+// difference is confirmed joins the set, dirty, for repair.
 //
 // Repair runs with verification and on RepairDirty: each dirty key whose
 // own last write is older than the window (keys that share its lock do not
-// delay it) is re-read from the authoritative store with its expiry and
-// metadata and copied through its own lane, so it never races a newer
-// write; a key missing there is deleted from the other store. A repaired
-// key is unsettled until verified like any other. A copy made too late for
-// the contract's 60 s minimum expiry is clamped and stays dirty until the
-// original has expired.
+// delay it) is read in its own lane, so it never races a newer write, from
+// the authoritative store (with its expiry and metadata) and then from the
+// other store. Equal, the key settles (RepairUnneeded). Different, the
+// difference must have held for a window by the confirmation rule: a
+// confirmed divergence's has, and is copied at once; a lost copy's is held
+// at the first repair and copied at the next, a window later, if neither
+// side has changed. A key missing at the authoritative store is deleted
+// from the other. A repaired key is unsettled until verified like any
+// other. A copy made too late for the contract's 60 s minimum expiry is
+// clamped and stays dirty until the original has expired.
 //
 // With a Journal (package journal) the set is durable: its changes are
 // committed in groups by the Store's own goroutine, as soon as the
@@ -106,29 +123,93 @@
 // and verifies every key in it a window after the start; Close leaves in
 // it exactly the keys not settled.
 //
+// # Confirmation
+//
+// A divergence is confirmed only when two reads of both stores, at T1 and
+// at T2 >= T1 + ConsistencyWindow, found the same difference: the same
+// primary state and the same shadow state, each by presence, SHA-256
+// digest and length of the value, expiry (whole seconds) and metadata; and
+// the Store saw no write of the key between them (its own writes, an
+// ingested copy, a failed copy: each clears the held difference). Any
+// change of either side restarts the wait from the read that saw it. The
+// first of the two reads may be a sampled comparison's (a tee's digest
+// counts as the primary's state), the second is always a verification's.
+//
+// Two facts make the rule hold with N instances and a primary that serves
+// stale reads. First, a read of the primary at T returns a value the
+// primary held at some instant of [T-window, T] (Workers KV's eventual
+// consistency, ConsistencyWindow); the other store reads its own writes.
+// Second, every copy lands within the window of its write or not at all:
+// a copy waits in its lane at most ConsistencyWindow - ShadowTimeout
+// (later, it is dropped as timed out and its key is dirty at its writer)
+// and runs at most ShadowTimeout (this needs ShadowTimeout shorter than
+// the window, as the defaults are; a store that applies a write after its
+// caller gave up is outside the bound).
+//
+// So, if the reads at T1 and T2 returned primary state P both times, the
+// primary held P from T1 until at least T2-window (a write in between
+// would have replaced it, and a read staler than the window is excluded),
+// P was acknowledged before T1, and its copy, from whichever instance
+// wrote it, had more than a window to land. A stale read cannot produce
+// a confirmation: a value the primary no longer held at T1 + window cannot
+// be read at T2, so the primary's side changes between the reads and the
+// wait restarts. A copy in flight from another instance cannot either:
+// the copy of P would have landed by T2 and changed the shadow's side,
+// and a copy of a newer write changes the primary's side, or, landing,
+// the shadow's.
+//
+// One instance: a confirmed divergence means the shadow held S, different
+// from the primary's P, at two reads a window apart, while the primary
+// held P throughout and this Store wrote nothing to the key: a change
+// around the layer (a write to either store not made through it, an
+// expiry or a loss in the store), since the Store's own lost copies are
+// dirty and repaired without a report. N instances: the same, except that
+// the writes of other instances are not seen: P's copy was lost (its
+// writer has the key dirty and repairs it too), overtaken at the other
+// store by an older copy from another instance (lanes order one process's
+// copies, not two processes'), or the stores were changed around the
+// layer. Any instance that verifies the key may report it. What a report
+// does not promise is that the primary still holds P at the moment it is
+// made: a write within the last window, by an instance this one does not
+// see, may have replaced it; its copy then moves the other store on, and
+// its writer verifies it.
+//
+// A repair never moves the other store to a value older than the one it
+// holds: it copies only by the same rule, reading both stores again in the
+// key's lane, the authoritative one first, and only when they show the
+// difference that has held for the window. The value copied, F, is then
+// the one the authoritative store held from T1 on; the value replaced, S,
+// was in the other store at T1, so it was acknowledged before F or never
+// (a write around the layer). A newer copy landed since changes the other
+// store's side: the repair holds the new difference instead of writing.
+// What is left is a copy from another instance landing between the
+// repair's read of the other store and its write, one round trip of that
+// store; that copy's writer verifies its key after its window, and the
+// rule repairs it forward.
+//
 // # Guarantees
 //
 // One instance: every acknowledged write of a mirrored stage reaches the
 // other store, in the authoritative order for its key, or leaves its key
 // dirty; every key ends settled (both stores verified equal after the
 // window) or in the settle set, reported by Stats and DirtyKeys,
-// UnsettledKeys. Nothing is reported as a divergence unless two reads a
-// window apart found it.
+// UnsettledKeys. Nothing is reported as a divergence unless the same
+// difference held for a window (see Confirmation).
 //
 // N instances over the same stores: per-process lanes cannot order two
 // processes' writes of one key, so the other store may end with the older
 // of two concurrent writes. Each instance settles the keys it wrote: its
-// verification, a window after its own last write, reads both stores and
-// repairs the difference from the authoritative store, which by then serves
-// the latest write (of any instance older than the window). A key leaves
-// an instance's set only when it reads both stores equal, so a stale repair
-// (from an authoritative read that did not yet show another instance's
-// newer write) is itself verified and corrected a window later. A
-// comparison or first verification that disagrees because another
-// instance's copy is in flight is only suspected, and cleared when that
-// copy has landed: no divergence is reported that a window did not
-// confirm. What no instance wrote (a write around the layer) is found only
-// by a full reconciliation, or by the sampled comparison of a read.
+// verification, a window after its own last write, reads both stores; a
+// difference that holds a further window is repaired from the
+// authoritative store, by then past the window of every write it held. A
+// key leaves an instance's set only when it reads both stores equal. A
+// comparison or verification that disagrees because another instance's
+// copy is in flight, or because the primary served a stale value, is only
+// held, and cleared or restarted when that copy lands or the primary
+// catches up: no divergence is reported, and no repair made, that the
+// confirmation rule did not confirm. What no instance wrote (a write
+// around the layer) is found only by a full reconciliation, or by the
+// sampled comparison of a read.
 //
 // Crash (SIGKILL, power loss): without a Journal the settle set and the
 // queued copies die with the process; only a full reconciliation finds

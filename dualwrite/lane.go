@@ -83,6 +83,10 @@ type comparison struct {
 	tee bool
 	// raced is set when the read was made before the key's latest write.
 	raced bool
+	// sum and length are the tee's digest of the value it read, which
+	// the confirmation rule compares with the stores' values.
+	sum    [32]byte
+	length int
 }
 
 // enqueue offers j to its lane without blocking.

@@ -127,15 +127,19 @@ const (
 	// RepairDeleted: the key is missing at the authoritative store and was
 	// deleted from the other.
 	RepairDeleted RepairOutcome = "deleted"
-	// RepairDeferred: the key was written too recently, or its lane was
-	// full or the breaker open; it stays dirty for a later pass.
+	// RepairDeferred: the key was written too recently, the difference
+	// found has not yet held for a window (the confirmation rule), or its
+	// lane was full or the breaker open; it stays dirty for a later pass.
 	RepairDeferred RepairOutcome = "deferred"
 	// RepairFailed: a read or write failed; the key stays dirty.
 	RepairFailed RepairOutcome = "failed"
+	// RepairUnneeded: both stores were found equal; nothing was written
+	// and the key settled.
+	RepairUnneeded RepairOutcome = "unneeded"
 )
 
 // RepairOutcomes lists every outcome in a stable order.
-var RepairOutcomes = [...]RepairOutcome{RepairCopied, RepairDeleted, RepairDeferred, RepairFailed}
+var RepairOutcomes = [...]RepairOutcome{RepairCopied, RepairDeleted, RepairDeferred, RepairFailed, RepairUnneeded}
 
 // RepairEvent describes one key's repair.
 type RepairEvent struct {

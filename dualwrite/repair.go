@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -89,7 +90,16 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 }
 
 // runRepair copies one dirty key from the authoritative store, whose role
-// was fixed when the repair was queued (a stage flip drains the lanes first).
+// was fixed when the repair was queued (a stage flip drains the lanes
+// first), by the confirmation rule: it reads the authoritative store (after
+// the window, as due ensures) and then the other one, and copies only a
+// difference that has held, the same on both sides, for a whole window
+// with no write of the key seen, and that it has just read again. A
+// difference first seen, or changed, is held and the repair deferred a
+// window; stores found equal settle the key. So a repair never writes a
+// value older than the one the other store holds: a stale read of the
+// primary, or a newer copy that another instance landed since, changes one
+// side of the difference and restarts the wait (see the package doc).
 func (s *Store) runRepair(l *lane, j *job) {
 	defer s.set.unqueue(j.key)
 	start := s.clock.Now()
@@ -107,7 +117,7 @@ func (s *Store) runRepair(l *lane, j *job) {
 		s.repaired(j.ctx, j.key, RepairFailed)
 		return
 	}
-	if !s.spend(RolePrimary, 1) {
+	if !s.spend(source, 1) {
 		s.repaired(j.ctx, j.key, RepairDeferred) // the primary's budget is spent
 		return
 	}
@@ -142,12 +152,52 @@ func (s *Store) spend(role Role, n int) bool {
 	return true
 }
 
+// repairCopy reads the other store and copies e (or the delete, when
+// missing) there if the confirmation rule lets it.
 func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, missing bool) (RepairOutcome, error) {
-	if !s.spend(j.target, 1) {
+	if !s.spend(j.target, 2) { // its read and its write
 		return RepairDeferred, nil
 	}
 	now := s.clock.Now()
 	done, err := s.breakers[j.target].allow(now)
+	if err != nil {
+		return RepairDeferred, err
+	}
+	var cur []kv.Entry
+	err = s.do(l, ctx, now, func(ctx context.Context) (err error) {
+		cur, err = s.readMany(ctx, j.target, []string{j.key})
+		return err
+	})
+	done(err)
+	if err != nil {
+		return RepairFailed, err
+	}
+	var srcErr error
+	if missing {
+		srcErr = kv.ErrNotFound
+	}
+	obs := [2]compare.Observation{}
+	obs[j.target.other()] = observation(e, srcErr, s.withExpiry, s.metadata)
+	obs[j.target] = compare.Observation{}
+	if len(cur) == 1 {
+		obs[j.target] = observation(cur[0], nil, s.withExpiry, s.metadata)
+	}
+	now = s.clock.Now()
+	ref := settleRef{key: j.key, gen: j.gen}
+	switch kind := compare.Classify(obs[RolePrimary], obs[RoleShadow], compare.Options{Now: now}); {
+	case kind == compare.Match:
+		if s.set.settle(ref) {
+			s.kickCommit()
+		}
+		return RepairUnneeded, nil
+	case !kind.Divergent():
+		return RepairDeferred, nil // about to expire on one side: later
+	}
+	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, s.cfg.window)
+	if v != verdictConfirmed {
+		return RepairDeferred, nil
+	}
+	done, err = s.breakers[j.target].allow(now)
 	if err != nil {
 		return RepairDeferred, err
 	}

@@ -32,6 +32,20 @@ func TestRepairWaitsForSettle(t *testing.T) {
 		t.Fatalf("queued %d repairs after the window, want 1", n)
 	}
 	e.flush()
+	// The difference read after the window must hold for another one
+	// before it is copied: the primary may have served a stale value.
+	if st := e.store.Stats(); st.Dirty != 1 || st.Repairs[dualwrite.RepairDeferred] != 1 || e.smem.Len() != 0 {
+		t.Fatalf("after the first repair pass: dirty %d, repairs %v, shadow %d keys", st.Dirty, st.Repairs, e.smem.Len())
+	}
+	e.clk.Advance(59 * time.Second)
+	if n := e.store.RepairDirty(); n != 0 {
+		t.Fatalf("queued %d repairs before the difference held a window", n)
+	}
+	e.clk.Advance(time.Second)
+	if n := e.store.RepairDirty(); n != 1 {
+		t.Fatalf("queued %d repairs a window after the difference, want 1", n)
+	}
+	e.flush()
 	sameContents(t, e.pmem, e.smem)
 	if st := e.store.Stats(); st.Dirty != 0 || st.Repairs[dualwrite.RepairCopied] != 1 {
 		t.Fatalf("dirty %d, repairs %v", st.Dirty, st.Repairs)

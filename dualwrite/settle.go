@@ -37,57 +37,75 @@ func (m Mark) String() string {
 // bounded: past max keys it only counts, and raises the flag that a full
 // reconciliation is needed. Every change a journal must learn is kept in
 // changes until the committer takes it. Its methods never call out.
+//
+// Beside it, under the same lock, sus holds the keys that only a sampled
+// read found different (the Store's own reads or a tee's): a bounded set of
+// its own, never journaled, whose overflow is counted and dropped, so that
+// reads, which anyone can send for any key, never take a slot meant for
+// writes nor raise the reconciliation flag. A suspect whose difference is
+// confirmed joins the settle set, dirty, for repair.
 type settleSet struct {
 	mu        sync.Mutex
 	max       int
-	keys      map[string]settleEntry
+	keys      map[string]*settleEntry
+	lines     [3]timeline // by Mark: the unsettled and the dirty keys, by ready time
 	gen       uint64
 	overflow  uint64
 	reconcile bool
 	dirty     int // keys in MarkDirty
+
+	maxSus      int
+	sus         map[string]*settleEntry
+	susLine     timeline
+	susOverflow uint64
 
 	journaled bool            // changes are kept for a journal
 	changes   map[string]Mark // since the committer last took them
 	flagMoved bool            // reconcile changed since then
 }
 
+// settleEntry is one key of the set (or of the suspects). Times are Unix
+// nanoseconds (see nanos): 80 bytes an entry, plus the map's own.
 type settleEntry struct {
-	mark Mark
-	// gen changes with every write of the key and every change of its
-	// mark, so that a repair or a verification that read the stores before
-	// a newer write does not settle it.
-	gen uint64
-	// ready is when the key was last written (or, for a clamped copy, when
-	// its original expires); repair and verification wait the consistency
-	// window past it.
-	ready time.Time
-	// acked is the latest acknowledged-at time of an ingested write, so
-	// that an older one arriving later is not applied over it.
-	acked time.Time
+	key        string
+	prev, next *settleEntry // in its timeline
+	// ready is when the key was last written (or, for a clamped copy,
+	// when its original expires; for a held difference, when it was first
+	// seen); repair and verification wait the consistency window past it.
+	ready int64
 	// wrote is the time of the key's latest write as its writer stamped
 	// it (the Store's clock for its own writes, the acknowledged-at time
 	// for an ingested one), unlike ready, which copies move on: a tee's
 	// read made before it is inconclusive. Zero after a restart.
-	wrote time.Time
-	// queued is set while a repair of the key waits in its lane, so that
-	// a second pass does not queue it twice.
-	queued bool
-	// suspected is set by a comparison that disagreed; the verification
-	// after the window confirms or clears it.
-	suspected bool
+	wrote int64
+	// acked is the latest acknowledged-at time of an ingested write, so
+	// that an older one arriving later is not applied over it.
+	acked int64
+	// gen changes with every write of the key and every change of its
+	// mark, so that a repair or a verification that read the stores before
+	// a newer write does not settle it.
+	gen uint64
 	// copies counts the key's copies queued or running: a key is not
 	// verified while its own copy is on its way.
 	copies int32
+	mark   Mark
+	// queued is set while a repair of the key waits in its lane, so that
+	// a second pass does not queue it twice.
+	queued bool
+	// held is the difference a read found and the confirmation rule waits
+	// on; nil while none is known. A write of the key clears it.
+	held *held
 }
 
 type settleRef struct {
-	key       string
-	gen       uint64
-	suspected bool
+	key     string
+	gen     uint64
+	held    bool // a difference was held before this read
+	suspect bool // the key is in the suspects, not the settle set
 }
 
-func newSettleSet(max int, journaled bool) *settleSet {
-	d := &settleSet{max: max, keys: make(map[string]settleEntry), journaled: journaled}
+func newSettleSet(max, maxSus int, journaled bool) *settleSet {
+	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, sus: make(map[string]*settleEntry), journaled: journaled}
 	if journaled {
 		d.changes = make(map[string]Mark)
 	}
@@ -96,7 +114,8 @@ func newSettleSet(max int, journaled bool) *settleSet {
 
 // mark records a write of key at ready in state m (MarkUnsettled or
 // MarkDirty), with copies new copies queued; a dirty key stays dirty until
-// repaired. wrote is the write's own time, zero when the mark is no write. first reports that this mark overflowed the set and raised the
+// repaired. wrote is the write's own time, zero when the mark is no write.
+// first reports that this mark overflowed the set and raised the
 // reconciliation flag; changed that the journal has something new to
 // commit.
 func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
@@ -107,43 +126,65 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 
 func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
 	e, ok := d.keys[key]
-	if !ok && len(d.keys) >= d.max {
-		d.overflow++
-		first = !d.reconcile
-		if first {
-			d.reconcile, d.flagMoved = true, true
+	if !ok {
+		if len(d.keys) >= d.max {
+			d.overflow++
+			first = !d.reconcile
+			if first {
+				d.reconcile, d.flagMoved = true, true
+			}
+			return first, first && d.journaled
 		}
-		return first, first && d.journaled
+		if s, was := d.sus[key]; was {
+			// A write supersedes what a read suspected.
+			d.susLine.remove(s)
+			delete(d.sus, key)
+		}
+		e = &settleEntry{key: key}
+		d.keys[key] = e
+		d.lines[MarkSettled].insert(e) // moved to its mark's line below
 	}
 	d.gen++
 	e.gen = d.gen
-	if ready.After(e.ready) {
-		e.ready = ready
-	}
-	if wrote.After(e.wrote) {
-		e.wrote = wrote
+	e.held = nil // a write seen restarts every wait
+	if w := nanos(wrote); w > e.wrote {
+		e.wrote = w
 	}
 	e.copies += copies
 	if m > e.mark {
-		d.setMark(key, &e, m)
+		d.setMark(e, m, nanos(ready))
 		changed = d.journaled
+	} else {
+		d.readyLocked(e, &d.lines[e.mark], nanos(ready))
 	}
-	d.keys[key] = e
 	return false, changed
 }
 
-// setMark changes e's mark, keeping the dirty count and the journal's
-// changes; the caller stores e.
-func (d *settleSet) setMark(key string, e *settleEntry, m Mark) {
+// readyLocked moves e's ready time to t if that is later.
+func (d *settleSet) readyLocked(e *settleEntry, tl *timeline, t int64) {
+	if t <= e.ready {
+		return
+	}
+	e.ready = t
+	tl.remove(e)
+	tl.insert(e)
+}
+
+// setMark changes e's mark, and its ready time to at least ready, keeping
+// the dirty count, the timelines and the journal's changes.
+func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
 	if e.mark == MarkDirty {
 		d.dirty--
 	}
 	if m == MarkDirty {
 		d.dirty++
 	}
+	d.lines[e.mark].remove(e)
 	e.mark = m
+	e.ready = max(e.ready, ready)
+	d.lines[m].insert(e)
 	if d.journaled {
-		d.changes[key] = m
+		d.changes[e.key] = m
 	}
 }
 
@@ -154,7 +195,7 @@ func (d *settleSet) newer(key string, acked time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.keys[key]
-	return !ok || !e.acked.After(acked)
+	return !ok || e.acked <= nanos(acked)
 }
 
 // ingested records an ingested write, as mark does, with its
@@ -163,9 +204,8 @@ func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	first, changed = d.markLocked(key, m, ready, acked, copies)
-	if e, ok := d.keys[key]; ok && acked.After(e.acked) {
-		e.acked = acked
-		d.keys[key] = e
+	if e, ok := d.keys[key]; ok && nanos(acked) > e.acked {
+		e.acked = nanos(acked)
 	}
 	return first, changed
 }
@@ -182,16 +222,15 @@ func (d *settleSet) copied(key string, end time.Time, failed bool) (first, chang
 	if e.copies > 0 {
 		e.copies--
 	}
-	if end.After(e.ready) {
-		e.ready = end
-	}
 	if failed && e.mark != MarkDirty {
 		d.gen++
 		e.gen = d.gen
-		d.setMark(key, &e, MarkDirty)
+		e.held = nil
+		d.setMark(e, MarkDirty, nanos(end))
 		changed = d.journaled
+	} else {
+		d.readyLocked(e, &d.lines[e.mark], nanos(end))
 	}
-	d.keys[key] = e
 	return false, changed
 }
 
@@ -212,19 +251,41 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	if m == MarkDirty {
 		d.dirty++
 	}
-	d.keys[key] = settleEntry{mark: m, gen: d.gen, ready: ready}
+	e := &settleEntry{key: key, mark: m, gen: d.gen, ready: nanos(ready)}
+	d.keys[key] = e
+	d.lines[m].insert(e)
 }
 
-// suspect notes that a sampled comparison of key disagreed at now.
-func (d *settleSet) suspect(key string, now time.Time) (first, changed bool) {
+// suspect notes that a sampled comparison found key different, as diff,
+// at now. A key of the set holds the difference for its verification; any
+// other key becomes a suspect, while the suspects have room (beyond, the
+// suspicion is counted and dropped: the key was never written here, and a
+// reconciliation or a later read finds it). A suspect read again after the
+// window is confirmed, cleared or held anew like a key of the set.
+func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	first, changed = d.markLocked(key, MarkUnsettled, now, time.Time{}, 0)
+	at := nanos(now)
 	if e, ok := d.keys[key]; ok {
-		e.suspected = true
-		d.keys[key] = e
+		if e.held == nil || !e.held.same(diff) {
+			d.judgeLocked(e, &d.lines[e.mark], diff, at, 0)
+		}
+		return
 	}
-	return first, changed
+	e, ok := d.sus[key]
+	if !ok {
+		if len(d.sus) >= d.maxSus {
+			d.susOverflow++
+			return
+		}
+		d.gen++
+		e = &settleEntry{key: key, mark: MarkUnsettled, gen: d.gen}
+		d.sus[key] = e
+		d.susLine.insert(e)
+	}
+	if e.held == nil || !e.held.same(diff) {
+		d.judgeLocked(e, &d.susLine, diff, at, 0)
+	}
 }
 
 func (d *settleSet) has(key string) bool {
@@ -237,9 +298,11 @@ func (d *settleSet) has(key string) bool {
 // lastWrite returns the key's last write as the set knows it.
 func (d *settleSet) lastWrite(key string) (time.Time, bool) {
 	d.mu.Lock()
-	e, ok := d.keys[key]
-	d.mu.Unlock()
-	return e.ready, ok
+	defer d.mu.Unlock()
+	if e, ok := d.keys[key]; ok {
+		return timeOf(e.ready), true
+	}
+	return time.Time{}, false
 }
 
 // wroteAt returns the time of the key's latest write as its writer stamped
@@ -247,31 +310,48 @@ func (d *settleSet) lastWrite(key string) (time.Time, bool) {
 // journal, or only suspected since), which is later.
 func (d *settleSet) wroteAt(key string) (time.Time, bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	e, ok := d.keys[key]
-	d.mu.Unlock()
-	if e.wrote.IsZero() {
-		return e.ready, ok
+	switch {
+	case !ok:
+		return time.Time{}, false
+	case e.wrote == 0:
+		return timeOf(e.ready), true
 	}
-	return e.wrote, ok
+	return timeOf(e.wrote), true
 }
 
 // due returns up to limit keys in state m, not queued for repair, that were
-// ready at or before cutoff; dirty ones are marked queued.
+// ready at or before cutoff; dirty ones are marked queued. It walks m's
+// timeline from its oldest entry and stops at the first one readied after
+// cutoff: its cost is the keys due, plus those due but skipped (a copy or a
+// repair of theirs on its way, at most what the lanes hold).
 func (d *settleSet) due(m Mark, cutoff time.Time, limit int) []settleRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	c := nanos(cutoff)
 	var out []settleRef
-	for k, e := range d.keys {
-		if len(out) >= limit {
-			break
+	for e := d.lines[m].head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
+		if e.queued || (m == MarkUnsettled && e.copies != 0) {
+			continue
 		}
-		if e.mark == m && !e.queued && (m == MarkDirty || e.copies == 0) && !e.ready.After(cutoff) {
-			if m == MarkDirty {
-				e.queued = true
-				d.keys[k] = e
-			}
-			out = append(out, settleRef{key: k, gen: e.gen, suspected: e.suspected})
+		if m == MarkDirty {
+			e.queued = true
 		}
+		out = append(out, settleRef{key: e.key, gen: e.gen, held: e.held != nil})
+	}
+	return out
+}
+
+// dueSuspects returns up to limit suspects whose difference was first seen
+// at or before cutoff.
+func (d *settleSet) dueSuspects(cutoff time.Time, limit int) []settleRef {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := nanos(cutoff)
+	var out []settleRef
+	for e := d.susLine.head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
+		out = append(out, settleRef{key: e.key, gen: e.gen, held: true, suspect: true})
 	}
 	return out
 }
@@ -281,16 +361,15 @@ func (d *settleSet) due(m Mark, cutoff time.Time, limit int) []settleRef {
 func (d *settleSet) ready(key string, gen uint64, cutoff time.Time) bool {
 	d.mu.Lock()
 	e, ok := d.keys[key]
-	d.mu.Unlock()
-	return ok && e.gen == gen && !e.ready.After(cutoff)
+	defer d.mu.Unlock()
+	return ok && e.gen == gen && e.ready <= nanos(cutoff)
 }
 
 // unqueue notes that key's repair is no longer waiting in a lane.
 func (d *settleSet) unqueue(key string) {
 	d.mu.Lock()
-	if e, ok := d.keys[key]; ok && e.queued {
+	if e, ok := d.keys[key]; ok {
 		e.queued = false
-		d.keys[key] = e
 	}
 	d.mu.Unlock()
 }
@@ -306,44 +385,74 @@ func (d *settleSet) repaired(key string, gen uint64, now time.Time) bool {
 		return false
 	}
 	d.gen++
-	e.gen, e.ready = d.gen, now
-	d.setMark(key, &e, MarkUnsettled)
-	d.keys[key] = e
+	e.gen, e.held = d.gen, nil
+	d.setMark(e, MarkUnsettled, nanos(now))
 	return true
 }
 
-// settle removes key if it was not written since gen was read.
-func (d *settleSet) settle(key string, gen uint64) bool {
+// settle removes ref's key, from the set or the suspects, if it was not
+// written since ref was taken.
+func (d *settleSet) settle(ref settleRef) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	if !ok || e.gen != gen {
+	if ref.suspect {
+		e, ok := d.sus[ref.key]
+		if !ok || e.gen != ref.gen {
+			return false
+		}
+		d.susLine.remove(e)
+		delete(d.sus, ref.key)
+		return true
+	}
+	e, ok := d.keys[ref.key]
+	if !ok || e.gen != ref.gen {
 		return false
 	}
 	if e.mark == MarkDirty {
 		d.dirty--
 	}
-	delete(d.keys, key)
+	d.lines[e.mark].remove(e)
+	delete(d.keys, ref.key)
 	if d.journaled {
-		d.changes[key] = MarkSettled
+		d.changes[ref.key] = MarkSettled
 	}
 	return true
 }
 
-// diverged turns an unsettled key whose verification found a difference
-// into a dirty one, ready for repair at once (the read was made after the
-// window).
-func (d *settleSet) diverged(key string, gen uint64) bool {
+// judge applies the confirmation rule (see judgeLocked) to ref's key, which
+// a read that began at ref.gen found to differ as diff at now. A confirmed
+// difference leaves the key dirty, for repair: a suspect joins the set
+// (first reports that it overflowed it, and raised the flag); changed says
+// the journal has something new.
+func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.Duration) (v verdict, first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	if !ok || e.gen != gen {
-		return false
+	at := nanos(now)
+	if ref.suspect {
+		e, ok := d.sus[ref.key]
+		if !ok || e.gen != ref.gen {
+			return verdictRaced, false, false
+		}
+		if v = d.judgeLocked(e, &d.susLine, diff, at, int64(window)); v != verdictConfirmed {
+			return v, false, false
+		}
+		d.susLine.remove(e)
+		delete(d.sus, ref.key)
+		first, changed = d.markLocked(ref.key, MarkDirty, timeOf(e.held.since), time.Time{}, 0)
+		if n, ok := d.keys[ref.key]; ok {
+			n.held = e.held // the repair acts on the difference confirmed
+		}
+		return v, first, changed
 	}
-	e.suspected = false
-	d.setMark(key, &e, MarkDirty)
-	d.keys[key] = e
-	return true
+	e, ok := d.keys[ref.key]
+	if !ok || e.gen != ref.gen {
+		return verdictRaced, false, false
+	}
+	if v = d.judgeLocked(e, &d.lines[e.mark], diff, at, int64(window)); v == verdictConfirmed && e.mark != MarkDirty {
+		d.setMark(e, MarkDirty, 0)
+		changed = d.journaled
+	}
+	return v, false, changed
 }
 
 // take hands the committer the changes made since it last took them.
@@ -385,14 +494,20 @@ func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile
 	return d.dirty, len(d.keys) - d.dirty, d.overflow, d.reconcile
 }
 
+// suspects returns the number of suspects and the suspicions dropped
+// because the suspects were full.
+func (d *settleSet) suspects() (int, uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.sus), d.susOverflow
+}
+
 func (d *settleSet) list(m Mark) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
-	for k, e := range d.keys {
-		if e.mark == m {
-			out = append(out, k)
-		}
+	for e := d.lines[m].head; e != nil; e = e.next {
+		out = append(out, e.key)
 	}
 	return out
 }

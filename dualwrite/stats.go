@@ -35,7 +35,13 @@ type Stats struct {
 	Unsettled            int
 	DirtyOverflow        uint64
 	ReconciliationNeeded bool
-	Repairs              map[RepairOutcome]uint64
+	// Suspects is the number of keys that only a sampled read found
+	// different, waiting for their verification; they are not in the
+	// settle set. SuspectOverflow counts the suspicions dropped because
+	// there were MaxSuspects already.
+	Suspects        int
+	SuspectOverflow uint64
+	Repairs         map[RepairOutcome]uint64
 	// Comparisons counts classified sampled comparisons by kind (a
 	// difference is Suspected); ComparisonsSkipped those not made (lane
 	// full, breaker open, closing).
@@ -182,6 +188,7 @@ func (s *Store) Stats() Stats {
 		st.Verifications[k] = s.ctr.verifications[i].Load()
 	}
 	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = s.set.snapshot()
+	st.Suspects, st.SuspectOverflow = s.set.suspects()
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}

@@ -107,7 +107,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		sink:       set.Sink,
 		slots:      make([]slot, 1<<slotBits),
 		lanes:      make([]*lane, set.Lanes),
-		set:        newSettleSet(set.MaxDirty, set.Journal != nil),
+		set:        newSettleSet(set.MaxDirty, set.MaxSuspects, set.Journal != nil),
 		journal:    set.Journal,
 		settling:   make(chan struct{}, 1),
 		commitKick: make(chan struct{}, 1),

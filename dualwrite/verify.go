@@ -10,15 +10,18 @@ import (
 
 // Settle runs one verification pass now and returns how many keys it
 // compared. Every unsettled key whose last write (or copy) is older than
-// the consistency window and that has no copy on its way is read from both
-// stores in bulk (VerifyBatch keys a request, kv.BulkGetter when the store
-// has it) and classified with package compare:
+// the consistency window and that has no copy on its way, and every
+// suspect (a key a sampled read found different) a window after its
+// difference was seen, is read from both stores in bulk (VerifyBatch keys
+// a request, kv.BulkGetter when the store has it) and classified with
+// package compare:
 //   - equal: the key is settled and leaves the set (and the journal);
-//   - different, for the first time: the key is suspected and verified
-//     again after another window, since another process's copy may have
-//     been on its way;
-//   - different again: the divergence is confirmed, reported to the Sink,
-//     and the key becomes dirty, for repair through its lane;
+//   - different: the confirmation rule decides. A difference first seen,
+//     or one that changed on either side (primary state or shadow state,
+//     by digest, length and expiry), is held and read again a window
+//     later; the same difference, held for at least a window with no
+//     write of the key seen in between, is confirmed, reported to the
+//     Sink, and the key becomes dirty, for repair through its lane;
 //   - a read error, a write racing the read, or a key about to expire: the
 //     key stays for the next pass.
 //
@@ -49,7 +52,8 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 	if s.breakers[auth.other()].isOpen(now) {
 		return 0, nil
 	}
-	refs := s.set.due(MarkUnsettled, now.Add(-s.cfg.window), s.cfg.MaxDirty)
+	cutoff := now.Add(-s.cfg.window)
+	refs := append(s.set.due(MarkUnsettled, cutoff, s.cfg.MaxDirty), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects)...)
 	n := 0
 	for lo := 0; lo < len(refs); lo += s.cfg.VerifyBatch {
 		chunk := refs[lo:min(lo+s.cfg.VerifyBatch, len(refs))]
@@ -82,32 +86,40 @@ func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
 		seq := s.slotOf(hashKey(ref.key)).seq.Load()
 		p, sh := obs[RolePrimary][i], obs[RoleShadow][i]
 		kind := compare.Classify(p, sh, compare.Options{Now: now, Raced: seqs[i]&1 == 1 || seq != seqs[i]})
-		suspected := ref.suspected
 		var out markOutcome
 		switch {
 		case kind == compare.Match:
-			if s.set.settle(ref.key, ref.gen) {
-				out.changed = s.journal != nil
-				if suspected {
+			if s.set.settle(ref) {
+				out.changed = s.journal != nil && !ref.suspect
+				if ref.held {
 					s.ctr.cleared.Add(1)
 				}
 			}
-		case kind.Divergent() && suspected:
-			if s.set.diverged(ref.key, ref.gen) {
-				out.changed = s.journal != nil
+		case kind.Divergent():
+			v, first, changed := s.set.judge(ref, s.difference(p, sh, nil, 0), now, s.cfg.window)
+			out.add(first, changed)
+			switch v {
+			case verdictConfirmed:
 				s.ctr.confirmed.Add(1)
 				s.deliver(ctx, s.cfg.Redactor.Record(ref.key, kind, p, sh, now))
 				s.kickRepair()
+			case verdictRaced:
+				kind = compare.Inconclusive
+			default:
+				kind = compare.Suspected
 			}
-		case kind.Divergent():
-			out.add(s.set.suspect(ref.key, now))
-			kind = compare.Suspected
 		}
 		s.ctr.verified(kind)
 		s.report(ctx, OpVerify, auth.other(), out)
-		s.obs.Verified(ctx, VerifyEvent{Kind: kind, Namespace: kv.ModuleOf(ref.key), Suspected: suspected})
+		s.obs.Verified(ctx, VerifyEvent{Kind: kind, Namespace: kv.ModuleOf(ref.key), Suspected: ref.held})
 	}
 	return nil
+}
+
+// difference is the held difference of two observations; sum and length
+// stand for the primary's value when it is a tee's digest.
+func (s *Store) difference(p, sh compare.Observation, sum *[32]byte, length int) held {
+	return held{primary: keyStateOf(p, sum, length, s.metadata && sum == nil), shadow: keyStateOf(sh, nil, 0, s.metadata && sum == nil)}
 }
 
 // observe reads keys from store r for verification, in bulk when it can.

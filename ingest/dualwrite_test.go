@@ -106,8 +106,62 @@ func TestDualWriteComparesReads(t *testing.T) {
 	}
 	must(t, st.Close(ctx)) // drains the lanes
 	s := st.Stats()
-	if s.TeeReads != 2 || s.Comparisons[compare.Match] != 1 || s.Comparisons[compare.Suspected] != 1 || s.Unsettled != 1 || s.Divergences() != 0 {
-		t.Fatalf("tee reads %d, comparisons %v, unsettled %d", s.TeeReads, s.Comparisons, s.Unsettled)
+	if s.TeeReads != 2 || s.Comparisons[compare.Match] != 1 || s.Comparisons[compare.Suspected] != 1 || s.Suspects != 1 || s.Unsettled != 0 || s.Divergences() != 0 {
+		t.Fatalf("tee reads %d, comparisons %v, suspects %d, unsettled %d", s.TeeReads, s.Comparisons, s.Suspects, s.Unsettled)
+	}
+}
+
+// A flood of read digests of keys never written, through the endpoint,
+// fills only the bounded suspects: the settle set keeps its slots for
+// writes, reconciliation is not flagged, the written keys settle and the
+// flip to live goes through. Verification clears the suspects, whose keys
+// neither store has.
+func TestReadFloodLeavesTheSettleSetAlone(t *testing.T) {
+	clk := clock.NewFake(start)
+	primary, shadow := memory.New(memory.Config{Clock: clk}), memory.New(memory.Config{Clock: clk})
+	st, err := dualwrite.New(dualwrite.Config{
+		Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 1,
+		RepairInterval: time.Hour, MaxDirty: 50, MaxSuspects: 20,
+	}, dualwrite.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	ctx := context.Background()
+	for i := range 10 {
+		must(t, st.Put(ctx, fmt.Sprintf("wordle:w%d", i), []byte("v"), kv.PutOptions{}))
+	}
+	sink := &ingest.DualWrite{Stores: func(string) (*dualwrite.Store, bool) { return st, true }}
+	h := newHandler(t, sink, nil)
+	const flood = 3000
+	for b := 0; b < flood; b += 1000 {
+		var reads []string
+		for i := b; i < b+1000; i++ {
+			sum := sha256.Sum256([]byte(fmt.Sprint(i)))
+			reads = append(reads, fmt.Sprintf(`{"key":"wordle:never%d","found":true,"sha256":"%x","length":4,"read_at":%d}`, i, sum, ms))
+		}
+		if w := post(t, h, `{"reads":[`+strings.Join(reads, ",")+`]}`); w.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		must(t, st.Flush(ctx))
+	}
+	s := st.Stats()
+	if s.Unsettled != 10 || s.Dirty != 0 || s.DirtyOverflow != 0 || s.ReconciliationNeeded {
+		t.Fatalf("after the flood: unsettled %d, dirty %d, overflow %d, reconciliation needed %v", s.Unsettled, s.Dirty, s.DirtyOverflow, s.ReconciliationNeeded)
+	}
+	if compared := s.Comparisons[compare.Suspected] + s.ComparisonsSkipped; s.Suspects != 20 || s.SuspectOverflow+20 != compared || compared != flood {
+		t.Fatalf("suspects %d, dropped %d, suspected %d, skipped %d; want 20 kept of %d", s.Suspects, s.SuspectOverflow, s.Comparisons[compare.Suspected], s.ComparisonsSkipped, flood)
+	}
+	clk.Advance(dualwrite.DefaultConsistencyWindow)
+	if n, err := st.Settle(ctx); err != nil || n != 30 {
+		t.Fatalf("Settle = %d, %v; want the 10 written keys and the 20 suspects", n, err)
+	}
+	if s := st.Stats(); s.Unsettled+s.Dirty+s.Suspects != 0 || s.Divergences() != 0 {
+		t.Fatalf("after settling: unsettled %d, dirty %d, suspects %d, divergences %d", s.Unsettled, s.Dirty, s.Suspects, s.Divergences())
+	}
+	must(t, st.SetStage(ctx, dualwrite.Handover))
+	if err := st.SetStage(ctx, dualwrite.Live); err != nil {
+		t.Fatalf("flip after the flood: %v", err)
 	}
 }
 

@@ -80,6 +80,8 @@ type StoreStats struct {
 	Unsettled            int               `json:"unsettled"`
 	DirtyOverflow        uint64            `json:"dirty_overflow"`
 	ReconciliationNeeded bool              `json:"reconciliation_needed"`
+	Suspects             int               `json:"suspects"`         // only a sampled read found them different
+	SuspectOverflow      uint64            `json:"suspect_overflow"` // suspicions dropped, the suspects full
 	Repairs              map[string]uint64 `json:"repairs"`
 	Comparisons          map[string]uint64 `json:"comparisons"`
 	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
@@ -162,7 +164,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
 		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Coalesced: s.Coalesced, Dirty: s.Dirty,
 		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
-		Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
+		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
@@ -192,6 +194,8 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.Unsettled += st.Unsettled
 		sum.DirtyOverflow += st.DirtyOverflow
 		sum.ReconciliationNeeded = sum.ReconciliationNeeded || st.ReconciliationNeeded
+		sum.Suspects += st.Suspects
+		sum.SuspectOverflow += st.SuspectOverflow
 		sum.ComparisonsSkipped += st.ComparisonsSkipped
 		sum.LeftAtClose += st.LeftAtClose
 		sum.LostEvents += st.LostEvents

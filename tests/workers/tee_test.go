@@ -262,8 +262,8 @@ func changedBehind(t *testing.T, bot *nodeScript, store *dualwrite.Store, primar
 	}
 	before = probe()
 	st := store.Stats()
-	if st.Comparisons[compare.Suspected] != before.Comparisons[compare.Suspected]+1 || st.Confirmed != 0 || st.Unsettled != 1 {
-		t.Fatalf("after the read: comparisons %v (before %v), %d confirmed, %d unsettled", st.Comparisons, before.Comparisons, st.Confirmed, st.Unsettled)
+	if st.Comparisons[compare.Suspected] != before.Comparisons[compare.Suspected]+1 || st.Confirmed != 0 || st.Suspects != 1 || st.Unsettled != 0 {
+		t.Fatalf("after the read: comparisons %v (before %v), %d confirmed, %d suspects, %d unsettled", st.Comparisons, before.Comparisons, st.Confirmed, st.Suspects, st.Unsettled)
 	}
 	if _, err := store.Settle(ctx); err != nil {
 		t.Fatal(err)
