@@ -19,9 +19,6 @@ func TestRefusalMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := func(code int, msg string) []byte {
-		return []byte(`{"success":false,"errors":[{"code":` + strconv.Itoa(code) + `,"message":"` + msg + `"}],"messages":[],"result":null}`)
-	}
 	for _, c := range []struct {
 		status, code int
 		want         error
@@ -76,4 +73,29 @@ func TestRefusalMapping(t *testing.T) {
 	if ra := s.retryAfter(h); ra < 59*time.Minute || ra > time.Hour {
 		t.Fatalf("Retry-After as a date = %s, want about 1h", ra)
 	}
+}
+
+// A server that echoes the token in another case (a canonicalised header, an
+// upper-cased message) must not get it past the scrub.
+func TestScrubIgnoresCase(t *testing.T) {
+	s, err := New(Config{AccountID: "a", NamespaceID: "n", APIToken: "Secret-Token.x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, echo := range []string{"Secret-Token.x", "SECRET-TOKEN.X", "secret-token.x", "sEcReT-tOkEn.X"} {
+		out := s.refusal("op", 400, http.Header{}, body(10029, "bad token "+echo+" given"))
+		if strings.Contains(strings.ToLower(out.err.Error()), "secret-token") {
+			t.Errorf("echo %q survived the scrub: %v", echo, out.err)
+		}
+	}
+	// The pattern is the token's text, not a regular expression of it.
+	out := s.refusal("op", 400, http.Header{}, body(10029, "Secret-Token-x"))
+	if !strings.Contains(out.err.Error(), "Secret-Token-x") {
+		t.Errorf("a different text was scrubbed: %v", out.err)
+	}
+}
+
+// body is an error envelope with one error.
+func body(code int, msg string) []byte {
+	return []byte(`{"success":false,"errors":[{"code":` + strconv.Itoa(code) + `,"message":"` + msg + `"}],"messages":[],"result":null}`)
 }

@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,10 @@ func New(cfg Config) (*Store, error) {
 	)
 	token := cfg.APIToken
 	cfg.APIToken = ""
-	scrub := func(text string) string { return strings.ReplaceAll(text, token, "[redacted]") }
+	// A server that echoes the token may change its case (a header
+	// canonicalised, an error message upper-cased): match it in any case.
+	echo := regexp.MustCompile("(?i)" + regexp.QuoteMeta(token))
+	scrub := func(text string) string { return echo.ReplaceAllLiteralString(text, "[redacted]") }
 	return &Store{cfg: cfg, api: api, scrub: scrub}, nil
 }
 
