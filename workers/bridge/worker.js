@@ -75,11 +75,16 @@ const identifier = /^[A-Za-z0-9_-]{1,64}$/;
 async function route(request, env) {
   const url = new URL(request.url);
   const noRoute = new ApiError(404, Code.noRoute, "No route for that URI");
+  // A %-escape that is not one (kvapi's front, net/http, refuses the request
+  // line before routing it): 400, not the 503 of a failing binding.
+  if (badEscape.test(url.pathname)) {
+    throw new ApiError(400, Code.invalidRequest, "invalid request: the request could not be parsed (a bad %-escape, a control character, a malformed or oversized header)");
+  }
   if (!url.pathname.startsWith(root)) throw noRoute;
   const parts = url.pathname.slice(root.length).split("/");
   if (parts.length < 5 || parts[1] !== "storage" || parts[2] !== "kv" || parts[3] !== "namespaces") throw noRoute;
   const [account, , , , ns, ...rest] = parts;
-  if (env.ACCOUNT_ID && decodeURIComponent(account) !== env.ACCOUNT_ID) {
+  if (env.ACCOUNT_ID && decoded(account) !== env.ACCOUNT_ID) {
     throw new ApiError(404, Code.badAccount, "Could not route to the account, perhaps your object identifier is invalid?");
   }
   if (!identifier.test(ns)) throw new ApiError(400, Code.namespaceId, "malformed namespace ID");
@@ -121,6 +126,23 @@ async function route(request, env) {
   }
   if (["keys", "bulk", "bulk/delete", "bulk/get"].includes(endpoint)) throw methodNotAllowed();
   throw noRoute;
+}
+
+/** A "%" not followed by two hex digits. */
+const badEscape = /%(?![0-9A-Fa-f]{2})/;
+
+/**
+ * A path segment decoded; undefined when its escapes spell no UTF-8, which
+ * then names no account the bridge serves (kvapi decodes such a segment to
+ * bytes, which match no account either).
+ * @param {string} part
+ */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
 }
 
 function methodNotAllowed() {
