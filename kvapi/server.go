@@ -40,7 +40,7 @@ type Config struct {
 	// AccountID is the account the server answers for; empty accepts any.
 	AccountID string
 	// Token, when set, must come as "Authorization: Bearer <Token>" on every
-	// request; empty turns the check off. An HTTPServer refuses to serve a
+	// request; empty turns the check off. It must pass CheckToken. An HTTPServer refuses to serve a
 	// Server without a token unless told that it runs unauthenticated on
 	// loopback (ServeConfig.Unauthenticated).
 	Token string
@@ -98,6 +98,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("%w: namespace %q has a nil store", ErrConfig, id)
 		}
 		namespaces[id] = &namespace{id: id, title: id, store: st}
+	}
+	if cfg.Token != "" {
+		if err := CheckToken(cfg.Token); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.AccountID != "" && !identifier.MatchString(cfg.AccountID) {
 		return nil, fmt.Errorf("%w: account ID %q must match %s", ErrConfig, cfg.AccountID, identifier)

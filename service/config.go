@@ -248,6 +248,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			return nil, usage("--unauthenticated-loopback and a token (%s or %s) contradict each other", EnvToken, EnvAdminToken)
 		}
 	}
+	for name, tok := range map[string]string{EnvToken: c.secrets.token, EnvAdminToken: c.secrets.admin} {
+		if tok != "" && kvapi.CheckToken(tok) != nil {
+			return nil, usage("%s holds characters a bearer token cannot carry (a client could never send it): use letters, digits and -._~+/ (then = padding)", name)
+		}
+	}
 	if c.secrets.token != "" && c.secrets.token == c.secrets.admin {
 		return nil, usage("%s and %s must differ: a client must not be able to change the stage", EnvToken, EnvAdminToken)
 	}

@@ -140,8 +140,8 @@ func token(o *options, getenv func(string) string) (string, error) {
 		return "", usagef("-unauthenticated, but a token is set (%s or -token-file): choose one", EnvToken)
 	case tok == "" && !o.unauthenticated:
 		return "", usagef("no client token: set %s or -token-file, or run -unauthenticated on loopback", EnvToken)
-	case strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
-		return "", usagef("the client token holds white space or characters a bearer token cannot carry")
+	case tok != "" && kvapi.CheckToken(tok) != nil:
+		return "", usagef("the client token holds characters a bearer token cannot carry: use letters, digits and -._~+/ (then = padding)")
 	}
 	return tok, nil
 }

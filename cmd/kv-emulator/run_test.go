@@ -202,6 +202,8 @@ func TestRunExitCodes(t *testing.T) {
 		"no token":              {[]string{"-addr", "127.0.0.1:0"}, env()},
 		"token and open":        {[]string{"-addr", "127.0.0.1:0", "-unauthenticated"}, tok},
 		"token with whitespace": {[]string{"-addr", "127.0.0.1:0"}, env(EnvToken, "a b")},
+		"token with #":          {[]string{"-addr", "127.0.0.1:0"}, env(EnvToken, "a#b")},
+		"non-ASCII token":       {[]string{"-addr", "127.0.0.1:0"}, env(EnvToken, "tökén")},
 	} {
 		err := run(t.Context(), c.args, c.getenv, io.Discard, io.Discard)
 		if exitCode(err) != exitUsage {
