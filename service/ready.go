@@ -12,6 +12,7 @@ import (
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // probeKey is the key the readiness probe reads: a miss is the expected
@@ -69,29 +70,37 @@ func (r *readiness) run(ctx context.Context, every time.Duration) {
 	}
 }
 
+// The general words of each reason, which /readyz gives without a token.
+const (
+	whyDraining    = "draining: the service is shutting down"
+	whyStage       = "stage: this instance does not yet run the stage document's generation"
+	whyUnreachable = "an authoritative store does not answer"
+	whyJournal     = "durable state: a settle journal cannot commit"
+)
+
 // reasons implements admin.Config.Ready.
-func (r *readiness) reasons(context.Context) []string {
-	var out []string
+func (r *readiness) reasons(context.Context) []admin.Reason {
+	var out []admin.Reason
 	if r.draining.Load() {
-		out = append(out, "draining: the service is shutting down")
+		out = append(out, admin.Reason{General: whyDraining})
 	}
 	if st := r.follower.Status(); !st.InSync() {
 		lag := st.Lag
 		if lag == "" {
 			lag = fmt.Sprintf("runs generation %d, the stage document is at %d", st.Generation, st.Document.Generation)
 		}
-		out = append(out, "stage: "+lag)
+		out = append(out, admin.Reason{General: whyStage, Detail: "stage: " + lag})
 	}
 	r.mu.Lock()
 	for _, s := range r.fleet.ns {
 		if why, ok := r.unreachable[s.id]; ok {
-			out = append(out, why)
+			out = append(out, admin.Reason{General: whyUnreachable, Detail: why})
 		}
 	}
 	r.mu.Unlock()
 	for _, s := range r.fleet.ns {
 		if st := s.dual.Stats(); st.Journal && !st.JournalOK && st.JournalErrors > 0 {
-			out = append(out, fmt.Sprintf("durable state: the settle journal of namespace %s cannot commit (%d failed commits); its unsettled keys would not survive a crash", s.id, st.JournalErrors))
+			out = append(out, admin.Reason{General: whyJournal, Detail: fmt.Sprintf("durable state: the settle journal of namespace %s cannot commit (%d failed commits); its unsettled keys would not survive a crash", s.id, st.JournalErrors)})
 		}
 	}
 	return out

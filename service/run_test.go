@@ -535,6 +535,16 @@ func TestReadyzFollowsTheAuthoritativeStore(t *testing.T) {
 		return code == http.StatusServiceUnavailable && len(reasons) == 1 &&
 			strings.Contains(reasons[0].(string), "the authoritative store (primary) of namespace demo-kv does not answer")
 	})
+	// A probe sends no token: it learns why in general words only.
+	res, err := http.Get(r.admin + "readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(body), DemoNamespace) || !strings.Contains(string(body), "an authoritative store does not answer") {
+		t.Errorf("readyz without a token: %d %s, want 503 with the general reason and no namespace ID", res.StatusCode, body)
+	}
 	r.primary[DemoNamespace].SetOutage(false)
 	eventually(t, "readyz 200 again", func() bool { code, _ := ready(); return code == http.StatusOK })
 	// In live MongoDB is authoritative: the shadow's outage counts now,

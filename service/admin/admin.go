@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +51,17 @@ type Config struct {
 	Redactor *compare.Redactor
 	// Ready returns the reasons the instance should get no traffic; none
 	// means ready.
-	Ready func(ctx context.Context) []string
+	Ready func(ctx context.Context) []Reason
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
+}
+
+// Reason is one reason an instance is not ready. /readyz needs no token
+// (probes send none), so without the admin token it answers only General:
+// what kind of reason, in words that name no namespace, store or key.
+type Reason struct {
+	General string // such as "draining" or "an authoritative store does not answer"
+	Detail  string // the whole story, for whoever holds the admin token
 }
 
 // MaxBody bounds a request body: the one body the API reads is a stage.
@@ -105,25 +114,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 
 func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if h.cfg.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="kvshadow-admin"`)
-				writeError(w, http.StatusUnauthorized, "the admin API needs Authorization: Bearer <admin token>")
-				return
-			}
+		if !h.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="kvshadow-admin"`)
+			writeError(w, http.StatusUnauthorized, "the admin API needs Authorization: Bearer <admin token>")
+			return
 		}
 		next(w, r)
 	}
 }
 
+// authorized reports whether r carries the admin token, or none is needed.
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.cfg.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) == 1
+}
+
+// readyz answers the probes, which send no token: ready or not, and why in
+// general words; the details (which namespace, which store) only with the
+// admin token.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	reasons := h.cfg.Ready(r.Context())
-	if len(reasons) > 0 {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": reasons})
+	if len(reasons) == 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+	detailed := h.authorized(r)
+	out := []string{}
+	for _, why := range reasons {
+		text := why.General
+		if detailed && why.Detail != "" {
+			text = why.Detail
+		}
+		if !slices.Contains(out, text) {
+			out = append(out, text)
+		}
+	}
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": out})
 }
 
 func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {

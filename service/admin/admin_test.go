@@ -62,7 +62,7 @@ func newHandler(t *testing.T, st *fakeStager, stores ...*fakeStore) *Handler {
 		t.Fatal(err)
 	}
 	h, err := New(Config{Token: token, Stager: st, Namespaces: nss, Redactor: red,
-		Ready:   func(context.Context) []string { return nil },
+		Ready:   func(context.Context) []Reason { return nil },
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "kvshadow_x 1") })})
 	if err != nil {
 		t.Fatal(err)
@@ -194,9 +194,43 @@ func TestStatsDirtyRepairForget(t *testing.T) {
 	}
 }
 
+// TestReadyzWithoutTheToken: a probe, which sends no token, learns whether
+// the instance is ready and why in general words, never a namespace ID; the
+// admin token gets the details.
+func TestReadyzWithoutTheToken(t *testing.T) {
+	unreachable := func(ns string) Reason {
+		return Reason{General: "an authoritative store does not answer", Detail: "the authoritative store (primary) of namespace " + ns + " does not answer: timeout"}
+	}
+	h, err := New(Config{Token: token, Stager: &fakeStager{}, Namespaces: []Namespace{{ID: "bot-kv-7f3a", Store: &fakeStore{}}},
+		Ready: func(context.Context) []Reason { return []Reason{unreachable("bot-kv-7f3a"), unreachable("other-ns-99")} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := do(h, "GET", "/readyz", "", false)
+	var v struct {
+		Ready   bool     `json:"ready"`
+		Reasons []string `json:"reasons"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || w.Code != http.StatusServiceUnavailable || v.Ready {
+		t.Fatalf("readyz without a token: %d %s", w.Code, w.Body.String())
+	}
+	if len(v.Reasons) != 1 || v.Reasons[0] != "an authoritative store does not answer" {
+		t.Errorf("readyz without a token gives %q, want the one general reason", v.Reasons)
+	}
+	for _, id := range []string{"bot-kv-7f3a", "other-ns-99", "primary", "timeout"} {
+		if strings.Contains(w.Body.String(), id) {
+			t.Errorf("readyz without a token names %q: %s", id, w.Body.String())
+		}
+	}
+	w = do(h, "GET", "/readyz", "", true)
+	if !strings.Contains(w.Body.String(), "bot-kv-7f3a") || !strings.Contains(w.Body.String(), "other-ns-99") {
+		t.Errorf("readyz with the admin token: %s, want the details", w.Body.String())
+	}
+}
+
 func TestReadyzSaysWhy(t *testing.T) {
 	h, err := New(Config{Stager: &fakeStager{}, Namespaces: []Namespace{{ID: "n", Store: &fakeStore{}}},
-		Ready: func(context.Context) []string { return []string{"draining: the service is shutting down"} }})
+		Ready: func(context.Context) []Reason { return []Reason{{General: "draining: the service is shutting down"}} }})
 	if err != nil {
 		t.Fatal(err)
 	}
