@@ -202,7 +202,9 @@ func TestReadyzWithoutTheToken(t *testing.T) {
 		return Reason{General: "an authoritative store does not answer", Detail: "the authoritative store (primary) of namespace " + ns + " does not answer: timeout"}
 	}
 	h, err := New(Config{Token: token, Stager: &fakeStager{}, Namespaces: []Namespace{{ID: "bot-kv-7f3a", Store: &fakeStore{}}},
-		Ready: func(context.Context) []Reason { return []Reason{unreachable("bot-kv-7f3a"), unreachable("other-ns-99")} }})
+		Ready: func(context.Context) []Reason {
+			return []Reason{unreachable("bot-kv-7f3a"), unreachable("other-ns-99")}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
