@@ -39,6 +39,25 @@ func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	return s.read(ctx, key, readExpiry)
 }
 
+// GetMetadata implements kv.MetadataStore: the authoritative store's
+// metadata alone, not compared (GetEntry's sampled reads compare metadata).
+// When that store keeps none it returns kv.ErrMetadataUnsupported.
+func (s *Store) GetMetadata(ctx context.Context, key string) (_ json.RawMessage, err error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	r := s.Stage().authority()
+	ms, ok := s.stores[r].(kv.MetadataStore)
+	if !ok {
+		return nil, kv.ErrMetadataUnsupported
+	}
+	defer s.recovered(r, &err)
+	return ms.GetMetadata(ctx, key)
+}
+
 // readKind is what a read asks of the authoritative store.
 type readKind uint8
 

@@ -20,12 +20,15 @@
 // Put without an expiry clears any expiry the key had. Delete is idempotent.
 // List returns keys in UTF-8 byte order with an opaque cursor; a page may be
 // short or even empty before the end, so callers stop on Done, never on an
-// empty page.
+// empty page. A store that lists expiries and metadata with the keys, as
+// Workers KV does, returns them in ListResult.Info.
 //
 // Namespace gives a module its own view of a Store, prefixing "<module>:" to
 // every key and stripping it from listed keys, as the bot's createStore did.
 //
 // Optional abilities (bulk reads and writes, reads that return the expiry,
-// Workers KV's per-key metadata: MetadataStore) are separate interfaces a caller discovers by type assertion, in the manner
-// of database/sql/driver.
+// Workers KV's per-key metadata: MetadataStore, whose GetValue and
+// GetMetadata read the value or the metadata alone, each what one Workers KV
+// request returns) are separate interfaces a caller discovers by type
+// assertion, in the manner of database/sql/driver.
 package kv

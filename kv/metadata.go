@@ -34,6 +34,9 @@ type MetadataStore interface {
 	// (Entry.Metadata is nil), or ErrNotFound: what a Workers KV value GET
 	// returns in one request, where GetEntry needs the metadata too.
 	GetValue(ctx context.Context, key string) (Entry, error)
+	// GetMetadata returns the key's metadata alone (nil for none), or
+	// ErrNotFound: Workers KV's metadata GET, one request with no value.
+	GetMetadata(ctx context.Context, key string) (json.RawMessage, error)
 }
 
 // GetValueEntry reads a key's value and its expiry when the store can tell

@@ -109,7 +109,7 @@ func (n *Namespaced) List(ctx context.Context, opts ListOptions) (ListResult, er
 		}
 		keys = append(keys, rel)
 	}
-	out := ListResult{Keys: keys, Done: res.Done}
+	out := ListResult{Keys: keys, Done: res.Done, Info: res.Info}
 	if !res.Done {
 		out.Cursor = n.sealCursor(res.Cursor, opts.Prefix)
 	}

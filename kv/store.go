@@ -68,6 +68,18 @@ type ListResult struct {
 	Cursor string
 	// Done reports that no key follows this page.
 	Done bool
+	// Info is each listed key's expiry and metadata, Info[i] for Keys[i],
+	// from a store that lists them with the keys as Workers KV does (one
+	// request, no value read); nil from a store that does not, whose caller
+	// reads them itself (GetMany, GetEntry) when it needs them.
+	Info []KeyInfo
+}
+
+// KeyInfo is what a listing tells of a key besides its name: its expiry
+// (zero for none) and, from a MetadataStore, its metadata (nil for none).
+type KeyInfo struct {
+	Expiration time.Time
+	Metadata   json.RawMessage
 }
 
 // Entry is one key with its value and expiry, as the bulk abilities and

@@ -82,7 +82,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 		writeResult(w, []keyInfo{}, &cursorInfo{Cursor: encodeCursor(cursorAfter, storeCursor)})
 		return
 	}
-	keys, err := withDetails(r.Context(), req.ns.store, res.Keys)
+	keys, err := withDetails(r.Context(), req.ns.store, res)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
@@ -95,12 +95,23 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 // withDetails pairs listed keys with their expiries and metadata, as
-// Workers KV lists them, reading them in one call when the store can. A key
-// deleted since it was listed keeps its place, without either.
-func withDetails(ctx context.Context, store kv.Store, keys []string) ([]keyInfo, error) {
+// Workers KV lists them: as the store listed them when it did (Workers KV
+// itself: the page is one request), else read in one call when the store
+// can. A key deleted since it was listed keeps its place, without either.
+func withDetails(ctx context.Context, store kv.Store, res kv.ListResult) ([]keyInfo, error) {
+	keys := res.Keys
 	out := make([]keyInfo, len(keys))
 	for i, k := range keys {
 		out[i].Name = k
+	}
+	if len(res.Info) == len(keys) {
+		for i, info := range res.Info {
+			if !info.Expiration.IsZero() {
+				out[i].Expiration = info.Expiration.Unix()
+			}
+			out[i].Metadata = info.Metadata
+		}
+		return out, nil
 	}
 	if len(keys) == 0 {
 		return out, nil

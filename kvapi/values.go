@@ -30,7 +30,18 @@ func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
 	_, _ = w.Write(e.Value)
 }
 
+// getMetadata answers a metadata GET with the store's own metadata read
+// when it has one (over Workers KV, one metadata GET, no value).
 func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request, req request) {
+	if ms, ok := req.ns.store.(kv.MetadataStore); ok && (req.location == "" || s.faults.consistencyWindow() <= 0) {
+		md, err := ms.GetMetadata(r.Context(), req.key)
+		if err != nil {
+			writeError(w, storeError(err))
+			return
+		}
+		writeResult(w, metadataResult(md), nil)
+		return
+	}
 	e, err := s.readAt(r.Context(), req.ns.id, req.ns.store, req.location, req.key)
 	if err != nil {
 		writeError(w, storeError(err))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	cf "github.com/cloudflare/cloudflare-go/v6/kv"
 	"github.com/cloudflare/cloudflare-go/v6/option"
@@ -68,9 +69,13 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	return pos.take(page, next, limit, opts.Prefix)
 }
 
-// listedKey is one entry of the keys endpoint's result.
+// listedKey is one entry of the keys endpoint's result: the key with its
+// expiry and metadata, which List passes on (kv.ListResult.Info) so that a
+// caller needs no read of the values for them.
 type listedKey struct {
-	Name string `json:"name"`
+	Name       string          `json:"name"`
+	Expiration float64         `json:"expiration"`
+	Metadata   json.RawMessage `json:"metadata"`
 }
 
 // listPosition is where a listing stands: the API cursor of the page being
@@ -85,7 +90,7 @@ type listPosition struct {
 // take returns up to limit keys of page that follow pos.last, with the
 // position after them.
 func (pos listPosition) take(page []listedKey, next string, limit int, prefix string) (kv.ListResult, error) {
-	res := kv.ListResult{Keys: []string{}}
+	res := kv.ListResult{Keys: []string{}, Info: []kv.KeyInfo{}}
 	i := 0
 	for i < len(page) && pos.last != "" && page[i].Name <= pos.last {
 		i++ // returned by an earlier call
@@ -97,6 +102,12 @@ func (pos listPosition) take(page []listedKey, next string, limit int, prefix st
 			return kv.ListResult{}, &APIError{Op: "list", Status: 200, Message: "the API listed keys out of order or outside the prefix"}
 		}
 		res.Keys = append(res.Keys, k)
+		var info kv.KeyInfo
+		if exp := page[i].Expiration; exp > 0 {
+			info.Expiration = time.Unix(int64(exp), 0)
+		}
+		info.Metadata = kv.NormalizeMetadata(page[i].Metadata)
+		res.Info = append(res.Info, info)
 	}
 	last := pos.last
 	if n := len(res.Keys); n > 0 {

@@ -172,22 +172,39 @@ func (s *Store) getSeparately(ctx context.Context, key string) (kv.Entry, error)
 	if err != nil {
 		return kv.Entry{}, err
 	}
+	if e.Metadata, err = s.getMetadata(ctx, key); err != nil {
+		return kv.Entry{}, err
+	}
+	return e, nil
+}
+
+// GetMetadata implements kv.MetadataStore with one request, the metadata's
+// own GET.
+func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	if err := kv.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	return s.getMetadata(ctx, key)
+}
+
+func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
 	var params cf.NamespaceMetadataGetParams
 	params.AccountID.Value = s.cfg.AccountID
-	err = s.retry(ctx, func(ctx context.Context) outcome {
+	var md json.RawMessage
+	err := s.retry(ctx, func(ctx context.Context) outcome {
 		env, out := s.sendJSON(ctx, "get metadata", func(ctx context.Context, opts ...option.RequestOption) error {
 			_, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
 			return err
 		})
-		if out.err == nil && len(env.Result) > 0 && string(env.Result) != "null" {
-			e.Metadata = env.Result
+		if out.err == nil {
+			md = kv.NormalizeMetadata(env.Result)
 		}
 		return out
 	})
 	if err != nil {
-		return kv.Entry{}, err
+		return nil, err
 	}
-	return e, nil
+	return md, nil
 }
 
 // exactValue returns e, read by bulk/get, with its value read again by the

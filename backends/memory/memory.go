@@ -103,6 +103,12 @@ func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
+// GetMetadata implements kv.MetadataStore: GetEntry's metadata.
+func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	e, err := s.GetEntry(ctx, key)
+	return e.Metadata, err
+}
+
 // Put implements kv.Store; it clears any metadata the key had.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()
@@ -209,7 +215,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 		}
 		start = max(start, i)
 	}
-	res := kv.ListResult{Keys: []string{}}
+	res := kv.ListResult{Keys: []string{}, Info: []kv.KeyInfo{}}
 	for i := start; i < len(s.keys); i++ {
 		k := s.keys[i]
 		if len(k) < len(opts.Prefix) || k[:len(opts.Prefix)] != opts.Prefix {
@@ -222,7 +228,9 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 			res.Cursor = kv.EncodeCursor(res.Keys[len(res.Keys)-1])
 			return res, nil
 		}
+		it := s.data[k]
 		res.Keys = append(res.Keys, k)
+		res.Info = append(res.Info, kv.KeyInfo{Expiration: it.exp, Metadata: bytes.Clone(it.md)})
 	}
 	res.Done = true
 	return res, nil

@@ -2,6 +2,7 @@ package mongokv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -103,6 +104,12 @@ func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	e, err := s.GetEntry(ctx, key)
 	e.Metadata = nil
 	return e, err
+}
+
+// GetMetadata implements kv.MetadataStore: GetEntry's metadata.
+func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	e, err := s.GetEntry(ctx, key)
+	return e.Metadata, err
 }
 
 // maxReadAttempts bounds the retries of a read whose chunks were replaced

@@ -228,12 +228,13 @@ func (s *Store) Inner() kv.Store { return s.inner }
 // (the dual-write store copying metadata) wants Exact.
 func (s *Store) Exact() kv.Store {
 	return forward.Compose(s, s.inner, forward.Abilities{
-		GetEntry:   s.GetEntry,
-		PutEntry:   s.putEntry,
-		GetValue:   s.getValue,
-		GetMany:    s.GetMany,
-		PutMany:    s.putMany,
-		DeleteMany: s.DeleteMany,
+		GetEntry:    s.GetEntry,
+		PutEntry:    s.putEntry,
+		GetValue:    s.getValue,
+		GetMetadata: s.getMetadata,
+		GetMany:     s.GetMany,
+		PutMany:     s.putMany,
+		DeleteMany:  s.DeleteMany,
 	})
 }
 

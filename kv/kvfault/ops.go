@@ -155,6 +155,16 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
+// getMetadata reads through the wrapped store's kv.MetadataStore, with the
+// faults of any read.
+func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	e, err := s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) {
+		md, err := s.inner.(kv.MetadataStore).GetMetadata(ctx, key)
+		return kv.Entry{Key: key, Metadata: md}, err
+	})
+	return e.Metadata, err
+}
+
 // putEntry writes e through the wrapped store's kv.MetadataStore. Only the
 // store Exact returns has it, exactly when the wrapped store does.
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {

@@ -92,6 +92,12 @@ func testMetadata(t *testing.T, h Harness) {
 	wantEntry(t, ms, "md", "one", mdObject, exp)
 	wantValue(t, s, "md", []byte("one"))
 	wantValueEntry(t, ms, "md", "one", exp)
+	if md, err := ms.GetMetadata(ctx(t), "md"); err != nil || !sameMetadata(md, mdObject) {
+		t.Fatalf("GetMetadata = %s, %v; want %s", md, err, mdObject)
+	}
+	if _, err := ms.GetMetadata(ctx(t), "never-written"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("GetMetadata(missing) = %v, want kv.ErrNotFound", err)
+	}
 	if _, err := ms.GetValue(ctx(t), "never-written"); !errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("GetValue(missing) = %v, want kv.ErrNotFound", err)
 	}
@@ -104,6 +110,9 @@ func testMetadata(t *testing.T, h Harness) {
 	wantEntry(t, ms, "md", "two", mdLimit, time.Time{})
 	put(kv.Entry{Key: "md", Value: []byte("three")})
 	wantEntry(t, ms, "md", "three", nil, time.Time{})
+	if md, err := ms.GetMetadata(ctx(t), "md"); err != nil || md != nil {
+		t.Fatalf("GetMetadata of a key without metadata = %s, %v; want none", md, err)
+	}
 
 	// Every store keeps the one normal form, so that a key reads back the
 	// same bytes from all of them: compacted, and JSON null as none.
@@ -204,4 +213,40 @@ func testMetadataBulk(t *testing.T, h Harness) {
 	// An entry without metadata clears the metadata its key had.
 	write([]kv.Entry{{Key: "m:1", Value: []byte("again")}})
 	wantEntry(t, ms, "m:1", "again", nil, time.Time{})
+}
+
+// testListInfo: a store that lists each key's expiry and metadata
+// (ListResult.Info) lists what GetEntry reads: no expiry and no metadata
+// where the key has none, its own where it has them.
+func testListInfo(t *testing.T, h Harness) {
+	s := h.New(t)
+	exp := h.now().Add(2 * time.Hour).Truncate(time.Second)
+	mustPut(t, s, "li:plain", []byte("p"), kv.PutOptions{})
+	mustPut(t, s, "li:ttl", []byte("t"), kv.PutOptions{Expiration: exp})
+	want := map[string]kv.KeyInfo{"li:plain": {}, "li:ttl": {Expiration: exp}}
+	if ms, ok := s.(kv.MetadataStore); ok {
+		if err := ms.PutEntry(ctx(t), kv.Entry{Key: "li:md", Value: []byte("m"), Expiration: exp, Metadata: mdObject}); err != nil {
+			t.Fatalf("PutEntry: %v", err)
+		}
+		want["li:md"] = kv.KeyInfo{Expiration: exp, Metadata: mdObject}
+	}
+	res, err := s.List(ctx(t), kv.ListOptions{Prefix: "li:"})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if res.Info == nil {
+		return // the store does not list them
+	}
+	if len(res.Info) != len(res.Keys) || len(res.Keys) != len(want) {
+		t.Fatalf("List = %d keys, %d infos; want %d of each", len(res.Keys), len(res.Info), len(want))
+	}
+	for i, k := range res.Keys {
+		got, w := res.Info[i], want[k]
+		if d := got.Expiration.Sub(w.Expiration); d < -time.Second || d > time.Second || got.Expiration.IsZero() != w.Expiration.IsZero() {
+			t.Errorf("List info of %q: expiration %v, want %v", k, got.Expiration, w.Expiration)
+		}
+		if !sameMetadata(got.Metadata, w.Metadata) {
+			t.Errorf("List info of %q: metadata %s, want %s", k, got.Metadata, w.Metadata)
+		}
+	}
 }

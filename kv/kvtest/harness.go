@@ -85,5 +85,6 @@ var cases = []testCase{
 	{"Namespaces", testNamespaces},
 	{"Bulk", testBulk},
 	{"Metadata", testMetadata},
+	{"ListInfo", testListInfo},
 	{"MetadataBulk", testMetadataBulk},
 }

@@ -70,6 +70,9 @@ func listAll(t *testing.T, s kv.Store, prefix string, limit int) []string {
 		if len(res.Keys) > max {
 			t.Fatalf("List(limit %d) returned %d keys", limit, len(res.Keys))
 		}
+		if res.Info != nil && len(res.Info) != len(res.Keys) {
+			t.Fatalf("List returned %d keys with %d infos, want one info a key or none", len(res.Keys), len(res.Info))
+		}
 		all = append(all, res.Keys...)
 		if res.Done {
 			if res.Cursor != "" {

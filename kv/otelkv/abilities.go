@@ -9,11 +9,12 @@ import (
 // instruments, each one traced.
 func (s *Store) withAbilities() kv.Store {
 	return forward.Compose(s, s.inner, forward.Abilities{
-		GetEntry:   s.getEntry,
-		PutEntry:   s.putEntry,
-		GetValue:   s.getValue,
-		GetMany:    s.getMany,
-		PutMany:    s.putMany,
-		DeleteMany: s.deleteMany,
+		GetEntry:    s.getEntry,
+		PutEntry:    s.putEntry,
+		GetValue:    s.getValue,
+		GetMetadata: s.getMetadata,
+		GetMany:     s.getMany,
+		PutMany:     s.putMany,
+		DeleteMany:  s.deleteMany,
 	})
 }

@@ -23,6 +23,7 @@ const (
 	opList
 	opGetEntry
 	opGetValue
+	opGetMetadata
 	opPutEntry
 	opGetMany
 	opPutMany
@@ -30,7 +31,7 @@ const (
 	numOps
 )
 
-var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "get_value", "put_entry", "get_many", "put_many", "delete_many"}
+var opNames = [numOps]string{"get", "put", "delete", "list", "get_entry", "get_value", "get_metadata", "put_entry", "get_many", "put_many", "delete_many"}
 
 // outcome is kvshadow.outcome: "ok", or the class of the error. A missing
 // key is an outcome, not a failure: its span keeps an unset status.

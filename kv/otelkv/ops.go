@@ -2,6 +2,7 @@ package otelkv
 
 import (
 	"context"
+	"encoding/json"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
@@ -57,6 +58,13 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	e, err := s.inner.(kv.MetadataStore).GetValue(c.ctx, key)
 	s.end(c, err)
 	return e, err
+}
+
+func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	c := s.begin(ctx, opGetMetadata, kv.ModuleOf(key), key)
+	md, err := s.inner.(kv.MetadataStore).GetMetadata(c.ctx, key)
+	s.end(c, err)
+	return md, err
 }
 
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {

@@ -123,7 +123,9 @@ func TestEveryRouteCostsThePrimaryOneRequestOfItsKind(t *testing.T) {
 	}
 
 	for _, c := range []struct{ method, path, ctype, body, want string }{
+		{"GET", "metadata/wordle:a", "", "", "GET metadata/"},
 		{"PUT", "values/wordle:b", "application/octet-stream", "B", "PUT values/"},
+		{"GET", "keys?prefix=wordle:", "", "", "GET keys"},
 		{"PUT", "bulk", "application/json", `[{"key":"wordle:c","value":"C"}]`, "PUT bulk"},
 		{"POST", "bulk/get", "application/json", `{"keys":["wordle:t","wordle:b"]}`, "POST bulk/get"},
 		{"POST", "bulk/delete", "application/json", `["wordle:c"]`, "POST bulk/delete"},

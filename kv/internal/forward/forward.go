@@ -2,18 +2,21 @@ package forward
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
 
 // Abilities are a wrapper's implementations of the optional abilities.
 type Abilities struct {
-	GetEntry   func(ctx context.Context, key string) (kv.Entry, error)
-	PutEntry   func(ctx context.Context, e kv.Entry) error
-	GetValue   func(ctx context.Context, key string) (kv.Entry, error) // with PutEntry: both are kv.MetadataStore's
-	GetMany    func(ctx context.Context, keys []string) ([]kv.Entry, error)
-	PutMany    func(ctx context.Context, entries []kv.Entry) error
-	DeleteMany func(ctx context.Context, keys []string) error
+	GetEntry func(ctx context.Context, key string) (kv.Entry, error)
+	PutEntry func(ctx context.Context, e kv.Entry) error
+	// GetValue and GetMetadata go with PutEntry: all three are kv.MetadataStore's.
+	GetValue    func(ctx context.Context, key string) (kv.Entry, error)
+	GetMetadata func(ctx context.Context, key string) (json.RawMessage, error)
+	GetMany     func(ctx context.Context, keys []string) ([]kv.Entry, error)
+	PutMany     func(ctx context.Context, entries []kv.Entry) error
+	DeleteMany  func(ctx context.Context, keys []string) error
 }
 
 // Set is a set of optional abilities, as a type assertion finds them.
@@ -62,7 +65,7 @@ func Of(s kv.Store) Set {
 // inner has, and an Unwrap method that returns inner. a must set every
 // function that inner's abilities need.
 func Compose(store, inner kv.Store, a Abilities) kv.Store {
-	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue, a.GetMetadata}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
 }
 
 // Restrict returns s with only those of its abilities that are in keep (a
@@ -82,7 +85,7 @@ func Restrict(s kv.Store, keep Set) kv.Store {
 		a.GetEntry = e.GetEntry
 	}
 	if m, ok := s.(kv.MetadataStore); ok {
-		a.PutEntry, a.GetValue = m.PutEntry, m.GetValue
+		a.PutEntry, a.GetValue, a.GetMetadata = m.PutEntry, m.GetValue, m.GetMetadata
 	}
 	if g, ok := s.(kv.BulkGetter); ok {
 		a.GetMany = g.GetMany
@@ -93,7 +96,7 @@ func Restrict(s kv.Store, keep Set) kv.Store {
 	if d, ok := s.(kv.BulkDeleter); ok {
 		a.DeleteMany = d.DeleteMany
 	}
-	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue, a.GetMetadata}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
 }
 
 // base is the wrapper's own store and the store it wraps.
@@ -112,6 +115,7 @@ type (
 	putEntry struct {
 		f func(context.Context, kv.Entry) error
 		g func(context.Context, string) (kv.Entry, error)
+		h func(context.Context, string) (json.RawMessage, error)
 	}
 	getMany struct {
 		f func(context.Context, []string) ([]kv.Entry, error)
@@ -132,6 +136,11 @@ func (a putEntry) PutEntry(ctx context.Context, e kv.Entry) error { return a.f(c
 
 // GetValue implements kv.MetadataStore.
 func (a putEntry) GetValue(ctx context.Context, key string) (kv.Entry, error) { return a.g(ctx, key) }
+
+// GetMetadata implements kv.MetadataStore.
+func (a putEntry) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
+	return a.h(ctx, key)
+}
 
 // GetMany implements kv.BulkGetter.
 func (a getMany) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
