@@ -45,13 +45,17 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := cf.NewNamespaceService(
+	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIToken(cfg.APIToken),
 		option.WithHTTPClient(cfg.HTTPClient),
 		option.WithMaxRetries(0), // ours are in retry.go
 		option.WithRequestTimeout(cfg.RequestTimeout),
-	)
+	}
+	for _, h := range sdkHeaders {
+		opts = append(opts, option.WithHeaderDel(h))
+	}
+	api := cf.NewNamespaceService(opts...)
 	token := cfg.APIToken
 	cfg.APIToken = ""
 	// A server that echoes the token may change its case (a header
@@ -64,6 +68,15 @@ func New(cfg Config) (*Store, error) {
 // String names the store's namespace, never its token.
 func (s *Store) String() string {
 	return fmt.Sprintf("cfkv.Store{account: %q, namespace: %q}", s.cfg.AccountID, s.cfg.NamespaceID)
+}
+
+// sdkHeaders are the SDK's telemetry headers, which Workers KV does not
+// read: deleted before the SDK copies the request, they cost neither the
+// copy nor the wire nor the server's parse. Without X-Stainless-Retry-Count
+// and X-Stainless-Timeout the SDK also skips rewriting them on each try.
+var sdkHeaders = []string{
+	"X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+	"X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Retry-Count", "X-Stainless-Timeout",
 }
 
 // sdkCall is one SDK method call, given the options send adds.
