@@ -36,12 +36,12 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 			b.WriteByte('\n')
 		}
 		if err := writeAtomic(path, []byte(b.String())); err != nil {
-			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("namespace", s.id), slog.String("error", err.Error()))
+			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("kv_namespace", s.id), slog.String("error", err.Error()))
 			continue
 		}
 		if skipped > 0 {
 			log.Warn("kvshadow-proxy: dirty keys with line breaks cannot go in a key list; run a full shadow-report",
-				slog.String("namespace", s.id), slog.Int("keys", skipped))
+				slog.String("kv_namespace", s.id), slog.Int("keys", skipped))
 		}
 	}
 	return dir

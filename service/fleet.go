@@ -64,7 +64,7 @@ func newFleet(cfg dualwrite.Config, all []Sides, journals []dualwrite.Journal, t
 		if err := errors.Join(errs[:2]...); err != nil {
 			return nil, errors.Join(err, f.close(context.Background()))
 		}
-		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("namespace", sd.ID)))}, opts...)...)
+		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("kv_namespace", sd.ID)))}, opts...)...)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.ID, err), f.close(context.Background()))
 		}

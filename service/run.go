@@ -109,6 +109,19 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		}
 	}()
 
+	// The listeners are bound before the instance joins the control board,
+	// so that a proxy that cannot listen never appears there as alive.
+	frontLn, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	defer frontLn.Close() // a second close, after Serve's, is harmless
+	adminLn, err := net.Listen("tcp", c.AdminListen)
+	if err != nil {
+		return err
+	}
+	defer adminLn.Close()
+
 	follower, err := control.NewFollower(control.Config{
 		Board: b.Board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
 	}, control.WithLogger(log))
@@ -136,31 +149,22 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	for _, s := range fl.ns {
 		nss = append(nss, admin.Namespace{ID: s.id, Store: s.dual})
 	}
+	var ops opCounter
 	adm, err := admin.New(admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
-		Ready: ready.reasons, Metrics: tel.MetricsHandler()})
+		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts})
 	if err != nil {
 		return err
 	}
 
-	frontLn, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return err
-	}
-	adminLn, err := net.Listen("tcp", c.AdminListen)
-	if err != nil {
-		frontLn.Close()
-		return err
-	}
-	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated}
+	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
 		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock})
 		if err != nil {
-			frontLn.Close()
-			adminLn.Close()
 			return err
 		}
-		serve.Wrap = withTee(th)
+		tee := withTee(th)
+		serve.Wrap = func(api http.Handler) http.Handler { return tee(ops.wrap(api)) }
 	}
 	scheme := "http"
 	if cert != nil {
@@ -169,8 +173,6 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	frontSrv, err := kvapi.NewHTTPServer(front, serve)
 	if err != nil {
-		frontLn.Close()
-		adminLn.Close()
 		return err
 	}
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -54,6 +54,9 @@ type Config struct {
 	Ready func(ctx context.Context) []Reason
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
+	// Operations counts the requests the front answered, for the summary
+	// of GET /stats; nil counts none.
+	Operations func() Operations
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -209,7 +212,13 @@ func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 		all = append(all, s)
 		out.Namespaces[ns.ID] = statsOf(s)
 	}
-	out.Total = statsOf(Sum(all...))
+	total := Sum(all...)
+	out.Total = statsOf(total)
+	var ops Operations
+	if h.cfg.Operations != nil {
+		ops = h.cfg.Operations()
+	}
+	out.Summary = summaryOf(st, total, ops)
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -6,7 +6,9 @@
 //	                         control document and every instance's heartbeat
 //	PUT    /stage            {"stage": "live"}: change the stage of every
 //	                         instance (control.Follower.SetStage's rules)
-//	GET    /stats            the dual-write counters, per namespace and summed
+//	GET    /stats            a summary first (stage, generation, operations and
+//	                         errors, breaker, dirty, unsettled, divergences), then
+//	                         the dual-write counters summed and per namespace
 //	GET    /dirty            the dirty keys, HMAC-redacted; ?keys=plain shows
 //	                         them as stored; ?limit= (default 1000)
 //	GET    /unsettled        the keys copied and not yet verified, likewise
@@ -22,5 +24,7 @@
 // {"error": "..."}, saying in plain words what was refused and why: 400 for
 // a request the API cannot read, 401 without the token, 404 for an unknown
 // route, 409 for a stage change the rules refuse, 503 when the control board
-// cannot be reached.
+// cannot be reached. docs/admin-api.md documents every field of every
+// answer (a test holds it to the views); an instance's heartbeat says
+// "alive", never "live", which is a stage.
 package admin

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -34,21 +35,23 @@ type DocumentView struct {
 
 // InstanceView is an instance's heartbeat (GET /stage, "instances").
 type InstanceView struct {
-	Instance             string    `json:"instance"`
-	Stage                string    `json:"stage"`
-	Generation           uint64    `json:"generation"`
-	At                   time.Time `json:"at"`
-	AgeSeconds           float64   `json:"age_seconds"`
-	Live                 bool      `json:"live"`
-	Drained              bool      `json:"drained"`
-	Clean                bool      `json:"clean"`
-	Settled              bool      `json:"settled"`
-	Dirty                int       `json:"dirty"`
-	Unsettled            int       `json:"unsettled"`
-	ReconciliationNeeded bool      `json:"reconciliation_needed"`
-	Draining             bool      `json:"draining"`
-	Stopped              bool      `json:"stopped"`
-	Lag                  string    `json:"lag,omitempty"`
+	Instance   string    `json:"instance"`
+	Stage      string    `json:"stage"`
+	Generation uint64    `json:"generation"`
+	At         time.Time `json:"at"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// Alive is the heartbeat's freshness, not a stage: the instance beat
+	// within the liveness window and has not stopped.
+	Alive                bool   `json:"alive"`
+	Drained              bool   `json:"drained"`
+	Clean                bool   `json:"clean"`
+	Settled              bool   `json:"settled"`
+	Dirty                int    `json:"dirty"`
+	Unsettled            int    `json:"unsettled"`
+	ReconciliationNeeded bool   `json:"reconciliation_needed"`
+	Draining             bool   `json:"draining"`
+	Stopped              bool   `json:"stopped"`
+	Lag                  string `json:"lag,omitempty"`
 }
 
 // StageView answers GET /stage.
@@ -102,8 +105,43 @@ type StoreStats struct {
 	LostEvents           uint64            `json:"lost_events"`
 }
 
-// StatsView answers GET /stats: per namespace and summed.
+// Operations are the Workers KV API requests the front answered and, of
+// them, the errors (500 and above).
+type Operations struct {
+	Operations uint64 `json:"operations"`
+	Errors     uint64 `json:"errors"`
+}
+
+// DivergenceSummary counts the divergences found: Confirmed by a
+// verification read after the consistency window, Suspected the first
+// differences seen (sampled reads, first verification reads), most of
+// which a later read clears.
+type DivergenceSummary struct {
+	Confirmed uint64 `json:"confirmed"`
+	Suspected uint64 `json:"suspected"`
+}
+
+// SummaryView opens GET /stats: the few numbers an operator reads first,
+// for the instance as a whole (every namespace summed).
+type SummaryView struct {
+	Instance   string `json:"instance"`
+	Stage      string `json:"stage"`
+	Generation uint64 `json:"generation"`
+	// Operations are the Workers KV API requests the front answered;
+	// Errors those answered 500 or above.
+	Operations           uint64            `json:"operations"`
+	Errors               uint64            `json:"errors"`
+	Breaker              string            `json:"breaker"`
+	Dirty                int               `json:"dirty"`
+	Unsettled            int               `json:"unsettled"`
+	Divergences          DivergenceSummary `json:"divergences"`
+	ReconciliationNeeded bool              `json:"reconciliation_needed"`
+}
+
+// StatsView answers GET /stats: the summary first, then the counters summed
+// over the namespaces and per namespace.
 type StatsView struct {
+	Summary    SummaryView           `json:"summary"`
 	Instance   string                `json:"instance"`
 	Generation uint64                `json:"generation"`
 	Total      StoreStats            `json:"total"`
@@ -142,7 +180,7 @@ func statusOf(s control.Status) StatusView {
 func instanceOf(v control.InstanceView) InstanceView {
 	return InstanceView{
 		Instance: v.Instance, Stage: v.Stage.String(), Generation: v.Generation, At: v.At, AgeSeconds: seconds(v.Age),
-		Live: v.Live, Drained: v.Drained, Clean: v.Clean(), Settled: v.Settled(), Dirty: v.Dirty, Unsettled: v.Unsettled,
+		Alive: v.Live, Drained: v.Drained, Clean: v.Clean(), Settled: v.Settled(), Dirty: v.Dirty, Unsettled: v.Unsettled,
 		ReconciliationNeeded: v.ReconciliationNeeded, Draining: v.Draining, Stopped: v.Stopped, Lag: v.Lag,
 	}
 }
@@ -153,6 +191,18 @@ func counts[K ~string](m map[K]uint64) map[string]uint64 {
 		out[string(k)] = v
 	}
 	return out
+}
+
+func summaryOf(st control.Status, total dualwrite.Stats, ops Operations) SummaryView {
+	return SummaryView{
+		Instance: st.Instance, Stage: st.Stage.String(), Generation: st.Generation, Operations: ops.Operations, Errors: ops.Errors,
+		Breaker: string(total.Breaker), Dirty: total.Dirty, Unsettled: total.Unsettled,
+		Divergences: DivergenceSummary{
+			Confirmed: total.Divergences(),
+			Suspected: total.Comparisons[compare.Suspected] + total.Verifications[compare.Suspected],
+		},
+		ReconciliationNeeded: total.ReconciliationNeeded,
+	}
 }
 
 func statsOf(s dualwrite.Stats) StoreStats {
