@@ -20,6 +20,12 @@ var (
 	ErrBoard = errors.New("control: the control board is unavailable")
 	// ErrConfig: a Config that NewFollower refuses.
 	ErrConfig = errors.New("control: invalid config")
+	// ErrNoRecord: the Ledger holds no report run of that ID.
+	ErrNoRecord = errors.New("control: no such report run")
+	// ErrNotReconciled: a report run that cannot clear an overflow (not
+	// full, not passed, of another store, or started before the overflow
+	// last grew); the message says which.
+	ErrNotReconciled = errors.New("control: the report does not show the overflow reconciled")
 )
 
 // Document is the stage every instance runs.

@@ -14,6 +14,7 @@ func (e *engine) report() *Report {
 	r := &Report{
 		Schema:        SchemaName,
 		SchemaVersion: SchemaVersion,
+		RunID:         e.cfg.RunID,
 		StartedAt:     e.startedAt,
 		FinishedAt:    e.cfg.Clock.Now(),
 		Resumed:       e.resumed,
@@ -27,6 +28,7 @@ func (e *engine) report() *Report {
 			MinParity:           e.cfg.MinParity,
 			StableHashes:        e.cfg.KeyPolicy == compare.KeyHMAC && len(e.cfg.Secret) > 0,
 		},
+		Truth:              e.truth(),
 		Modules:            sortedModules(e.modules),
 		Divergences:        append(e.records[:0:0], e.records...),
 		DivergencesOmitted: e.omitted,

@@ -171,6 +171,12 @@ type Config struct {
 	// count under OtherModules. Zero means DefaultMaxModules.
 	MaxModules int
 	Repair     Repair
+	// RunID names the run in the report (Report.RunID); optional.
+	RunID string
+	// Truth says why Repair.Authoritative is the authoritative store, for
+	// the report (Report.Truth); its Side is ignored. The zero value
+	// reports the choice as a default.
+	Truth Truth
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).
 	MinParity float64
@@ -262,6 +268,11 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	if _, err := ParseRole(string(c.Repair.Authoritative)); err != nil {
 		return c, err
+	}
+	switch c.Truth.Source {
+	case "", TruthStage, TruthForced, TruthFlag, TruthDefault:
+	default:
+		return c, fmt.Errorf("%w: truth source %q", ErrConfig, c.Truth.Source)
 	}
 	if c.Repair.Apply && !c.Repair.Enabled {
 		return c, fmt.Errorf("%w: applying a repair needs the repair enabled", ErrConfig)

@@ -54,11 +54,18 @@
 // matching, so its "found" counts can be lower than an uninterrupted run's
 // while the stores end the same.
 //
+// Config.Truth says why the authoritative side is the one it is (the
+// stage document's choice, a caller's forced one, ...); every format prints
+// it, with the store's name. The command (package cli) reads the stage
+// document of package control to make that choice: the primary up to
+// handover, the shadow from live on.
+//
 // # The JSON schema (version 1)
 //
 // The JSON renderer writes a Report: "schema" is "kvshadow.shadow-report"
 // and "schema_version" 1. Fields are only added within a version.
 //
+//	run_id                    the run's ID where the command records it; absent otherwise
 //	started_at, finished_at   RFC 3339 times of the run (the first, when resumed)
 //	resumed                   the run continued from a checkpoint
 //	primary, shadow           {name, budget ("1200/5m0s" or "unlimited"),
@@ -69,6 +76,9 @@
 //	options                   {ttl_tolerance_seconds, key_policy (hmac|plain|hidden),
 //	                           expiries_compared, min_parity, stable_hashes (keys hashed
 //	                           with a configured secret: the same in every run)}
+//	truth                     {side (primary|shadow), store (its name), source (stage,
+//	                           forced, flag or default), stage, generation (the stage
+//	                           document's, when read), reason (a sentence)}
 //	totals                    counts over all modules (below)
 //	modules[]                 {module ("" outside any module, "*" past the cap), counts}
 //	divergences[]             compare.Record: {namespace, key (per key_policy), kind,

@@ -191,6 +191,9 @@ func timeLine(r *Report) string {
 	if r.Resumed {
 		s += " (resumed from a checkpoint)"
 	}
+	if r.RunID != "" {
+		s += ", run " + r.RunID
+	}
 	return s
 }
 

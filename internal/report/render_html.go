@@ -260,6 +260,7 @@ func renderHTML(w io.Writer, r *Report) error {
 	return htmlPage.Execute(w, struct {
 		R                    *Report
 		Verdict, Time, Scope string
+		Truth                string
 		RepairLines          []string
 		Repair               *htmlRepair
 		Modules              []moduleBar
@@ -278,7 +279,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		BinaryTitle          string
 		BinaryNote           string
 	}{
-		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), RepairLines: repairLines(r),
+		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: repairLines(r),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
 		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),

@@ -15,7 +15,11 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(bw, "**%s**\n\n", verdict(r))
 	fmt.Fprintf(bw, "- Stores: %s (primary) vs %s (shadow)\n", mdText(r.Primary.Name), mdText(r.Shadow.Name))
 	fmt.Fprintf(bw, "- Run: %s\n", mdText(timeLine(r)))
-	fmt.Fprintf(bw, "- Scope: %s\n\n", mdText(scopeLine(r)))
+	fmt.Fprintf(bw, "- Scope: %s\n", mdText(scopeLine(r)))
+	if t := truthLine(r); t != "" {
+		fmt.Fprintf(bw, "- Truth: %s\n", mdText(t[len("truth: "):]))
+	}
+	fmt.Fprintln(bw)
 
 	fmt.Fprintf(bw, "## Parity per module\n\n")
 	mdRow(bw, []string{"Module", "Primary", "Shadow", "Compared", "Match", "Missing", "Extra", "Value", "JSON", "TTL", "Expired", "Errors", "Parity"})

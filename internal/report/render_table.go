@@ -52,7 +52,11 @@ func RenderTableBody(w io.Writer, r *Report) error {
 
 func tableBody(bw *bufio.Writer, r *Report) error {
 	fmt.Fprintf(bw, "shadow-report: %s (primary) vs %s (shadow)\n", r.Primary.Name, r.Shadow.Name)
-	fmt.Fprintf(bw, "%s\n%s\n\n", timeLine(r), scopeLine(r))
+	fmt.Fprintf(bw, "%s\n%s\n", timeLine(r), scopeLine(r))
+	if t := truthLine(r); t != "" {
+		fmt.Fprintf(bw, "%s\n", printable(t))
+	}
+	fmt.Fprintln(bw)
 
 	// Numbers align right; the module column is padded here so that it
 	// reads left-aligned in a right-aligned table.

@@ -49,6 +49,7 @@ var goldenCases = []struct {
 	{"dryrun", func(c *report.Config) {
 		c.KeyPolicy = compare.KeyHidden
 		c.Repair = report.Repair{Enabled: true, Authoritative: report.Shadow}
+		c.Truth = report.Truth{Source: report.TruthStage, Stage: "live", Generation: 7, Reason: "the stage document says live (generation 7), where MongoDB is authoritative"}
 		c.MaxRecords = 3
 	}},
 }

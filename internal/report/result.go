@@ -23,16 +23,21 @@ const OtherModules = "*"
 // Report is the outcome of a run, as the renderers print it and JSON
 // carries it (see the package documentation for the schema).
 type Report struct {
-	Schema        string    `json:"schema"`
-	SchemaVersion int       `json:"schema_version"`
-	StartedAt     time.Time `json:"started_at"`
-	FinishedAt    time.Time `json:"finished_at"`
+	Schema        string `json:"schema"`
+	SchemaVersion int    `json:"schema_version"`
+	// RunID names the run where shadow-report records it (a full run, in
+	// the control database beside the stage document).
+	RunID      string    `json:"run_id,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
 	// Resumed reports that the run continued from a checkpoint.
 	Resumed bool     `json:"resumed"`
 	Primary SideInfo `json:"primary"`
 	Shadow  SideInfo `json:"shadow"`
 	Scope   Scope    `json:"scope"`
 	Options Options  `json:"options"`
+	// Truth is the store taken as authoritative, and why.
+	Truth Truth `json:"truth"`
 	// Totals and Modules count what the scan found, before any repair.
 	Totals  Counts         `json:"totals"`
 	Modules []ModuleCounts `json:"modules"`

@@ -251,11 +251,11 @@ func checkCounts(t *testing.T, what string, c, want report.Counts) {
 }
 
 // comparable strips a report of what differs between equal scans: times,
-// request counts, the resumed flag, and each record's timestamp.
+// request counts, the resumed flag, the run ID, and each record's timestamp.
 func comparable(t *testing.T, r *report.Report) string {
 	t.Helper()
 	c := *r
-	c.StartedAt, c.FinishedAt, c.Resumed = time.Time{}, time.Time{}, false
+	c.StartedAt, c.FinishedAt, c.Resumed, c.RunID = time.Time{}, time.Time{}, false, ""
 	c.Primary.Requests, c.Shadow.Requests = report.Requests{}, report.Requests{}
 	c.Divergences = append([]compare.Record(nil), r.Divergences...)
 	for i := range c.Divergences {

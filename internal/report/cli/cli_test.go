@@ -64,6 +64,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--min-parity", "-0.5"}, "--min-parity"},
 		{[]string{"--min-parity", "99.99995%"}, "finer than"},
 		{[]string{"--authoritative", "both"}, "--authoritative"},
+		{[]string{"--force-authoritative"}, "--force-authoritative needs --authoritative"},
 		{[]string{"--cf-budget", "12"}, "1200/5m"},
 		{[]string{"--batch", "101"}, "100 keys"},
 		{[]string{"--cf-max-bulk-write", "10001"}, "1 to 10000 pairs"},

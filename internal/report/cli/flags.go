@@ -22,7 +22,7 @@ import (
 type options struct {
 	cfAccount, cfNamespace, cfBaseURL, cfToken string
 	cfMaxBulkWrite                             int
-	mongoURI, mongoDB                          string
+	mongoURI, mongoDB, controlDB               string
 	cfBudget, mongoBudget                      report.Budget
 
 	scope        report.Scope
@@ -42,6 +42,8 @@ type options struct {
 	repair       bool
 	apply        bool
 	auth         report.Role
+	authSet      bool // --authoritative was given
+	forceAuth    bool
 	demo         bool
 	help         bool
 }
@@ -122,6 +124,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.Var(budgetFlag{&o.cfBudget}, "cf-budget", "")
 	fs.IntVar(&o.cfMaxBulkWrite, "cf-max-bulk-write", 0, "")
 	fs.StringVar(&o.mongoDB, "mongo-db", "", "")
+	fs.StringVar(&o.controlDB, "control-db", "", "")
 	fs.Var(budgetFlag{&o.mongoBudget}, "mongo-budget", "")
 	fs.Var(listFlag{&o.scope.Modules}, "module", "")
 	fs.Var(listFlag{&o.scope.ExcludeModules}, "exclude-module", "")
@@ -144,7 +147,8 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.progressTick, "progress-every", 0, "")
 	fs.BoolVar(&o.repair, "repair", false, "")
 	fs.BoolVar(&o.apply, "apply", false, "")
-	fs.StringVar(&auth, "authoritative", string(report.Primary), "")
+	fs.StringVar(&auth, "authoritative", "", "")
+	fs.BoolVar(&o.forceAuth, "force-authoritative", false, "")
 	fs.BoolVar(&o.demo, "demo", false, "")
 	fs.BoolVar(&o.help, "help", false, "")
 	fs.BoolVar(&o.help, "h", false, "")
@@ -185,9 +189,16 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	if o.keys, err = compare.ParseKeyPolicy(keys); err != nil {
 		return nil, usage("--keys %q: want hmac, plain or hidden", keys)
 	}
-	if o.auth, err = report.ParseRole(auth); err != nil {
+	o.authSet = auth != ""
+	if o.auth, err = report.ParseRole(cmp.Or(auth, string(report.Primary))); err != nil {
 		return nil, usage("--authoritative %q: want primary or shadow", auth)
 	}
+	if o.forceAuth && !o.authSet {
+		return nil, usage("--force-authoritative needs --authoritative primary|shadow: it forces that choice against the stage document")
+	}
+	// The stage document lives where kvshadow-proxy's --control-db says:
+	// by default the shadow's database.
+	o.controlDB = cmp.Or(o.controlDB, o.mongoDB)
 	switch {
 	case !(sample > 0 && sample <= 1):
 		return nil, usage("--sample %g: want a fraction in (0, 1], such as 0.01 for 1%%", sample)

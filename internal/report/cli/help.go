@@ -78,7 +78,16 @@ REPAIR AND BACKFILL
                                 authoritative side has none; a dry run that only counts
   --apply                       perform the repair, then re-read those keys to verify them
   --authoritative primary|shadow
-                                the side copied from (default primary)
+                                the side copied from. By default the stage document says
+                                (kvshadow-proxy's, in --control-db): Workers KV up to
+                                handover, MongoDB from live on; primary when there is none.
+                                A choice that disagrees with the stage is refused
+  --force-authoritative         take --authoritative against the stage document
+  --control-db DB               where kvshadow-proxy keeps the stage document (default the
+                                --mongo-db database, as the proxy's --control-db)
+  Every report says which store it took as the truth, and why. A full run (every key,
+  not resumed) is recorded beside the stage document with its ID, which kvshadow-proxy's
+  POST /reconciliation takes to clear an overflowed settle set.
   A repair into an empty shadow is the initial backfill.
 
 EXIT CODES
@@ -114,8 +123,8 @@ EXAMPLES
     shadow-report --repair --apply    # write it, verify it
     shadow-report                     # 100% expected
 
-  After the cutover, repair Workers KV from MongoDB for a rollback path:
-    shadow-report --repair --apply --authoritative shadow
+  After the cutover (stage live), repair Workers KV from MongoDB for a rollback path:
+    shadow-report --repair --apply    # the stage says MongoDB is authoritative
 
   Against the local Workers KV emulator (cmd/kv-emulator) and a local MongoDB:
     KV_EMULATOR_TOKEN=dev-token kv-emulator -namespace bot-kv &

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kv"
@@ -85,6 +86,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var sv *stageView
+	if !o.demo {
+		sv = readStage(ctx, o)
+		defer sv.close()
+	}
+	auth, truth, err := decideTruth(o, sv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "shadow-report: the truth is the %s: %s\n", auth, truth.Reason)
 
 	cfg := report.Config{
 		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget, Spent: stores.spent},
@@ -96,7 +107,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		BatchSize:    o.batch,
 		Concurrency:  o.concurrency,
 		MaxRecords:   o.maxKeys,
-		Repair:       report.Repair{Enabled: o.repair, Apply: o.apply, Authoritative: o.auth},
+		Repair:       report.Repair{Enabled: o.repair, Apply: o.apply, Authoritative: auth},
+		Truth:        truth,
+		RunID:        control.NewID(),
 		MinParity:    o.minParity,
 		Checkpoint:   o.checkpoint,
 		Identity:     stores.identity,
@@ -127,6 +140,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if o.out != "" {
 		fmt.Fprintf(stderr, "shadow-report: wrote %s\n", o.out)
 	}
+	record(ctx, o, sv, r, stderr)
 	// The verdict goes to stderr whatever went to stdout or --out, so that
 	// a log, a pipe into jq or a CI step always shows why it passed.
 	v := report.Verdict(r)

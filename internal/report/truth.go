@@ -1,0 +1,61 @@
+package report
+
+import "fmt"
+
+// TruthSource says where a run's choice of the authoritative store came
+// from.
+type TruthSource string
+
+// The sources of the truth.
+const (
+	// TruthStage: the stage document (package control) says which store is
+	// authoritative, and the caller asked for nothing else.
+	TruthStage TruthSource = "stage"
+	// TruthForced: the caller chose the store against the stage document.
+	TruthForced TruthSource = "forced"
+	// TruthFlag: the caller chose the store, and no stage document could
+	// say otherwise.
+	TruthFlag TruthSource = "flag"
+	// TruthDefault: nobody chose; the primary, as before any migration.
+	TruthDefault TruthSource = "default"
+)
+
+// Truth is which store a run took as the truth (what a repair copies
+// from), and why. Config.Truth fills it but for Side, which is always
+// Repair.Authoritative.
+type Truth struct {
+	Side   Role        `json:"side"`
+	Store  string      `json:"store"`
+	Source TruthSource `json:"source"`
+	// Stage and Generation are the stage document's, when it was read.
+	Stage      string `json:"stage,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+	// Reason says it in a sentence, for the reader of the report.
+	Reason string `json:"reason"`
+}
+
+// truth completes the configured Truth with the side and its store.
+func (e *engine) truth() Truth {
+	t := e.cfg.Truth
+	t.Side = e.cfg.Repair.Authoritative
+	t.Store = e.primary.name
+	if t.Side == Shadow {
+		t.Store = e.shadow.name
+	}
+	if t.Source == "" {
+		t.Source = TruthDefault
+	}
+	if t.Reason == "" {
+		t.Reason = fmt.Sprintf("%s is authoritative as configured", t.Side)
+	}
+	return t
+}
+
+// truthLine is the line every format prints.
+func truthLine(r *Report) string {
+	t := r.Truth
+	if t.Side == "" {
+		return ""
+	}
+	return fmt.Sprintf("truth: %s (the %s), %s: %s", t.Store, t.Side, t.Source, t.Reason)
+}
