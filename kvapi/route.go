@@ -102,10 +102,10 @@ const apiRoot = "/client/v4/"
 // route splits the escaped path, so that an encoded "/" inside a key stays
 // inside the key, and decodes each part exactly once.
 func (s *Server) route(r *http.Request) (request, *apiError) {
-	noRoute := errorf(http.StatusNotFound, CodeNoRoute, "No route for that URI")
+	noRoute := func() *apiError { return errorf(http.StatusNotFound, CodeNoRoute, "No route for that URI") } // made only when answered
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), apiRoot)
 	if !ok {
-		return request{}, noRoute
+		return request{}, noRoute()
 	}
 	switch rest {
 	case "user/tokens/verify":
@@ -119,15 +119,15 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 	}
 	rest, ok = strings.CutPrefix(rest, "accounts/")
 	if !ok {
-		return request{}, noRoute
+		return request{}, noRoute()
 	}
 	account, rest, ok := strings.Cut(rest, "/")
 	if !ok {
-		return request{}, noRoute
+		return request{}, noRoute()
 	}
 	rest, ok = strings.CutPrefix(rest, "storage/kv/namespaces")
 	if !ok || (rest != "" && rest[0] != '/') {
-		return request{}, noRoute
+		return request{}, noRoute()
 	}
 	if acc, err := url.PathUnescape(account); err != nil || (s.account != "" && acc != s.account) {
 		return request{}, errorf(http.StatusNotFound, CodeBadAccount, "Could not route to the account, perhaps your object identifier is invalid?")
@@ -167,7 +167,7 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 		}
 		req.key = key
 	default:
-		return request{}, noRoute
+		return request{}, noRoute()
 	}
 	if req.ns = s.lookup(id); req.ns == nil {
 		return request{}, errorf(http.StatusNotFound, CodeNoNamespace, "namespace not found")

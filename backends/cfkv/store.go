@@ -47,7 +47,8 @@ func New(cfg Config) (*Store, error) {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIToken(cfg.APIToken),
+		// WithAPIToken's header, made once rather than formatted per request.
+		option.WithHeader("Authorization", "Bearer "+cfg.APIToken),
 		option.WithHTTPClient(cfg.HTTPClient),
 		option.WithMaxRetries(0), // ours are in retry.go
 		option.WithRequestTimeout(cfg.RequestTimeout),
@@ -252,7 +253,7 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 		if err != nil {
 			return s.transportFailure("get", ctx.Err(), err)
 		}
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		if ct := resp.Header.Get("Content-Type"); len(ct) >= 16 && strings.EqualFold(ct[:16], "application/json") && isJSONType(ct) {
 			// Values come as application/octet-stream; a JSON body here is
 			// the API's envelope, and success:false is a refusal.
 			var env envelope
@@ -277,6 +278,13 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 		return kv.Entry{}, err
 	}
 	return entry, nil
+}
+
+// isJSONType reports whether a Content-Type is JSON; parsed only when it
+// starts as one, so that a value's octet-stream costs no parse.
+func isJSONType(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "application/json"
 }
 
 // parseExpiration reads the API's expiration: whole seconds since the epoch.
