@@ -87,7 +87,9 @@
 // timeouts; a 64 KiB header limit; at most 64 requests at once (503 10001
 // with Retry-After beyond); a client token required unless the caller says,
 // in so many words (ServeConfig.Unauthenticated), that it runs without one on
-// loopback; Cloudflare's envelope in place of net/http's plain-text
+// loopback, where it refuses (403) what a web page could send it: a Host that
+// is not a loopback name or address (DNS rebinding), an Origin or
+// Sec-Fetch-Site of another origin (CheckLocal); Cloudflare's envelope in place of net/http's plain-text
 // refusals. Within a Server, every body has a limit, refused before reading
 // when declared over it and cut off at it otherwise: 25 MiB for a raw value,
 // 26 MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a

@@ -95,13 +95,13 @@ func httpBody(b []byte) readCloser { return readCloser{bytes.NewReader(b)} }
 // plain text, and always a status the API uses.
 func FuzzRawRequest(f *testing.F) {
 	for _, seed := range []string{
-		"GET " + nsPath("keys") + " HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET " + nsPath("values/%zz") + " HTTP/1.1\r\nHost: x\r\n\r\n",
-		"GET " + nsPath("values/a\x00") + " HTTP/1.1\r\nHost: x\r\n\r\n",
-		"PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nv",
-		"PUT " + nsPath("bulk") + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{}]x\r\n0\r\n\r\n",
-		"POST " + nsPath("bulk/get") + " HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\n\r\n{\"keys\":[\"k\"]}",
-		"HEAD " + nsPath("values/k") + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET " + nsPath("keys") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"GET " + nsPath("values/%zz") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"GET " + nsPath("values/a\x00") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		"PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\nv",
+		"PUT " + nsPath("bulk") + " HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{}]x\r\n0\r\n\r\n",
+		"POST " + nsPath("bulk/get") + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 14\r\n\r\n{\"keys\":[\"k\"]}",
+		"HEAD " + nsPath("values/k") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
 		"GET / HTTP/9.9\r\n\r\n",
 		"\x16\x03\x01\x00",
 	} {
@@ -122,7 +122,7 @@ func FuzzRawRequest(f *testing.F) {
 	}
 	go func() { _ = hs.Serve(ln) }()
 	f.Cleanup(func() { _ = hs.Close() })
-	statuses := map[int]bool{200: true, 400: true, 404: true, 405: true, 413: true, 414: true, 417: true, 431: true, 501: true, 503: true, 505: true}
+	statuses := map[int]bool{200: true, 400: true, 403: true, 404: true, 405: true, 413: true, 414: true, 417: true, 431: true, 501: true, 503: true, 505: true}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {

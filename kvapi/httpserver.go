@@ -51,7 +51,9 @@ type ServeConfig struct {
 	MaxConcurrent     int
 	// Unauthenticated says, in so many words, that the front serves a
 	// Server without a token: allowed only on loopback (and Unix socket)
-	// listeners. Without it a Server with no token is refused.
+	// listeners, and only to requests CheckLocal passes (no web page of
+	// another origin, no DNS-rebinding host name). Without it a Server with
+	// no token is refused.
 	Unauthenticated bool
 	// TLSConfig, when set, makes Serve speak TLS (HTTP/1.1) with it.
 	TLSConfig *tls.Config
@@ -87,6 +89,9 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 		h = cfg.Wrap(h)
 	}
 	h = bound(h, or(cfg.MaxConcurrent, DefaultMaxConcurrent))
+	if cfg.Unauthenticated {
+		h = localOnly(h)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),

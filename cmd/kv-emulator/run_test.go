@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +218,44 @@ func TestRunExitCodes(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none")
 	if err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-token-file", missing}, env(), io.Discard, io.Discard); exitCode(err) != exitError {
 		t.Errorf("a missing token file: %v, exit %d; want 1", err, exitCode(err))
+	}
+}
+
+// TestRunUnauthenticatedRefusesWebPages: -unauthenticated serves local
+// tools, not a web page of another origin (a text/plain POST needs no
+// preflight) nor one under a DNS-rebinding host name.
+func TestRunUnauthenticatedRefusesWebPages(t *testing.T) {
+	s := startRun(t, env(), "-addr", "127.0.0.1:0", "-unauthenticated")
+	vars := s.exported(t)
+	store, err := cfkv.New(cfkv.ConfigFromEnv(func(k string) string { return vars[k] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(t.Context(), "k", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := vars[cfkv.EnvBaseURL] + "accounts/" + vars[cfkv.EnvAccountID] + "/storage/kv/namespaces/" + vars[cfkv.EnvNamespaceID] + "/bulk/delete"
+	u, _ := url.Parse(target)
+	for name, h := range map[string]map[string]string{
+		"cross-origin": {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"},
+		"rebinding":    {"Host": "rebind.evil.example:" + u.Port()},
+	} {
+		req, _ := http.NewRequest("POST", target, strings.NewReader(`["k"]`))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		req.Host = cmp.Or(h["Host"], req.Host)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"success":false`) {
+			t.Errorf("%s bulk/delete: %d %s, want 403 in the envelope", name, resp.StatusCode, body)
+		}
+	}
+	if v, err := store.Get(t.Context(), "k"); err != nil || string(v) != "v" {
+		t.Fatalf("the key the pages asked to delete: %q %v", v, err)
 	}
 }

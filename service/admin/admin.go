@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // Stager is the instance's side of the stage document: a *control.Follower.
@@ -97,12 +99,12 @@ func New(cfg Config) (*Handler, error) {
 	})
 	h.mux.HandleFunc("GET /readyz", h.readyz)
 	h.mux.HandleFunc("GET /stage", h.auth(h.getStage))
-	h.mux.HandleFunc("PUT /stage", h.auth(h.putStage))
+	h.mux.HandleFunc("PUT /stage", h.auth(changes(h.putStage)))
 	h.mux.HandleFunc("GET /stats", h.auth(h.stats))
 	h.mux.HandleFunc("GET /dirty", h.auth(h.keys(Store.DirtyKeys)))
 	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
-	h.mux.HandleFunc("POST /repair", h.auth(h.repair))
-	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(h.forget))
+	h.mux.HandleFunc("POST /repair", h.auth(changes(h.repair)))
+	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(changes(h.forget)))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
@@ -112,8 +114,31 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Without a token it serves only what
+// kvapi.CheckLocal passes (no web page of another origin, no DNS-rebinding
+// host name), the probes excepted.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Token == "" && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+		if err := kvapi.CheckLocal(r); err != nil {
+			writeError(w, http.StatusForbidden, "this admin API serves without a token, so it takes no request from another origin or for another host name")
+			return
+		}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// changes guards a route that changes state: it takes only a body declared
+// application/json, a type no web page can send to another origin without
+// the browser asking first (CORS preflight), which this API never grants.
+func changes(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "a route that changes state takes Content-Type: application/json (with an empty body where it needs none)")
+			return
+		}
+		next(w, r)
+	}
+}
 
 func (h *Handler) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

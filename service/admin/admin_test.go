@@ -72,6 +72,10 @@ func newHandler(t *testing.T, st *fakeStager, stores ...*fakeStore) *Handler {
 
 func do(h http.Handler, method, path, body string, auth bool) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Host = "127.0.0.1"
+	if method != http.MethodGet {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	if auth {
 		r.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -250,5 +254,26 @@ func TestReadyzSaysWhy(t *testing.T) {
 	}
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("New with nothing: no error")
+	}
+}
+
+// TestStateChangesNeedJSON: even with the token, a route that changes state
+// refuses a body a web page could send cross-origin without a preflight
+// (text/plain, a form) or no declared type at all.
+func TestStateChangesNeedJSON(t *testing.T) {
+	h := newHandler(t, &fakeStager{}, &fakeStore{})
+	for _, route := range [][2]string{{"PUT", "/stage"}, {"POST", "/repair"}, {"DELETE", "/instances/x"}} {
+		for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+			r := httptest.NewRequest(route[0], route[1], strings.NewReader(`{"stage":"shadow"}`))
+			r.Header.Set("Authorization", "Bearer "+token)
+			if ct != "" {
+				r.Header.Set("Content-Type", ct)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusUnsupportedMediaType {
+				t.Errorf("%s %s as %q: %d, want 415", route[0], route[1], ct, w.Code)
+			}
+		}
 	}
 }

@@ -43,8 +43,8 @@ func (c *Client) Do(ctx context.Context, method, path, body string, out any) (in
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if body != "" || (method != http.MethodGet && method != http.MethodHead) {
+		req.Header.Set("Content-Type", "application/json") // the routes that change state require it
 	}
 	hc := c.HTTP
 	if hc == nil {
