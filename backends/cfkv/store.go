@@ -76,7 +76,7 @@ func (s *Store) String() string {
 // copy nor the wire nor the server's parse. Without X-Stainless-Retry-Count
 // and X-Stainless-Timeout the SDK also skips rewriting them on each try.
 var sdkHeaders = []string{
-	"X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+	"X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-Os", "X-Stainless-Arch",
 	"X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Retry-Count", "X-Stainless-Timeout",
 }
 
