@@ -29,7 +29,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 	}
 	ctx := s.asyncContext(j.ctx, j.op)
 	var moved bool
-	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, start, j.size, func(ctx context.Context) (err error) {
 		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
 		return err
 	})
@@ -128,7 +128,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 	}
 	ctx := s.asyncContext(j.ctx, OpCompare)
 	var e kv.Entry
-	err = s.do(l, ctx, start, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, start, int64(len(c.seen.Value)), func(ctx context.Context) (err error) {
 		e, err = s.get(ctx, j.target, j.key, readFor(c.expiry, c.meta))
 		return err
 	})

@@ -63,7 +63,8 @@ func excluded(err error) bool {
 		return true
 	case errors.Is(err, kv.ErrInvalidKey), errors.Is(err, kv.ErrInvalidValue),
 		errors.Is(err, kv.ErrInvalidTTL), errors.Is(err, kv.ErrInvalidLimit),
-		errors.Is(err, kv.ErrInvalidPrefix), errors.Is(err, kv.ErrInvalidCursor):
+		errors.Is(err, kv.ErrInvalidPrefix), errors.Is(err, kv.ErrInvalidCursor),
+		errors.Is(err, kv.ErrTooLarge): // a bulk read asked too much at once
 		return true
 	}
 	return false

@@ -19,6 +19,7 @@ const (
 	DefaultLaneDepth         = 128
 	DefaultMaxQueueBytes     = 64 << 20
 	DefaultShadowTimeout     = 5 * time.Second
+	DefaultShadowThroughput  = 1 << 20 // bytes a second
 	DefaultConsistencyWindow = 60 * time.Second
 	DefaultRepairInterval    = time.Minute
 	DefaultMaxDirty          = 100_000
@@ -53,8 +54,16 @@ type Config struct {
 	MaxQueueBytes int64
 
 	// ShadowTimeout bounds each asynchronous operation, on the Store's
-	// clock. Default DefaultShadowTimeout.
+	// clock, with ShadowThroughput's allowance for its bytes. Default
+	// DefaultShadowTimeout.
 	ShadowTimeout time.Duration
+	// ShadowThroughput is the rate, in bytes a second, that an operation's
+	// timeout allows for the bytes it carries (a copy's value) or may
+	// return (a verification read: up to 25 MiB; a repair's read: up to
+	// the largest value): a second more than ShadowTimeout for each whole
+	// ShadowThroughput of bytes. With the defaults a 25 MiB copy has
+	// 5 s + 25 s, a copy under 1 MiB 5 s. Default DefaultShadowThroughput.
+	ShadowThroughput int64
 	// Breaker configures the circuit breaker of the non-authoritative
 	// store.
 	Breaker BreakerConfig
@@ -174,8 +183,8 @@ func (c Config) resolve() (settings, error) {
 	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0 || c.MaxSuspects < 0:
 		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d), MaxSuspects (%d) and VerifyBatch (%d) must not be negative",
 			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.MaxSuspects, c.VerifyBatch)
-	case c.ShadowTimeout < 0 || c.RepairInterval < 0:
-		return bad("ShadowTimeout (%s) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.RepairInterval)
+	case c.ShadowTimeout < 0 || c.RepairInterval < 0 || c.ShadowThroughput < 0:
+		return bad("ShadowTimeout (%s), ShadowThroughput (%d) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.ShadowThroughput, c.RepairInterval)
 	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
 		return bad("CompareRate %v is outside 0..1", c.CompareRate)
 	case c.Breaker.FailuresToOpen < 0 || c.Breaker.HalfOpenRequests < 0 ||
@@ -202,6 +211,9 @@ func (c Config) resolve() (settings, error) {
 	}
 	if s.ShadowTimeout == 0 {
 		s.ShadowTimeout = DefaultShadowTimeout
+	}
+	if s.ShadowThroughput == 0 {
+		s.ShadowThroughput = DefaultShadowThroughput
 	}
 	if s.RepairInterval == 0 {
 		s.RepairInterval = DefaultRepairInterval

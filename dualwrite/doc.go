@@ -51,7 +51,9 @@
 // copy still waits in its lane replaces that copy (Stats.Coalesced), which
 // keeps its place; the order of distinct keys is untouched. A full lane,
 // an open breaker, a failure or a timeout drops the copy, counts it
-// (Stats.Drops) and marks the key dirty. Each copy has its own ShadowTimeout on the Store's clock; the
+// (Stats.Drops) and marks the key dirty. Each copy has its own timeout on
+// the Store's clock, ShadowTimeout and a second for each ShadowThroughput
+// of bytes it carries (a 25 MiB copy: 5 s + 25 s by default); the
 // caller's cancellation never reaches it, its context values (the trace
 // context) do, through Observer.AsyncContext.
 //
@@ -85,6 +87,13 @@
 // than the ConsistencyWindow (Workers KV serves old values for up to 60 s)
 // is read from both stores in bulk (VerifyBatch keys a request: 10
 // requests a side per 1,000 keys) and classified with package compare.
+// Bulk reads are capped by bytes as well as by keys, and the sizes are
+// only known once read: a read the store refuses as too large
+// (kv.ErrTooLarge: Workers KV's 413 past 25 MiB of values) is asked again
+// in halves (kv.ReadSplit), down to a key read alone, and the other store
+// is then read in pieces of at most 25 MiB by the sizes the authoritative
+// store returned. A large key costs its own reads and never holds back the
+// small keys batched with it.
 // Equal, it leaves the set. Different, the difference is held and the
 // confirmation rule below decides: the same difference a window later is
 // confirmed, reported to the Sink, and the key becomes dirty. Reads of the

@@ -18,3 +18,6 @@ func (s *Store) CopyPending(key string) bool {
 	e, ok := s.set.keys[key]
 	return ok && e.copies > 0
 }
+
+// LaneOf is the lane a key's operations run in, out of lanes.
+func LaneOf(key string, lanes int) int { return int(hashKey(key) % uint64(lanes)) }

@@ -236,15 +236,17 @@ func (s *Store) run(l *lane, j *job) {
 	}
 }
 
-// do runs one store call, started at now, on lane l under ShadowTimeout,
-// measured on the Store's clock by the watchdog, and under Close's abort.
-func (s *Store) do(l *lane, parent context.Context, now time.Time, call func(context.Context) error) error {
+// do runs one store call, started at now, on lane l under its timeout
+// (see timeout), measured on the Store's clock by the watchdog, and under
+// Close's abort. bytes is what the call carries or may return.
+func (s *Store) do(l *lane, parent context.Context, now time.Time, bytes int64, call func(context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	deadline := now.Add(s.timeout(bytes)).UnixNano()
 	l.mu.Lock()
-	l.cancel, l.deadline = cancel, now.Add(s.cfg.ShadowTimeout).UnixNano()
+	l.cancel, l.deadline = cancel, deadline
 	l.mu.Unlock()
-	s.watch.started()
+	s.watch.started(deadline)
 	if s.aborted.Load() {
 		cancel(errAborted)
 	}
@@ -258,6 +260,14 @@ func (s *Store) do(l *lane, parent context.Context, now time.Time, call func(con
 		}
 	}
 	return err
+}
+
+// timeout is the time an operation that carries bytes of values may take:
+// ShadowTimeout, and a second more for each whole ShadowThroughput of
+// bytes, so that a large copy to a loaded store is not cut short (and
+// retried, and cut short again) where a small one would be.
+func (s *Store) timeout(bytes int64) time.Duration {
+	return s.cfg.ShadowTimeout + time.Duration(max(bytes, 0)/s.cfg.ShadowThroughput)*time.Second
 }
 
 // abort cancels the lane's running operation.

@@ -123,7 +123,8 @@ func (s *Store) runRepair(l *lane, j *job) {
 	}
 	ctx := s.asyncContext(j.ctx, OpRepair)
 	var e kv.Entry
-	err := s.do(l, ctx, start, func(ctx context.Context) (err error) {
+	// Its size is not known before the read: allow for the largest.
+	err := s.do(l, ctx, start, kv.MaxValueSize, func(ctx context.Context) (err error) {
 		e, err = s.get(ctx, source, j.key, readEntry)
 		return err
 	})
@@ -164,7 +165,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		return RepairDeferred, err
 	}
 	var cur []kv.Entry
-	err = s.do(l, ctx, now, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
 		cur, err = s.readMany(ctx, j.target, []string{j.key})
 		return err
 	})
@@ -202,7 +203,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		return RepairDeferred, err
 	}
 	var moved bool
-	err = s.do(l, ctx, now, func(ctx context.Context) (err error) {
+	err = s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
 		md := e.Metadata
 		if !s.metadata {
 			md = nil

@@ -65,7 +65,19 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// verify compares one batch of keys across both stores.
+// verifyBytes is the most bytes of values one verification read is meant
+// to return: Workers KV's limit on one bulk get, which it refuses past.
+const verifyBytes = kv.MaxValueSize
+
+// verify compares one batch of keys across both stores. The sizes of the
+// values are not known before they are read, so the authoritative store is
+// read with kv.ReadSplit: a read refused as too large (kv.ErrTooLarge) is
+// asked again in halves, down to a key read alone. Each answer, one at a
+// time, is then read from the other store in reads cut by the sizes the
+// authoritative store returned (at most verifyBytes a read, a larger key
+// alone), and judged. One large key therefore costs its own reads and never
+// holds back the keys batched with it, and a pass holds about two answers'
+// values at a time.
 func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
 	keys := make([]string, len(refs))
 	seqs := make([]uint64, len(refs))
@@ -73,14 +85,50 @@ func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
 		keys[i] = r.key
 		seqs[i] = s.slotOf(hashKey(r.key)).seq.Load()
 	}
-	var obs [2][]compare.Observation
-	for _, r := range [2]Role{auth, auth.other()} {
-		o, err := s.observe(ctx, r, keys, r != auth)
-		if err != nil {
-			return err
+	lo := 0
+	return s.observe(ctx, auth, keys, false, func(part []string, po []compare.Observation) error {
+		at := lo
+		lo += len(part)
+		so := make([]compare.Observation, 0, len(part))
+		for _, group := range bySize(part, po, verifyBytes) {
+			err := s.observe(ctx, auth.other(), group, true, func(_ []string, o []compare.Observation) error {
+				so = append(so, o...)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
-		obs[r] = o
+		var obs [2][]compare.Observation
+		obs[auth], obs[auth.other()] = po, so
+		s.judge(ctx, auth, refs[at:lo], seqs[at:lo], obs)
+		return nil
+	})
+}
+
+// bySize cuts keys into runs whose values, as obs saw them, add up to at
+// most limit bytes; a key larger than limit is a run of its own.
+func bySize(keys []string, obs []compare.Observation, limit int) [][]string {
+	var out [][]string
+	start, total := 0, 0
+	for i := range keys {
+		n := len(obs[i].Value) + len(obs[i].Metadata)
+		if i > start && total+n > limit {
+			out = append(out, keys[start:i])
+			start, total = i, 0
+		}
+		total += n
 	}
+	if start < len(keys) {
+		out = append(out, keys[start:])
+	}
+	return out
+}
+
+// judge classifies the observations of refs, whose slots' sequences were
+// seqs before the reads, and settles, holds or confirms each key's
+// difference.
+func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []uint64, obs [2][]compare.Observation) {
 	now := s.clock.Now()
 	for i, ref := range refs {
 		seq := s.slotOf(hashKey(ref.key)).seq.Load()
@@ -113,7 +161,6 @@ func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
 		s.report(ctx, OpVerify, auth.other(), out)
 		s.obs.Verified(ctx, VerifyEvent{Kind: kind, Namespace: kv.ModuleOf(ref.key), Suspected: ref.held})
 	}
-	return nil
 }
 
 // difference is the held difference of two observations; sum and length
@@ -122,62 +169,75 @@ func (s *Store) difference(p, sh compare.Observation, sum *[32]byte, length int)
 	return held{primary: keyStateOf(p, sum, length, s.metadata && sum == nil), shadow: keyStateOf(sh, nil, 0, s.metadata && sum == nil)}
 }
 
-// observe reads keys from store r for verification, in bulk when it can.
-// A failed read becomes an observation with Err for every key; only the
-// end of ctx fails the pass.
-func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool) ([]compare.Observation, error) {
-	out := make([]compare.Observation, len(keys))
-	fail := func(err error) ([]compare.Observation, error) {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		for i := range out {
-			out[i].Err = err
-		}
-		return out, nil
-	}
-	requests := 1
-	if s.bulk[r] == nil {
-		requests = len(keys)
-	}
-	if r == RolePrimary && s.cfg.PrimaryBudget != nil {
-		for range requests {
-			if err := s.cfg.PrimaryBudget.Wait(ctx); err != nil {
-				return nil, err
+// observe reads keys from store r for verification, in bulk when it can,
+// through kv.ReadSplit, and hands each answer to piece as one observation
+// per key of the part it covers, in order. A failed read becomes an
+// observation with Err for each of its keys; only the end of ctx fails the
+// pass. Each request waits on the primary's budget and runs under its own
+// timeout, which allows for the bytes it may return; reads of the other
+// store (guarded) go through its breaker.
+func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool, piece func([]string, []compare.Observation) error) error {
+	call := func(ctx context.Context, requests int, bytes int64, read func(context.Context) error) error {
+		if r == RolePrimary && s.cfg.PrimaryBudget != nil {
+			for range requests {
+				if err := s.cfg.PrimaryBudget.Wait(ctx); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	start := s.clock.Now()
-	done := func(error) {}
-	if guarded {
-		d, err := s.breakers[r].allow(start)
-		if err != nil {
-			return fail(err)
+		start := s.clock.Now()
+		done := func(error) {}
+		if guarded {
+			d, err := s.breakers[r].allow(start)
+			if err != nil {
+				return err
+			}
+			done = d
 		}
-		done = d
-	}
-	var entries []kv.Entry
-	err := s.do(s.settler, ctx, start, func(ctx context.Context) error {
-		var err error
-		entries, err = s.readMany(ctx, r, keys)
+		err := s.do(s.settler, ctx, start, bytes, read)
+		done(err)
 		return err
-	})
-	done(err)
-	if err != nil {
-		return fail(err)
 	}
-	byKey := make(map[string]kv.Entry, len(entries))
-	for _, e := range entries {
-		byKey[e.Key] = e
-	}
-	for i, k := range keys {
-		e, ok := byKey[k]
-		if !ok {
-			continue // missing
+	many := func(ctx context.Context, keys []string) (got []kv.Entry, err error) {
+		requests := 1
+		if s.bulk[r] == nil {
+			requests = len(keys)
 		}
-		out[i] = observation(e, nil, s.withExpiry, s.metadata)
+		err = call(ctx, requests, verifyBytes, func(ctx context.Context) error {
+			got, err = s.readMany(ctx, r, keys)
+			return err
+		})
+		return got, err
 	}
-	return out, nil
+	one := func(ctx context.Context, key string) (e kv.Entry, err error) {
+		err = call(ctx, 1, kv.MaxValueSize, func(ctx context.Context) error {
+			e, err = s.get(ctx, r, key, readFor(s.expiry[r] != nil, s.expiry[r] != nil))
+			return err
+		})
+		return e, err
+	}
+	return kv.ReadSplit(ctx, keys, many, one, func(part []string, got []kv.Entry, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		out := make([]compare.Observation, len(part))
+		if err != nil {
+			for i := range out {
+				out[i].Err = err
+			}
+			return piece(part, out)
+		}
+		byKey := make(map[string]kv.Entry, len(got))
+		for _, e := range got {
+			byKey[e.Key] = e
+		}
+		for i, k := range part {
+			if e, ok := byKey[k]; ok {
+				out[i] = observation(e, nil, s.withExpiry, s.metadata)
+			}
+		}
+		return piece(part, out)
+	})
 }
 
 // readMany reads keys from store r: one bulk call when r is a

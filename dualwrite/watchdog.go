@@ -14,16 +14,15 @@ type watchdog struct {
 	clock clock.Clock
 	lanes []*lane
 	// armed is the deadline the watchdog sleeps until, 0 while it waits
-	// for work. Every operation's deadline is its start plus the same
-	// timeout, so a new one never precedes an armed one: only an idle
-	// watchdog needs waking.
+	// for work. A timeout grows with the bytes an operation carries, so a
+	// new deadline may precede the armed one: it wakes the watchdog then.
 	armed atomic.Int64
 	kick  chan struct{}
 }
 
-// started tells the watchdog that a lane registered a deadline.
-func (w *watchdog) started() {
-	if w.armed.Load() == 0 {
+// started tells the watchdog that a lane registered deadline.
+func (w *watchdog) started(deadline int64) {
+	if a := w.armed.Load(); a == 0 || deadline < a {
 		select {
 		case w.kick <- struct{}{}:
 		default:

@@ -46,6 +46,10 @@ var (
 	// a panic through (the dual-write store) recovered it and returned this
 	// instead.
 	ErrPanicked = errors.New("kv: store panicked")
+	// ErrTooLarge: a bulk read whose answer would pass the store's limit
+	// on one reply (Workers KV: 25 MiB of values and metadata, HTTP 413
+	// with code 10024). Fewer keys a call fix it; ReadSplit does that.
+	ErrTooLarge = errors.New("kv: answer too large for one reply")
 )
 
 // DefaultRetryAfter is the retry hint of an UnavailableError whose backend

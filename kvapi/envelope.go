@@ -117,6 +117,8 @@ func storeError(err error) *apiError {
 		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name")
 	case errors.Is(err, kv.ErrInvalidValue):
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large")
+	case errors.Is(err, kv.ErrTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the values requested exceed the limit of one answer; ask for fewer keys")
 	case errors.Is(err, kv.ErrMetadataUnsupported):
 		return metadataUnsupported()
 	case errors.Is(err, kv.ErrInvalidMetadata):

@@ -25,8 +25,14 @@ const (
 	writeInterval = time.Second
 )
 
+// opBulkGet names bulk/get in errors, and tells its 413 (an answer over
+// 25 MiB) from a write's.
+const opBulkGet = "bulk get"
+
 // GetMany implements kv.BulkGetter: one request per 100 distinct keys,
-// with their expirations and metadata. The SDK's typed result is nil as soon as one key
+// with their expirations and metadata. A request whose values and metadata
+// pass 25 MiB together is refused by the API, and GetMany with an error
+// matching kv.ErrTooLarge: kv.ReadSplit asks again in smaller pieces. The SDK's typed result is nil as soon as one key
 // is missing, so the raw JSON is parsed here. bulk/get returns values as
 // JSON strings, which cannot carry bytes that are not UTF-8: a value that
 // comes back holding U+FFFD is read again with a plain get, one request
@@ -82,7 +88,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 	withBody := option.WithRequestBody("application/json", body)
 	var entries []kv.Entry
 	err = s.retry(ctx, func(ctx context.Context) outcome {
-		env, out := s.sendJSON(ctx, "bulk get", func(ctx context.Context, opts ...option.RequestOption) error {
+		env, out := s.sendJSON(ctx, opBulkGet, func(ctx context.Context, opts ...option.RequestOption) error {
 			_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, append(opts, withBody)...)
 			return err
 		})
@@ -93,7 +99,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 			Values map[string]json.RawMessage `json:"values"`
 		}
 		if err := json.Unmarshal(env.Result, &result); err != nil {
-			return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "the result is not a map of values"}}
+			return outcome{err: &APIError{Op: opBulkGet, Status: 200, Message: "the result is not a map of values"}}
 		}
 		entries = entries[:0]
 		for _, k := range keys {
@@ -103,7 +109,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 			}
 			var v bulkValue
 			if err := json.Unmarshal(raw, &v); err != nil || v.Value == nil {
-				return outcome{err: &APIError{Op: "bulk get", Status: 200, Message: "a value is not a text value with metadata"}}
+				return outcome{err: &APIError{Op: opBulkGet, Status: 200, Message: "a value is not a text value with metadata"}}
 			}
 			e := kv.Entry{Key: k, Value: []byte(*v.Value)}
 			if md := kv.NormalizeMetadata(v.Metadata); md != nil {

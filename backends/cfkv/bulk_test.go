@@ -1,8 +1,11 @@
 package cfkv_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +191,49 @@ func TestMaxBulkWrite(t *testing.T) {
 		if _, err := cfkv.New(cfg); !errors.Is(err, cfkv.ErrConfig) {
 			t.Errorf("New(MaxBulkWrite %d) = %v, want ErrConfig", bad, err)
 		}
+	}
+}
+
+// TestLargeValuesReadInPieces: Workers KV refuses a bulk get whose values
+// pass 25 MiB together (413, code 10024). GetMany says so with
+// kv.ErrTooLarge, GetEntry reads a 25 MiB value with metadata (over the
+// bulk answer's limit alone) by its own requests, and kv.ReadSplit over
+// the two reads every key, the large ones alone.
+func TestLargeValuesReadInPieces(t *testing.T) {
+	r := newRig(t, clock.NewFake(start), nil)
+	ctx := context.Background()
+	sizes := map[string]int{"big": kv.MaxValueSize, "mid": 2 << 20, "one": 1 << 20, "s1": 10, "s2": 20}
+	for k, n := range sizes {
+		e := kv.Entry{Key: k, Value: bytes.Repeat([]byte{'a' + byte(n%26)}, n)}
+		if k == "big" {
+			e.Metadata = []byte(`{"note":"over the bulk answer's limit with its value"}`)
+		}
+		if err := kv.PutEntry(ctx, r.mem, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{"s1", "big", "mid", "one", "s2", "gone"}
+	if _, err := r.store.GetMany(ctx, keys); !errors.Is(err, kv.ErrTooLarge) {
+		t.Fatalf("GetMany over 25 MiB = %v, want kv.ErrTooLarge", err)
+	}
+	e, err := r.store.GetEntry(ctx, "big")
+	if err != nil || len(e.Value) != kv.MaxValueSize || e.Metadata == nil {
+		t.Fatalf("GetEntry(big) = %d bytes, metadata %s, %v", len(e.Value), e.Metadata, err)
+	}
+	got := map[string]int{}
+	err = kv.ReadSplit(ctx, keys, r.store.GetMany, r.store.GetEntry, func(_ []string, es []kv.Entry, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			got[e.Key] = len(e.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, sizes) {
+		t.Fatalf("ReadSplit read %v, want %v", got, sizes)
 	}
 }

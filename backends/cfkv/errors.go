@@ -99,6 +99,9 @@ func (s *Store) refusal(op string, status int, header http.Header, body []byte) 
 		return outcome{err: kv.ErrNotFound}
 	case status == http.StatusTooManyRequests || status >= 500:
 		return outcome{err: e, retry: true, retryAfter: s.retryAfter(header)}
+	case status == http.StatusRequestEntityTooLarge && op == opBulkGet:
+		// The request was fine; its answer passes the API's 25 MiB.
+		e.kind = kv.ErrTooLarge
 	case status == http.StatusRequestEntityTooLarge:
 		e.kind = kv.ErrInvalidValue
 	case status == http.StatusRequestURITooLong:

@@ -63,6 +63,10 @@ func TestRefusalMapping(t *testing.T) {
 			t.Errorf("%d/%d: the token echoed by the server survived: %v", c.status, c.code, out.err)
 		}
 	}
+	// A bulk get's 413 is an answer too large, not a value.
+	if out := s.refusal(opBulkGet, 413, http.Header{}, body(10024, "too large")); !errors.Is(out.err, kv.ErrTooLarge) || errors.Is(out.err, kv.ErrInvalidValue) {
+		t.Errorf("bulk get 413/10024 = %v, want kv.ErrTooLarge", out.err)
+	}
 	// A body that is not an envelope still gives a usable error.
 	out := s.refusal("get", 502, http.Header{}, []byte("<html>bad gateway</html>"))
 	if !out.retry || out.err.Error() != "cfkv: get: HTTP 502: Bad Gateway" {

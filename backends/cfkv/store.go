@@ -143,13 +143,15 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // of its own; a bulk/get of the one key with withMetadata carries all three
 // in one request, so GetEntry costs what Get does. Only a value that is not
 // valid UTF-8, which bulk/get cannot return byte for byte (see GetMany),
-// costs a second request, its own GET.
+// costs a second request, its own GET, and a value whose metadata takes
+// the bulk answer past its 25 MiB costs two, the value's and the
+// metadata's.
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
 	}
 	got, err := s.getChunk(ctx, []string{key})
-	if refusedBulkRead(err) {
+	if refusedBulkRead(err) || errors.Is(err, kv.ErrTooLarge) {
 		return s.getSeparately(ctx, key)
 	}
 	if err != nil {

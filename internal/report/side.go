@@ -164,32 +164,50 @@ func (s *side) fetch(ctx context.Context, keys []string) ([]compare.Observation,
 	return obs, nil
 }
 
+// fetchBulk reads keys in one bulk request when the answer fits in one
+// (kv.ReadSplit asks again in halves when the store refuses it as too
+// large, down to a key read alone), each request within the budget and
+// counted, so that a large value never holds back the keys read with it.
 func (s *side) fetchBulk(ctx context.Context, keys []string, obs []compare.Observation) error {
-	var got []kv.Entry
-	err := s.do(ctx, &s.get, func(ctx context.Context) error {
-		var err error
-		got, err = s.bulk.GetMany(ctx, keys)
-		return err
-	})
-	if ctx.Err() != nil {
-		return ctx.Err()
+	many := func(ctx context.Context, keys []string) (got []kv.Entry, err error) {
+		err = s.do(ctx, &s.get, func(ctx context.Context) error {
+			got, err = s.bulk.GetMany(ctx, keys)
+			return err
+		})
+		return got, err
 	}
-	if err != nil {
-		for i := range keys {
-			obs[i] = compare.Observation{Err: err}
+	one := func(ctx context.Context, key string) (e kv.Entry, err error) {
+		err = s.do(ctx, &s.get, func(ctx context.Context) error {
+			if s.entries != nil {
+				e, err = s.entries.GetEntry(ctx, key)
+			} else {
+				e.Value, err = s.store.Get(ctx, key)
+			}
+			return err
+		})
+		return e, err
+	}
+	lo := 0
+	return kv.ReadSplit(ctx, keys, many, one, func(part []string, got []kv.Entry, err error) error {
+		at := lo
+		lo += len(part)
+		if err != nil {
+			for i := range part {
+				obs[at+i] = compare.Observation{Err: err}
+			}
+			return nil
+		}
+		byKey := make(map[string]kv.Entry, len(got))
+		for _, e := range got {
+			byKey[e.Key] = e
+		}
+		for i, k := range part {
+			if e, ok := byKey[k]; ok {
+				obs[at+i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration), Metadata: e.Metadata}
+			}
 		}
 		return nil
-	}
-	byKey := make(map[string]kv.Entry, len(got))
-	for _, e := range got {
-		byKey[e.Key] = e
-	}
-	for i, k := range keys {
-		if e, ok := byKey[k]; ok {
-			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration), Metadata: e.Metadata}
-		}
-	}
-	return nil
+	})
 }
 
 // writeAll puts entries (each with its absolute expiry, zero for none),

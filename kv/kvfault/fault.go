@@ -60,6 +60,10 @@ type Config struct {
 	// caches do (up to about 60 s): a read then returns a value the key
 	// held at some instant of the window before it. Zero: at any age.
 	StaleWindow time.Duration
+	// MaxBulkBytes, when positive, refuses a GetMany whose values and
+	// metadata pass it together with kv.ErrTooLarge, as Workers KV refuses
+	// a bulk get past 25 MiB: the limit at a size a unit test can afford.
+	MaxBulkBytes int
 }
 
 // Stats counts what the wrapper did. Counts are cumulative.
@@ -81,6 +85,7 @@ type Store struct {
 	name  string
 	clock clock.Clock
 	real  bool // latency waits in real time
+	bulk  int  // Config.MaxBulkBytes
 
 	mu      sync.Mutex // guards the knobs, the generator and history
 	knobs   knobs
@@ -141,6 +146,7 @@ func New(inner kv.Store, cfg Config) (*Store, error) {
 		name:    name,
 		clock:   clock.OrReal(cfg.Clock),
 		real:    cfg.Clock == nil || cfg.RealLatency,
+		bulk:    cfg.MaxBulkBytes,
 		knobs:   k,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6b7666)),
 		history: make(map[string]history),

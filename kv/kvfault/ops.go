@@ -3,6 +3,7 @@ package kvfault
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -122,6 +123,15 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	}
 	defer s.end(p)
 	got, err := bg.GetMany(ctx, keys)
+	if err == nil && s.bulk > 0 {
+		n := 0
+		for _, e := range got {
+			n += len(e.Value) + len(e.Metadata)
+		}
+		if n > s.bulk {
+			return nil, fmt.Errorf("kvfault: %d bytes of values asked at once, the limit is %d: %w", n, s.bulk, kv.ErrTooLarge)
+		}
+	}
 	if err != nil || !p.stale {
 		return got, err
 	}

@@ -1,0 +1,50 @@
+package report_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/kv/kvfault"
+)
+
+// A batch whose values pass what one bulk read may return (kvfault's
+// MaxBulkBytes stands for Workers KV's 25 MiB, refused with 413) is read in
+// pieces, a value larger than the limit alone, and every key is compared:
+// parity 100%, where a batch refused whole would count every key an error.
+func TestScanReadsValuesPastTheBulkLimit(t *testing.T) {
+	const limit = 1000
+	clk := clock.NewFake(epoch)
+	var sides [2]*kvfault.Store
+	for i, name := range []string{"primary", "shadow"} {
+		s, err := kvfault.New(memory.New(memory.Config{Clock: clk}), kvfault.Config{Name: name, Clock: clk, MaxBulkBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sides[i] = s
+	}
+	sizes := map[string]int{"m:huge": limit + 1, "m:large": 640, "m:medium": 400}
+	for i := range 30 {
+		sizes[fmt.Sprintf("m:small%02d", i)] = 1 + i
+	}
+	for k, n := range sizes {
+		for _, s := range sides {
+			put(t, s, k, strings.Repeat("x", n), 0)
+		}
+	}
+	r := run(t, report.Config{
+		Primary:   report.Side{Store: sides[0], Name: "cloudflare_kv"},
+		Shadow:    report.Side{Store: sides[1], Name: "mongodb"},
+		KeyPolicy: compare.KeyPlain, Secret: []byte("test secret"), Clock: clk,
+	})
+	checkCounts(t, r, map[string]report.Counts{
+		"m": {PrimaryKeys: int64(len(sizes)), ShadowKeys: int64(len(sizes)), Compared: int64(len(sizes)), Kinds: kinds(compare.Match, len(sizes))},
+	})
+	if p := r.Totals.Parity; p != 100 {
+		t.Fatalf("parity %v%%, want 100%%", p)
+	}
+}
