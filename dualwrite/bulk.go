@@ -109,24 +109,29 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 		s.slots[i].mu.Lock()
 		s.slots[i].seq.Add(1)
 	}
+	var outs []markOutcome
+	if st.mirrors() {
+		outs = make([]markOutcome, len(batch))
+		now := s.clock.Now()
+		for i, e := range batch {
+			outs[i] = s.premark(e.Key, now)
+		}
+	}
 	applied, err := s.applyMany(ctx, auth, op, batch)
 	now := s.clock.Now()
 	for _, i := range slots {
 		s.slots[i].touch(now)
 	}
-	var outs []markOutcome
 	if st.mirrors() {
-		outs = make([]markOutcome, 0, len(batch))
 		for i, e := range batch {
-			var werr error
 			switch {
 			case i < applied:
+				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil))
 			case i == applied:
-				werr = err
-			default:
-				continue // never reached the authoritative store
+				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err))
+			default: // never reached the authoritative store
+				outs[i].merge(s.noCopy(e.Key, now, false))
 			}
-			outs = append(outs, s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, werr))
 		}
 	}
 	for _, i := range slices.Backward(slots) {
@@ -257,7 +262,12 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out mark
 		s.ctr.ingestStale.Add(1)
 		return out
 	}
-	out.add(s.set.ingested(w.Key, MarkUnsettled, at, now, 1))
+	first, changed := s.set.ingested(w.Key, MarkUnsettled, at, now, 1)
+	out.add(first, changed)
+	if changed && s.recorder != nil {
+		// Acknowledged by the primary already: kept before Ingest returns.
+		out.unrecorded = !s.record(w.Key, MarkUnsettled)
+	}
 	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at)
 	out.reason = reason
 	if !fresh {

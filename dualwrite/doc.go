@@ -128,9 +128,14 @@
 // With a Journal (package journal) the set is durable: its changes are
 // committed in groups by the Store's own goroutine, as soon as the
 // previous commit ends, never on the caller's path; only a key entering
-// the set, changing state or leaving it is written. New loads the journal
-// and verifies every key in it a window after the start; Close leaves in
-// it exactly the keys not settled.
+// the set, changing state or leaving it is written. A write's key is
+// marked before the write reaches the authoritative store (and a write
+// that then fails cleanly leaves it unsettled, to be verified equal and
+// leave); a Journal that is a Recorder keeps each new mark at once, in
+// memory the operating system holds for its file, so that it survives
+// the process's death without the caller waiting on the disk. New loads
+// the journal and verifies every key in it a window after the start;
+// Close leaves in it exactly the keys not settled.
 //
 // # Confirmation
 //
@@ -220,13 +225,16 @@
 // around the layer) is found only by a full reconciliation, or by the
 // sampled comparison of a read.
 //
-// Crash (SIGKILL, power loss): without a Journal the settle set and the
-// queued copies die with the process; only a full reconciliation finds
-// their keys. With one, the restarted Store verifies every key the journal
-// holds. A crash loses the marks of the commit under way and those made
-// since it began: at most the keys first written (or first dirtied) in the
-// last two commit times, as package journal measures; a key already in the
-// journal loses nothing when it is written again.
+// Crash: without a Journal the settle set and the queued copies die with
+// the process; only a full reconciliation finds their keys. With one, the
+// restarted Store verifies every key the journal holds. The death of the
+// process (SIGKILL, a panic, the OOM killer) loses no mark when the
+// Journal is a Recorder (package journal's is): every key whose write was
+// acknowledged or in flight is in the set after the restart. A crash of
+// the machine loses at most the marks made since the last commit that
+// completed began: the keys first written (or first dirtied) in the last
+// two commit times, as package journal states and measures; a key already
+// in the journal loses nothing when it is written again.
 //
 // # Observability
 //

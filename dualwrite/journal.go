@@ -27,6 +27,31 @@ type Journal interface {
 	Commit(ctx context.Context, changes map[string]Mark, reconcile bool) error
 }
 
+// Recorder is an optional ability of a Journal, found by type assertion:
+// it keeps a mark from the moment the Store makes it, so that the mark
+// survives the death of the process (SIGKILL, a panic, the OOM killer)
+// before the key's write has even reached the authoritative store, and
+// without the caller waiting on the disk: in memory the operating system
+// holds for a file (a shared mapping, or a write into the page cache),
+// synced only by the next Commit. A Commit is what survives a crash of
+// the machine.
+//
+// The Store calls Record on the caller's path, under the key's ordering
+// lock, each time a key enters the settle set or becomes dirty there, and
+// Seal from its committer just before it takes the changes it commits:
+// every record made before Seal has its change in those changes (or in
+// changes already committed), so the Commit that succeeds next may drop
+// them. Changes not recorded (a key settling, a record refused) wait for
+// the next Commit as they would without a Recorder.
+type Recorder interface {
+	// Record keeps that key has mark m. It must not block on I/O; it
+	// reports false when it cannot keep the record (its space is full
+	// until a commit frees it), which the Store counts as a journal error.
+	Record(key string, m Mark) bool
+	// Seal marks the records made so far as covered by the next Commit.
+	Seal()
+}
+
 // journalRetry is how long the committer waits after a failed commit.
 const journalRetry = time.Second
 
@@ -56,6 +81,11 @@ func (s *Store) commitLoop() {
 
 // commit hands the set's changes to the journal; a failure gives them back.
 func (s *Store) commit(ctx context.Context) error {
+	if s.recorder != nil {
+		if err := s.seal(); err != nil {
+			return s.journalFailed(err)
+		}
+	}
 	changes, reconcile, moved := s.set.take()
 	if len(changes) == 0 && !moved {
 		return nil
@@ -63,15 +93,40 @@ func (s *Store) commit(ctx context.Context) error {
 	err := s.journalCommit(ctx, changes, reconcile)
 	if err != nil {
 		s.set.untake(changes, moved)
-		s.ctr.journalErrors.Add(1)
-		s.journalOK.Store(false)
-		s.warnOnce("dualwrite: the settle journal cannot commit; unsettled keys will not survive a crash until it can",
-			slog.String("error", err.Error()))
-		return err
+		return s.journalFailed(err)
 	}
 	s.ctr.journalCommits.Add(1)
 	s.journalOK.Store(true)
 	return nil
+}
+
+func (s *Store) journalFailed(err error) error {
+	s.ctr.journalErrors.Add(1)
+	s.journalOK.Store(false)
+	s.warnOnce("dualwrite: the settle journal cannot commit; unsettled keys will not survive a crash until it can",
+		slog.String("error", err.Error()))
+	return err
+}
+
+func (s *Store) seal() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("dualwrite: the journal panicked: %v", v)
+		}
+	}()
+	s.recorder.Seal()
+	return nil
+}
+
+// record has the Recorder keep key's new mark m, on the caller's path; it
+// reports false when the mark waits for the next commit instead.
+func (s *Store) record(key string, m Mark) (kept bool) {
+	defer func() {
+		if recover() != nil {
+			kept = false
+		}
+	}()
+	return s.recorder.Record(key, m)
 }
 
 func (s *Store) journalCommit(ctx context.Context, changes map[string]Mark, reconcile bool) (err error) {

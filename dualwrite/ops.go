@@ -214,12 +214,15 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	sl := s.slotOf(h)
 	sl.mu.Lock()
 	sl.seq.Add(1)
+	var out markOutcome
+	if st.mirrors() {
+		out = s.premark(key, s.clock.Now())
+	}
 	err := s.apply(ctx, auth, op, key, value, exp, md)
 	now := s.clock.Now()
 	sl.touch(now)
-	var out markOutcome
 	if st.mirrors() {
-		out = s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err)
+		out.merge(s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err))
 	}
 	sl.seq.Add(1)
 	sl.mu.Unlock()
@@ -231,9 +234,10 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 // markOutcome is what a write's bookkeeping under its slot's lock leaves
 // to report once the locks are released.
 type markOutcome struct {
-	reason   DropReason
-	overflow bool // the settle set overflowed: log it
-	changed  bool // the journal has something new: wake the committer
+	reason     DropReason
+	overflow   bool // the settle set overflowed: log it
+	changed    bool // the journal has something new: wake the committer
+	unrecorded bool // the journal's Recorder refused a mark: count it
 }
 
 func (o *markOutcome) add(first, changed bool) {
@@ -241,30 +245,68 @@ func (o *markOutcome) add(first, changed bool) {
 	o.changed = o.changed || changed
 }
 
+func (o *markOutcome) merge(p markOutcome) {
+	o.add(p.overflow, p.changed)
+	o.unrecorded = o.unrecorded || p.unrecorded
+	if p.reason != "" {
+		o.reason = p.reason
+	}
+}
+
+// premark puts key in the settle set as unsettled, with the copy its write
+// will queue counted, before the write reaches the authoritative store,
+// and has the journal's Recorder keep the mark at once when the key enters
+// the set: a write in flight when the process dies is then in the set
+// after the restart. A write that then fails cleanly leaves the key
+// unsettled with no copy on its way: verification finds the stores equal
+// and the key leaves, or finds a difference that was there before.
+func (s *Store) premark(key string, now time.Time) (out markOutcome) {
+	first, changed := s.set.mark(key, MarkUnsettled, now, now, 1)
+	out.add(first, changed)
+	if changed && s.recorder != nil {
+		out.unrecorded = !s.record(key, MarkUnsettled)
+	}
+	return out
+}
+
 // afterWrite queues the copy of a write the authoritative store accepted,
-// or marks the key dirty, and records it in the settle set, before the
-// caller's write returns.
+// or marks the key dirty, before the caller's write returns; premark has
+// put the key in the settle set.
 func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error) (out markOutcome) {
-	switch {
-	case err == nil:
-		// Marked before the copy is queued, which its worker may run at
-		// once and account for.
-		out.add(s.set.mark(key, MarkUnsettled, now, now, 1))
+	failed := false
+	if err == nil {
 		var fresh bool
 		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{})
-		if !fresh {
-			out.add(s.set.copied(key, now, out.reason != ""))
+		if fresh {
+			return out // the copy's worker accounts for it
 		}
-	case uncertain(err):
-		// The write may have landed (a timeout after the store
-		// applied it): let repair copy whatever the store holds.
-		out.add(s.set.mark(key, MarkDirty, now, now, 0))
+		failed = out.reason != ""
+	} else {
+		// The write may have landed (a timeout after the store applied
+		// it): let repair copy whatever the store holds.
+		failed = uncertain(err)
+	}
+	out.merge(s.noCopy(key, now, failed))
+	return out
+}
+
+// noCopy says that the copy premark counted will not be made; failed
+// makes the key dirty, kept by the Recorder.
+func (s *Store) noCopy(key string, now time.Time, failed bool) (out markOutcome) {
+	first, changed := s.set.copied(key, now, failed)
+	out.add(first, changed)
+	if changed && s.recorder != nil {
+		out.unrecorded = !s.record(key, MarkDirty)
 	}
 	return out
 }
 
 // report counts and reports what a write left to say, outside every lock.
 func (s *Store) report(ctx context.Context, op Op, target Role, out markOutcome) {
+	if out.unrecorded {
+		s.ctr.journalErrors.Add(1)
+		s.warnOnce("dualwrite: the settle journal's mark log is full; marks made until its next commit would not survive the process's death")
+	}
 	if out.reason != "" {
 		s.dropped(ctx, op, target, out.reason)
 	}

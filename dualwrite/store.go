@@ -47,6 +47,7 @@ type Store struct {
 	settling chan struct{} // held by the verification pass under way
 
 	journal    Journal
+	recorder   Recorder // the journal's, when it has the ability
 	journalOK  atomic.Bool
 	commitKick chan struct{}
 	// bg is the context of the Store's own passes; Close cancels it.
@@ -134,6 +135,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	}
 	s.stage.Store(uint32(cfg.Stage))
 	if s.journal != nil {
+		s.recorder, _ = s.journal.(Recorder)
 		s.journalOK.Store(true)
 		if err := s.loadJournal(s.bg); err != nil {
 			s.bgCancel()

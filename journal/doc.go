@@ -20,22 +20,43 @@
 //
 // # Durability and cost
 //
-// The dual-write store records marks in memory before the caller's write
-// returns and hands them to Commit in groups from its own goroutine, one
-// bbolt transaction a group, as soon as the previous commit has ended: the
-// caller never waits on the disk. Only changes are written (a key entering
-// the set, changing state, or leaving it); a key written again while
-// unsettled costs nothing here. A SIGKILL loses at most the changes of the
-// commit under way and those made since it began: at a rate R of keys
-// entering the set and a commit time C, at most about R × 2C marks. With
-// NoSync, C is the time to hand the pages to the operating system, which a
-// SIGKILL does not lose; only a power loss or a kernel crash can lose what
-// the OS has not yet written. Measured here (BenchmarkCommit, 2 shared
-// cores): a commit of 1 to 100 marks takes 2 to 4 ms with fsync and 0.06 to
-// 0.5 ms without, so at 1,000 new keys a second a SIGKILL loses at most
-// about 8 marks with fsync, 1 without. A key written again while already
-// journaled loses nothing: tests/settle kills a writer at 1,200 writes a
-// second over 300 hot keys and finds 0 marks lost.
+// Two bounds, one for each way a process ends.
+//
+// The death of the process (SIGKILL, a panic, the OOM killer) loses no
+// mark. The dual-write store marks a key before its write reaches the
+// authoritative store, and the Journal, a dualwrite.Recorder, keeps each
+// new mark at once in its mark log: a file beside the journal (its name
+// with ".marks" added) mapped shared into memory, where a record is a
+// copy of the key into pages the kernel holds for the file and writes
+// back whatever becomes of the process. There is no system call and no
+// fsync on the caller's path, and no allocation. A write(2) to the page
+// cache would survive the process as well, but costs a system call per new
+// key on the caller's path, about a microsecond, the whole budget of a Put;
+// the mapping costs a copy under a mutex (see BenchmarkOverhead in
+// dualwrite, newkeys). Open replays the log into the file (Recovered says
+// how many marks only the log held) and empties it. The log has two
+// halves (DefaultLogSize, 4 MiB each): the store seals one just before it
+// takes a group of changes, and the commit of that group drops it. A half
+// full before its commit refuses records, which the store counts as
+// journal errors; those marks wait for the commit as they did before.
+//
+// A crash of the machine (power, kernel) can lose the mark log, which is
+// never synced; what survives is what bbolt committed. The store hands
+// the changes to Commit in groups from its own goroutine, one bbolt
+// transaction a group, as soon as the previous commit has ended. Only
+// changes are written (a key entering the set, changing state, or leaving
+// it); a key written again while unsettled costs nothing. So a machine
+// crash loses at most the marks of the commit under way and those made
+// since it began: at a rate R of keys entering the set and a commit time
+// C, at most about R × 2C marks. With NoSync a commit is not synced either,
+// and a machine crash can lose whatever the OS had not yet written.
+// Measured here (BenchmarkCommit, 2 shared cores): a commit of 1 to 100
+// marks takes 2 to 4 ms with fsync, so at 1,000 new keys a second a
+// machine crash loses at most about 8 marks. tests/settle measures both
+// bounds on a real writer process killed in bursts of new keys: 0 marks
+// lost to the process's death, and Recovered, the marks that only the log
+// held at the kill, is what a machine crash at that moment would have
+// lost.
 //
 // # Scale
 //

@@ -25,6 +25,8 @@ var (
 	// ErrNotOpen: a compaction could not reopen the file (Load, Len); the
 	// next Commit tries again.
 	ErrNotOpen = errors.New("journal: the file is not open after a failed compaction; the next commit reopens it")
+	// ErrClosed: the journal was closed.
+	ErrClosed = errors.New("journal: closed")
 )
 
 // DefaultLockTimeout is how long Open waits for the file lock.
@@ -39,6 +41,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for another holder to release the
 	// file; zero means DefaultLockTimeout, negative fails at once.
 	LockTimeout time.Duration
+	// LogSize is the size in bytes of the mark log (the file beside the
+	// journal, named as it with ".marks" added) when Open creates it; an
+	// existing log keeps its size. Zero means DefaultLogSize.
+	LogSize int
 }
 
 // initialMmapSize is the address space bbolt maps at once (not memory,
@@ -63,11 +69,18 @@ type Journal struct {
 	opts *bolt.Options
 	// mu guards db, which compaction replaces: Commit holds it
 	// exclusively, the readers shared.
-	mu sync.RWMutex
-	db *bolt.DB
+	mu     sync.RWMutex
+	db     *bolt.DB
+	log    *markLog
+	closed bool
+	// recovered counts the marks Open found in the mark log only.
+	recovered int
 }
 
-var _ dualwrite.Journal = (*Journal)(nil)
+var (
+	_ dualwrite.Journal  = (*Journal)(nil)
+	_ dualwrite.Recorder = (*Journal)(nil)
+)
 
 var (
 	bucketMarks    = []byte("marks")
@@ -122,13 +135,80 @@ func Open(path string, opts Options) (*Journal, error) {
 		db.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
 	}
-	return &Journal{path: path, opts: bopts, db: db}, nil
+	size := opts.LogSize
+	if size == 0 {
+		size = DefaultLogSize
+	}
+	if size < minLogSize {
+		db.Close()
+		return nil, fmt.Errorf("journal: LogSize %d is under %d bytes", size, minLogSize)
+	}
+	log, err := openLog(path+logSuffix, size)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: the mark log of %s: %w", path, err)
+	}
+	j := &Journal{path: path, opts: bopts, db: db, log: log}
+	if err := j.recover(); err != nil {
+		return nil, errors.Join(fmt.Errorf("journal: %s: recovering the mark log: %w", path, err), j.Close())
+	}
+	return j, nil
 }
+
+// recover commits what the mark log holds (the marks made since the last
+// commit before the process ended) into the file, then empties the log.
+func (j *Journal) recover() error {
+	logged := j.log.replay()
+	if len(logged) > 0 {
+		keys := make([]string, 0, len(logged))
+		for k := range logged {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		err := j.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketMarks)
+			b.FillPercent = fillPercent
+			for _, k := range keys {
+				if v := b.Get([]byte(k)); len(v) == 1 && dualwrite.Mark(v[0]) >= logged[k] {
+					continue
+				}
+				j.recovered++
+				if err := b.Put([]byte(k), []byte{byte(logged[k])}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	j.log.reset()
+	return nil
+}
+
+// Recovered returns how many marks Open found in the mark log and not in
+// the file: the marks made since the last commit before the process
+// ended, which its death did not lose and a crash of the machine at that
+// moment would have.
+func (j *Journal) Recovered() int { return j.recovered }
+
+// Record implements dualwrite.Recorder: it appends the mark to the mark
+// log, a copy into a shared mapping of the log's file, with no system
+// call; false when the log's active half is full (a commit has not
+// dropped the other half yet).
+func (j *Journal) Record(key string, m dualwrite.Mark) bool { return j.log.record(key, m) }
+
+// Seal implements dualwrite.Recorder.
+func (j *Journal) Seal() { j.log.seal() }
 
 // Load implements dualwrite.Journal.
 func (j *Journal) Load(ctx context.Context) (map[string]dualwrite.Mark, bool, error) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
+	if j.closed {
+		return nil, false, ErrClosed
+	}
 	if j.db == nil {
 		return nil, false, ErrNotOpen
 	}
@@ -161,6 +241,9 @@ func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark,
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		return ErrClosed
+	}
 	if j.db == nil {
 		if err := j.reopen(); err != nil {
 			return fmt.Errorf("journal: commit: %w", err)
@@ -193,6 +276,7 @@ func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark,
 	if err != nil {
 		return fmt.Errorf("journal: commit: %w", err)
 	}
+	j.log.committed()
 	if free := int64(j.db.Stats().FreeAlloc); needsCompaction(size, free) {
 		if err := j.compact(); err != nil {
 			return fmt.Errorf("journal: compaction (the commit itself is durable): %w", err)
@@ -224,6 +308,9 @@ func putMarks(b *bolt.Bucket, keys []string, changes map[string]dualwrite.Mark) 
 func (j *Journal) Len() (int, error) {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
+	if j.closed {
+		return 0, ErrClosed
+	}
 	if j.db == nil {
 		return 0, ErrNotOpen
 	}
@@ -252,8 +339,14 @@ func (j *Journal) Path() string { return j.path }
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.db == nil {
+	if j.closed {
 		return nil
 	}
-	return j.db.Close()
+	j.closed = true
+	err := j.log.close()
+	if j.db != nil {
+		err = errors.Join(err, j.db.Close())
+		j.db = nil
+	}
+	return err
 }

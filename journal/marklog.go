@@ -1,0 +1,241 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"sync"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// The mark log is what makes a mark survive the death of the process from
+// the moment dualwrite.Store records it, before the key's write reaches
+// the authoritative store, without a system call on the caller's path: a
+// file mapped shared into memory, so that a record is a copy into pages
+// the kernel holds for the file, which it writes back whatever becomes of
+// the process. It is not synced; the bbolt commits are what survive a
+// crash of the machine, and once one has covered a record the record is
+// dropped.
+//
+// The file is two halves of equal size. Records are appended to the
+// active one; Seal (called by the Store just before it takes the changes
+// it commits) makes the other half active, and the Commit that follows
+// drops the sealed half by zeroing its generation. Each half begins with
+// a header (magic, generation); each record is a CRC-32C of the half's
+// generation and the record, the key's length, the mark and the key, so
+// that a record cut short by the process's death, or one left from an
+// earlier use of the half, ends the half's replay.
+const (
+	logSuffix      = ".marks"
+	logHeader      = 16
+	logRecordFixed = 4 + 2 + 1
+	logMagic       = "kvsm"
+	// DefaultLogSize is the mark log's size when Options.LogSize is zero:
+	// two halves of 4 MiB, each enough for the keys that enter the settle
+	// set during one commit (about 100,000 keys of 40 bytes; 8,000 of the
+	// longest keys, 512 bytes).
+	DefaultLogSize = 8 << 20
+	minLogSize     = 2 * (logHeader + logRecordFixed + 512)
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// markLog is the mapped file. mu serializes records, seals and drops; a
+// record is a copy of at most 519 bytes under it.
+type markLog struct {
+	mu     sync.Mutex
+	f      *os.File
+	mem    []byte
+	half   int
+	active int    // the half records go to
+	off    int    // where the next record goes in the active half
+	gen    uint64 // the active half's generation
+	sealed int    // the half sealed and not yet dropped, or -1
+	closed bool
+	missed uint64 // records refused for want of room
+}
+
+// openLog opens (or creates, at size bytes) the mark log at path and
+// locks it for the journal's whole life: the bbolt file's own lock lapses
+// while a compaction replaces it.
+func openLog(path string, size int) (*markLog, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*markLog, error) {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		return fail(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	switch n := fi.Size(); {
+	case n == 0:
+		// Written, not truncated: a sparse page that the disk cannot
+		// hold would fault the process at the copy into it.
+		if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+			return fail(err)
+		}
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+	case n < minLogSize || n%2 != 0:
+		return fail(fmt.Errorf("%w: the mark log %s has %d bytes", ErrCorrupt, path, n))
+	default:
+		size = int(n) // the size it was made with
+	}
+	mem, err := mapFile(f, size)
+	if err != nil {
+		return fail(err)
+	}
+	return &markLog{f: f, mem: mem, half: size / 2, sealed: -1}, nil
+}
+
+// replay returns the marks the log holds, the older half's first, the
+// higher mark winning.
+func (l *markLog) replay() map[string]dualwrite.Mark {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]dualwrite.Mark)
+	first := 0
+	if l.genOf(1) != 0 && (l.genOf(0) == 0 || l.genOf(1) < l.genOf(0)) {
+		first = 1
+	}
+	for _, h := range [2]int{first, 1 - first} {
+		l.scan(h, func(key string, m dualwrite.Mark) {
+			if m > out[key] {
+				out[key] = m
+			}
+		})
+	}
+	return out
+}
+
+func (l *markLog) base(h int) int { return h * l.half }
+
+func (l *markLog) genOf(h int) uint64 {
+	b := l.mem[l.base(h):]
+	if string(b[:4]) != logMagic {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[8:16])
+}
+
+// scan calls fn for each valid record of half h, up to the first that is
+// not, and returns the offset after the last valid one.
+func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
+	gen := l.genOf(h)
+	off := logHeader
+	if gen == 0 {
+		return off
+	}
+	b := l.mem[l.base(h) : l.base(h)+l.half]
+	for off+logRecordFixed <= len(b) {
+		n := int(binary.LittleEndian.Uint16(b[off+4:]))
+		m := dualwrite.Mark(b[off+6])
+		end := off + logRecordFixed + n
+		if n == 0 || n > 512 || end > len(b) || (m != dualwrite.MarkUnsettled && m != dualwrite.MarkDirty) ||
+			binary.LittleEndian.Uint32(b[off:]) != recordSum(gen, b[off+4:end]) {
+			break
+		}
+		fn(string(b[off+logRecordFixed:end]), m)
+		off = end
+	}
+	return off
+}
+
+func recordSum(gen uint64, rec []byte) uint32 {
+	var g [8]byte
+	binary.LittleEndian.PutUint64(g[:], gen)
+	return crc32.Update(crc32.Checksum(g[:], castagnoli), castagnoli, rec)
+}
+
+// reset drops every record and starts half 0 afresh, after Load has
+// committed what the log held.
+func (l *markLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := max(l.genOf(0), l.genOf(1)) + 1
+	l.drop(0)
+	l.drop(1)
+	l.start(0, next)
+	l.sealed = -1
+}
+
+func (l *markLog) drop(h int) {
+	clear(l.mem[l.base(h) : l.base(h)+logHeader])
+	l.writeThrough(l.base(h), l.base(h)+logHeader)
+}
+
+func (l *markLog) start(h int, gen uint64) {
+	b := l.mem[l.base(h):]
+	copy(b, logMagic)
+	binary.LittleEndian.PutUint64(b[8:16], gen)
+	l.writeThrough(l.base(h), l.base(h)+logHeader)
+	l.active, l.off, l.gen = h, logHeader, gen
+}
+
+// record appends key with mark m to the active half; false when it has no
+// room left or the journal is closed.
+func (l *markLog) record(key string, m dualwrite.Mark) bool {
+	n := len(key)
+	if n == 0 || n > 512 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.off+logRecordFixed+n > l.half {
+		l.missed++
+		return false
+	}
+	b := l.mem[l.base(l.active)+l.off:]
+	binary.LittleEndian.PutUint16(b[4:], uint16(n))
+	b[6] = byte(m)
+	copy(b[logRecordFixed:], key)
+	binary.LittleEndian.PutUint32(b, recordSum(l.gen, b[4:logRecordFixed+n]))
+	at := l.base(l.active) + l.off
+	l.writeThrough(at, at+logRecordFixed+n)
+	l.off += logRecordFixed + n
+	return true
+}
+
+// seal makes the other half active, unless a sealed half still waits for
+// its commit (which then covers both).
+func (l *markLog) seal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.sealed >= 0 {
+		return
+	}
+	l.sealed = l.active
+	l.start(1-l.active, l.gen+1)
+}
+
+// committed drops the sealed half: a commit covered its records.
+func (l *markLog) committed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.sealed < 0 {
+		return
+	}
+	l.drop(l.sealed)
+	l.sealed = -1
+}
+
+func (l *markLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return errors.Join(unmapFile(l.mem), l.f.Close())
+}
