@@ -55,8 +55,9 @@ type Stats struct {
 	Confirmed     uint64
 	Cleared       uint64
 	// Journal: whether a journal is configured, whether its last commit
-	// succeeded, its commits and failed commits, the changes waiting for
-	// the next commit, and the keys loaded from it by New.
+	// succeeded, its commits, its errors (failed commits, and marks its
+	// Recorder refused, which wait for the next commit), the changes
+	// waiting for the next commit, and the keys loaded from it by New.
 	Journal        bool
 	JournalOK      bool
 	JournalCommits uint64

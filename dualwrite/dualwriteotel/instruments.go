@@ -76,7 +76,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")
 	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
 	in.journalOK = gauge(MetricJournalOK, "{flag}", "1 while the settle journal's last commit succeeded, 0 while it fails; reported only with a journal.")
-	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed; reported only with a journal.")
+	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed, and marks its Recorder refused; reported only with a journal.")
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("dualwriteotel: %w", err)
