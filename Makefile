@@ -5,10 +5,11 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 20000x
 BENCHTIME ?= 1s
 # The integration tests are their own module, so that FerretDB (the embedded
-# MongoDB-compatible server) never reaches a library user's build.
-MODULES := . tests demo
+# MongoDB-compatible server) never reaches a library user's build; so are the
+# deployment forms' tests (deploy/: the Kubernetes and kustomize libraries).
+MODULES := . tests demo deploy
 
-.PHONY: alerts demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
+.PHONY: alerts deploy demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -31,7 +32,7 @@ mongo:
 # scripts/testlog, which names each package and slow test as it ends, the
 # tests still running every 30 s, and a failed test's whole output.
 TESTLOG := $(CURDIR)/bin/testlog
-test: lint unit workers integration alerts fuzz
+test: lint unit workers integration alerts deploy fuzz
 	@echo "make test: every step passed"
 
 testlog:
@@ -88,6 +89,14 @@ alerts:
 	if [ $$rc = 3 ] && [ "$${KVSHADOW_REQUIRE_DEPLOY_TOOLS:-}" != 1 ]; then echo "make test: alert rules: SKIPPED: promtool cannot be installed here"; exit 0; fi; \
 	[ $$rc = 0 ] || exit $$rc; \
 	cd $(ALERTS) && promtool check rules kvshadow-alerts.yml && promtool test rules kvshadow-alerts.test.yml
+
+# The deployment forms (deploy/): Kubernetes manifests decoded strictly and
+# rendered with the kustomize API, the systemd unit (systemd-analyze verify),
+# the compose file, the alert rules' runbook links, and the container image
+# built and run from its own root filesystem.
+deploy: testlog
+	@echo "make test: deployment forms: Kubernetes, systemd, compose, the image (a few minutes)"
+	@set -o pipefail; cd deploy && $(GO) test -count=1 -timeout 20m -json ./... | $(TESTLOG)
 
 fuzz:
 	@echo "make test: a short fuzz pass over every fuzz target ($(FUZZTIME) executions each, a few minutes)"
