@@ -217,3 +217,15 @@ func (s *Store) AcknowledgeReconciliation() {
 		s.kickCommit()
 	}
 }
+
+// AcknowledgeReconciliationAt clears the flag only if no key overflowed the
+// settle set since Stats reported DirtyOverflow as overflow, and reports
+// whether it did: a reconciliation that started before a later overflow
+// does not cover the keys that overflow lost.
+func (s *Store) AcknowledgeReconciliationAt(overflow uint64) bool {
+	cleared, commit := s.set.acknowledgeAt(overflow, true)
+	if commit {
+		s.kickCommit()
+	}
+	return cleared
+}

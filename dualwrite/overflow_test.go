@@ -75,3 +75,27 @@ func TestDirtyOverflow(t *testing.T) {
 	e.store.AcknowledgeReconciliation()
 	must(t, e.store.SetStage(e.ctx(), dualwrite.Live))
 }
+
+// AcknowledgeReconciliationAt clears the flag only while no key overflowed
+// since the count it is given: a reconciliation that began before the last
+// overflow does not cover it.
+func TestAcknowledgeReconciliationAt(t *testing.T) {
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.Shadow, MaxDirty: 2, ConsistencyWindow: -1,
+		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 1000},
+	})
+	e.shadow.SetOutage(true)
+	for i := range 3 {
+		e.put(key(i), "v", kv.PutOptions{})
+	}
+	e.flush()
+	seen := e.store.Stats().DirtyOverflow
+	e.put(key(3), "v", kv.PutOptions{})
+	e.flush()
+	if e.store.AcknowledgeReconciliationAt(seen) || !e.store.Stats().ReconciliationNeeded {
+		t.Fatal("cleared with a key overflowed since")
+	}
+	if !e.store.AcknowledgeReconciliationAt(e.store.Stats().DirtyOverflow) || e.store.Stats().ReconciliationNeeded {
+		t.Fatal("not cleared at the current count")
+	}
+}

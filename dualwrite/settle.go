@@ -513,10 +513,21 @@ func (d *settleSet) list(m Mark) []string {
 }
 
 func (d *settleSet) acknowledge() bool {
+	_, commit := d.acknowledgeAt(0, false)
+	return commit
+}
+
+// acknowledgeAt clears the reconciliation flag, when only is false or no
+// key overflowed the set since its overflow count was n; commit reports
+// that the journal has the change to learn.
+func (d *settleSet) acknowledgeAt(n uint64, only bool) (cleared, commit bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if only && d.overflow != n {
+		return false, false
+	}
 	moved := d.reconcile
 	d.reconcile = false
 	d.flagMoved = d.flagMoved || (moved && d.journaled)
-	return moved && d.journaled
+	return true, moved && d.journaled
 }

@@ -88,8 +88,10 @@ type Config struct {
 	CompareRate       float64
 	ConsistencyWindow time.Duration
 	RepairInterval    time.Duration
-	BreakerFailures   int
-	BreakerOpen       time.Duration
+	// MaxSettle bounds each namespace's settle set (dualwrite.Config.MaxDirty).
+	MaxSettle       int
+	BreakerFailures int
+	BreakerOpen     time.Duration
 
 	Demo bool
 	Help bool
@@ -159,6 +161,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
 	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
+	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
@@ -292,6 +295,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--breaker-open-timeout takes a positive duration")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
+	case c.MaxSettle < 1:
+		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:
 		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout and --repair-interval take positive durations")
 	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0:

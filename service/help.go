@@ -71,6 +71,9 @@ DUAL-WRITE
   --compare-rate F            share of keys whose reads are compared (0.05)
   --consistency-window D      Workers KV's (60s); 0 for a primary that reads its writes
   --repair-interval D         how often dirty keys are repaired (1m)
+  --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
+                              untracked, reconciliation_needed is raised, and a full
+                              shadow-report then POST /reconciliation clears it
   --breaker-failures N        consecutive failed copies that open the breaker (5)
   --breaker-open-timeout D    how long it stays open before probing (30s)
 

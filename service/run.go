@@ -95,7 +95,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
 	}
 	fl, err := newFleet(dualwrite.Config{
-		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout,
+		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
@@ -150,8 +150,20 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		nss = append(nss, admin.Namespace{ID: s.id, Store: s.dual})
 	}
 	var ops opCounter
-	adm, err := admin.New(admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
-		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts})
+	acfg := admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
+		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts}
+	if b.Ledger != nil {
+		// Observed once before the admin API serves, so that an overflow
+		// kept by the journal is recorded (and grown) before any clear.
+		rec := newReconciler(b.Ledger, follower.Status().Instance, o.clock, log, fl, c)
+		rec.observe(ctx)
+		recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+		recDone := make(chan struct{})
+		go func() { defer close(recDone); rec.run(recCtx, c.Beat) }()
+		defer func() { stopRec(); <-recDone }()
+		acfg.Reconciler = rec
+	}
+	adm, err := admin.New(acfg)
 	if err != nil {
 		return err
 	}

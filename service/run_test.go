@@ -36,6 +36,12 @@ type running struct {
 // shadow is wrapped in a kvfault.Store the test can break.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
+	return startWith(t, nil, args...)
+}
+
+// startWith is start with edit applied to the demo's Backends.
+func startWith(t *testing.T, edit func(*Backends), args ...string) *running {
+	t.Helper()
 	c, err := Parse(append([]string{"--demo", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0"}, args...), env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +65,9 @@ func start(t *testing.T, args ...string) *running {
 			}
 			b.Sides[i].Primary = p
 			r.primary[b.Sides[i].ID] = p
+		}
+		if edit != nil {
+			edit(b)
 		}
 		return b, nil
 	}

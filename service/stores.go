@@ -39,6 +39,9 @@ type Sides struct {
 type Backends struct {
 	Sides []Sides
 	Board control.Board
+	// Ledger keeps the report runs and the settle sets' overflows, beside
+	// the Board; nil keeps none (POST /reconciliation answers 404).
+	Ledger control.Ledger
 	// Closers release them once the service has stopped, last first.
 	Closers []func(context.Context) error
 	// Note is a line the banner prints about them.
@@ -87,7 +90,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
-		database := cmp.Or(ns.Database, mongokv.DefaultDatabase)
+		database := databaseOf(ns)
 		used = append(used, database)
 		shadow, err := client.Store(mongokv.Config{Database: database, Clock: clk})
 		if err != nil {
@@ -112,7 +115,8 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	}
 	b.Closers = append(b.Closers, boardClient.Disconnect)
 	db := cmp.Or(c.ControlDB, c.Namespaces[0].Database, mongokv.DefaultDatabase)
-	b.Board = control.NewMongoBoard(boardClient.Database(db))
+	board := control.NewMongoBoard(boardClient.Database(db))
+	b.Board, b.Ledger = board, board
 	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
 	return b, nil
 }
@@ -146,7 +150,7 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/client/v4/"
-	b := &Backends{Board: control.NewMemoryBoard(),
+	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(),
 		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {

@@ -59,6 +59,9 @@ type Config struct {
 	// Operations counts the requests the front answered, for the summary
 	// of GET /stats; nil counts none.
 	Operations func() Operations
+	// Reconciler serves POST /reconciliation and the reconciliation of
+	// GET /stats; nil answers 404 there.
+	Reconciler Reconciler
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -69,7 +72,8 @@ type Reason struct {
 	Detail  string // the whole story, for whoever holds the admin token
 }
 
-// MaxBody bounds a request body: the one body the API reads is a stage.
+// MaxBody bounds a request body: the API reads only small ones (a stage,
+// a reconciliation).
 const MaxBody = 4 << 10
 
 // DefaultDirtyLimit is how many keys GET /dirty lists without ?limit=.
@@ -105,11 +109,12 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
 	h.mux.HandleFunc("POST /repair", h.auth(changes(h.repair)))
 	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(changes(h.forget)))
+	h.mux.HandleFunc("POST /reconciliation", h.auth(changes(h.clearReconciliation)))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
@@ -236,6 +241,12 @@ func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 		s := ns.Store.Stats()
 		all = append(all, s)
 		out.Namespaces[ns.ID] = statsOf(s)
+		if h.cfg.Reconciler != nil {
+			if out.Reconciliation == nil {
+				out.Reconciliation = map[string]ReconciliationView{}
+			}
+			out.Reconciliation[ns.ID] = h.cfg.Reconciler.Reconciliation(ns.ID)
+		}
 	}
 	total := Sum(all...)
 	out.Total = statsOf(total)

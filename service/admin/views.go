@@ -146,6 +146,9 @@ type StatsView struct {
 	Generation uint64                `json:"generation"`
 	Total      StoreStats            `json:"total"`
 	Namespaces map[string]StoreStats `json:"namespaces"`
+	// Reconciliation is each namespace's last settle-set overflow, and
+	// the report run that cleared it.
+	Reconciliation map[string]ReconciliationView `json:"reconciliation,omitempty"`
 }
 
 // DirtyList is one namespace's dirty keys.
