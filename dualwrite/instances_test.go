@@ -319,7 +319,7 @@ func TestInstancesConfirmOnlyRealDivergences(t *testing.T) {
 	// both stores agree on every key and every instance is empty.
 	settled := false
 	passes := 0
-	for ; passes < 40 && !settled; passes++ {
+	for ; passes < 200 && !settled; passes++ {
 		clk.Advance(window / 2)
 		settled = true
 		for _, st := range w.stores {
