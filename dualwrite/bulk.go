@@ -126,9 +126,9 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 		for i, e := range batch {
 			switch {
 			case i < applied:
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil, true))
 			case i == applied:
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err, true))
 			default: // never reached the authoritative store
 				outs[i].merge(s.noCopy(e.Key, now, false))
 			}
@@ -268,7 +268,7 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out mark
 		// Acknowledged by the primary already: kept before Ingest returns.
 		out.unrecorded = !s.record(w.Key, MarkUnsettled)
 	}
-	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at)
+	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, reason != ""))

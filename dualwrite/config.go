@@ -18,6 +18,7 @@ const (
 	DefaultLanes             = 16
 	DefaultLaneDepth         = 128
 	DefaultMaxQueueBytes     = 64 << 20
+	DefaultMaxBacklog        = 100_000 // ten bulk writes of Workers KV's largest
 	DefaultShadowTimeout     = 5 * time.Second
 	DefaultShadowThroughput  = 1 << 20 // bytes a second
 	DefaultConsistencyWindow = 60 * time.Second
@@ -52,6 +53,15 @@ type Config struct {
 	// beyond it is dropped as if its lane were full. Default
 	// DefaultMaxQueueBytes.
 	MaxQueueBytes int64
+
+	// MaxBacklog bounds the copies of bulk writes (PutMany, DeleteMany)
+	// that wait, over all lanes, for room in a full lane instead of being
+	// dropped: a bulk write of 10,000 keys is admitted whole to lanes that
+	// hold LaneDepth each, off the caller's path, and its copies reach the
+	// other store as fast as that store takes them. Beyond it a copy is
+	// dropped (lane_full) and its key marked dirty. Their values count
+	// against MaxQueueBytes. Default DefaultMaxBacklog.
+	MaxBacklog int
 
 	// ShadowTimeout bounds each asynchronous operation, on the Store's
 	// clock, with ShadowThroughput's allowance for its bytes. Default
@@ -180,9 +190,9 @@ func (c Config) resolve() (settings, error) {
 		return bad("Primary and Shadow are the same store")
 	case !c.Stage.Valid():
 		return bad("unknown stage %d", c.Stage)
-	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0 || c.MaxSuspects < 0:
-		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d), MaxSuspects (%d) and VerifyBatch (%d) must not be negative",
-			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.MaxSuspects, c.VerifyBatch)
+	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0 || c.MaxSuspects < 0 || c.MaxBacklog < 0:
+		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d), MaxSuspects (%d), VerifyBatch (%d) and MaxBacklog (%d) must not be negative",
+			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.MaxSuspects, c.VerifyBatch, c.MaxBacklog)
 	case c.ShadowTimeout < 0 || c.RepairInterval < 0 || c.ShadowThroughput < 0:
 		return bad("ShadowTimeout (%s), ShadowThroughput (%d) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.ShadowThroughput, c.RepairInterval)
 	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
@@ -204,6 +214,7 @@ func (c Config) resolve() (settings, error) {
 	def(&s.MaxDirty, DefaultMaxDirty)
 	def(&s.MaxSuspects, DefaultMaxSuspects)
 	def(&s.VerifyBatch, DefaultVerifyBatch)
+	def(&s.MaxBacklog, DefaultMaxBacklog)
 	def(&s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
 	def(&s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
 	if s.MaxQueueBytes == 0 {

@@ -91,18 +91,11 @@ func (s *Store) sendBarriers(ctx context.Context) ([]chan struct{}, error) {
 	for _, l := range s.lanes {
 		c := make(chan struct{})
 		s.ctr.queued.Add(1)
-		select {
-		case l.ch <- job{done: c}:
-			done = append(done, c)
-		case <-ctx.Done():
+		if err := s.sendBarrier(ctx, l, job{done: c}); err != nil {
 			s.ctr.queued.Add(-1)
-			return nil, ctx.Err()
-		case <-s.stopping:
-			// Closing: the workers drain and stop, and a barrier
-			// offered now might never be reached.
-			s.ctr.queued.Add(-1)
-			return nil, errClosed
+			return nil, err
 		}
+		done = append(done, c)
 	}
 	return done, nil
 }

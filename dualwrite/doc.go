@@ -265,7 +265,14 @@
 // call a key when it has none), then queue each key's copy on its lane
 // while holding that key's lock, as a single write does; the locks of a
 // bulk are taken in one fixed order, so two bulks never deadlock and the
-// per-key order holds between bulks and single writes. GetMany reads the
+// per-key order holds between bulks and single writes. A bulk write's
+// copies that find their lane full wait in the lane's backlog (up to
+// MaxBacklog copies over all lanes) instead of being dropped, and reach the
+// other store as fast as it takes them; the caller does not wait for them.
+// While a lane has a backlog, other work for it joins the backlog
+// (barriers: Flush, a flip) or is refused as from a full lane, and a newer
+// write of a key whose copy waits there replaces that copy, so each key's
+// order holds. GetMany reads the
 // authoritative store in bulk; its sampled keys are compared as Get's are.
 //
 // Ingest takes tee mode's writes: writes the primary has already applied

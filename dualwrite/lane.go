@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
@@ -20,6 +21,14 @@ type lane struct {
 	// behind it, keeping that copy's place in the FIFO.
 	qmu     sync.Mutex
 	waiting map[string]*cell
+	// backlog holds, in order, the jobs admitted past ch's room: copies of
+	// a bulk write, which wait for room rather than being dropped (see
+	// enqueueCopy), and barriers offered behind them. While it holds any,
+	// every job for the lane joins it or is refused, so the lane stays one
+	// FIFO; the worker moves its head into ch each time it takes a job.
+	// Guarded by qmu; parked mirrors its length for the paths without qmu.
+	backlog []job
+	parked  atomic.Int32
 
 	mu       sync.Mutex // guards the running operation's cancel and deadline
 	cancel   context.CancelCauseFunc
@@ -89,14 +98,16 @@ type comparison struct {
 	length int
 }
 
-// enqueue offers j to its lane without blocking.
+// enqueue offers j to its lane without blocking. A lane with a backlog
+// is full.
 func (s *Store) enqueue(j job) bool {
-	if !s.reserveBytes(j.size) {
+	l := s.laneOf(j.hash)
+	if l.parked.Load() > 0 || !s.reserveBytes(j.size) {
 		return false
 	}
 	s.ctr.queued.Add(1)
 	select {
-	case s.laneOf(j.hash).ch <- j:
+	case l.ch <- j:
 		return true
 	default:
 		s.ctr.queued.Add(-1)
@@ -116,11 +127,17 @@ func (s *Store) reserveBytes(n int64) bool {
 // enqueueCopy offers the copy of a write to its lane without blocking.
 // When the key already has a copy waiting there, the newer write replaces
 // it (an ingested write older than the waiting one is ignored): fresh
-// reports that a new copy was queued rather than one replaced.
-func (s *Store) enqueueCopy(j job) (ok, fresh bool) {
+// reports that a new copy was queued rather than one replaced. A copy of a
+// bulk write (park) that finds its lane full waits in the lane's backlog,
+// up to MaxBacklog copies over all lanes, instead of being dropped: a bulk
+// write of thousands of keys arrives faster than any shadow takes it, and
+// the caller's write must not wait for the shadow.
+func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	l := s.laneOf(j.hash)
 	l.qmu.Lock()
-	if c := l.waiting[j.key]; c != nil && coalescing {
+	if c := l.waiting[j.key]; c != nil && (coalescing || len(l.backlog) > 0) {
+		// With a backlog the copy cannot queue behind the waiting one
+		// anyway: replacing it keeps the key's order.
 		defer l.qmu.Unlock()
 		if !j.acked.IsZero() && c.acked.After(j.acked) {
 			s.ctr.ingestStale.Add(1)
@@ -144,18 +161,83 @@ func (s *Store) enqueueCopy(j job) (ok, fresh bool) {
 	c := cells.Get().(*cell)
 	*c = cell{op: j.op, value: j.value, exp: j.exp, md: j.md, size: j.size, queued: j.queued, ctx: j.ctx, acked: j.acked}
 	s.ctr.queued.Add(1)
-	select {
-	case l.ch <- job{op: j.op, target: j.target, key: j.key, hash: j.hash, cell: c}:
+	nj := job{op: j.op, target: j.target, key: j.key, hash: j.hash, cell: c}
+	if len(l.backlog) == 0 {
+		select {
+		case l.ch <- nj:
+			l.waiting[j.key] = c
+			l.qmu.Unlock()
+			return true, true
+		default:
+		}
+	}
+	switch {
+	case park && s.ctr.backlog.Add(1) <= int64(s.cfg.MaxBacklog):
+		l.backlog = append(l.backlog, nj)
+		l.parked.Add(1)
 		l.waiting[j.key] = c
 		l.qmu.Unlock()
 		return true, true
-	default:
+	case park:
+		s.ctr.backlog.Add(-1)
+	}
+	{
 		l.qmu.Unlock()
 		s.ctr.queued.Add(-1)
 		s.ctr.queuedBytes.Add(-j.size)
 		*c = cell{}
 		cells.Put(c)
 		return false, false
+	}
+}
+
+// refill moves the head of the backlog into ch while it has room.
+func (s *Store) refill(l *lane) {
+	if l.parked.Load() == 0 {
+		return
+	}
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	n := 0
+loop:
+	for ; n < len(l.backlog); n++ {
+		select {
+		case l.ch <- l.backlog[n]:
+		default:
+			break loop
+		}
+	}
+	if n == 0 {
+		return
+	}
+	rest := copy(l.backlog, l.backlog[n:])
+	clear(l.backlog[rest:])
+	l.backlog = l.backlog[:rest]
+	l.parked.Add(-int32(n))
+	s.ctr.backlog.Add(-int64(n))
+}
+
+// sendBarrier queues barrier j at the end of lane l, behind its backlog
+// when it has one, else waiting for room in ch.
+func (s *Store) sendBarrier(ctx context.Context, l *lane, j job) error {
+	l.qmu.Lock()
+	if len(l.backlog) > 0 {
+		l.backlog = append(l.backlog, j)
+		l.parked.Add(1)
+		s.ctr.backlog.Add(1)
+		l.qmu.Unlock()
+		return nil
+	}
+	l.qmu.Unlock()
+	select {
+	case l.ch <- j:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopping:
+		// Closing: the workers drain and stop, and a barrier offered now
+		// might never be reached.
+		return errClosed
 	}
 }
 
@@ -195,9 +277,11 @@ func (s *Store) work(l *lane) {
 	for {
 		select {
 		case j := <-l.ch:
+			s.refill(l)
 			s.run(l, &j)
 		case <-s.stopping:
 			for {
+				s.refill(l)
 				select {
 				case j := <-l.ch:
 					s.run(l, &j)

@@ -222,7 +222,7 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	now := s.clock.Now()
 	sl.touch(now)
 	if st.mirrors() {
-		out.merge(s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err))
+		out.merge(s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err, false))
 	}
 	sl.seq.Add(1)
 	sl.mu.Unlock()
@@ -272,11 +272,14 @@ func (s *Store) premark(key string, now time.Time) (out markOutcome) {
 // afterWrite queues the copy of a write the authoritative store accepted,
 // or marks the key dirty, before the caller's write returns; premark has
 // put the key in the settle set.
-func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error) (out markOutcome) {
+//
+// A bulk write's copy (park) waits for room in a full lane (see
+// enqueueCopy).
+func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error, park bool) (out markOutcome) {
 	failed := false
 	if err == nil {
 		var fresh bool
-		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{})
+		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{}, park)
 		if fresh {
 			return out // the copy's worker accounts for it
 		}
@@ -334,7 +337,7 @@ func (s *Store) apply(ctx context.Context, r Role, op Op, key string, value []by
 // acknowledged-at time of an ingested write, zero otherwise.
 // fresh reports that a new copy was queued rather than a waiting one
 // replaced.
-func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now, acked time.Time) (_ DropReason, fresh bool) {
+func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now, acked time.Time, park bool) (_ DropReason, fresh bool) {
 	if s.breakers[target].isOpen(now) {
 		return DropBreakerOpen, false
 	}
@@ -347,7 +350,7 @@ func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h ui
 			j.md = bytes.Clone(md)
 		}
 	}
-	ok, fresh := s.enqueueCopy(j)
+	ok, fresh := s.enqueueCopy(j, park)
 	if !ok {
 		return DropLaneFull, false
 	}

@@ -124,6 +124,7 @@ var repairIndex = func() map[RepairOutcome]int {
 type counters struct {
 	queued             atomic.Int64
 	queuedBytes        atomic.Int64
+	backlog            atomic.Int64 // jobs in the lanes' backlogs
 	drops              [len(DropReasons)]atomic.Uint64
 	repairs            [len(RepairOutcomes)]atomic.Uint64
 	kinds              [maxKinds]atomic.Uint64
