@@ -105,7 +105,7 @@
 // replaced took 0.17 to 6,100 µs a due key (BenchmarkSettleSetDue). A key
 // in the set costs 140 to 160 bytes of memory with a 21-byte key, its own
 // bytes included (BenchmarkSettleSetMemory): an 80-byte entry, the map's
-// slot and the key; a held difference adds 150 bytes while it lasts.
+// slot and the key; a held difference adds 144 bytes while it lasts.
 //
 // A sampled read that disagrees (the Store's own, or a tee's through
 // CompareReads) holds its difference on the key's entry when the key is in
