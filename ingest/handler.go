@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // Sink takes the copies of one batch, all checked, in the order sent. It
@@ -80,6 +81,11 @@ type Config struct {
 	MaxCopies, MaxReads int
 	// Clock checks times; nil is the system clock.
 	Clock clock.Clock `json:"-"`
+	// Memory is the budget a batch draws from as it is read (twice its
+	// bytes: the body and the copies decoded from it); a batch it cannot
+	// pay for is answered 503 with Retry-After. Nil means a budget of the
+	// Handler's own of membudget.DefaultLimit; a process shares one.
+	Memory *membudget.Budget `json:"-"`
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +99,9 @@ func (c Config) withDefaults() Config {
 		c.MaxReads = DefaultMaxReads
 	}
 	c.Clock = clock.OrReal(c.Clock)
+	if c.Memory == nil {
+		c.Memory, _ = membudget.New(membudget.Config{}) // the default config is valid
+	}
 	return c
 }
 
@@ -169,8 +178,13 @@ func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBodyBytes), 0)
 		return
 	}
-	b, err := Decode(r.Body, h.cfg, h.cfg.Clock.Now())
+	hold := h.cfg.Memory.Hold(r.Context())
+	defer hold.Release()
+	b, err := Decode(hold.Reader(r.Body, 2), h.cfg, h.cfg.Clock.Now())
 	if err != nil {
+		if hold.Err() != nil {
+			err = hold.Err()
+		}
 		h.fail(w, err)
 		return
 	}
@@ -247,6 +261,8 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "unknown_namespace", "the proxy serves no such namespace", 0)
 	case errors.Is(err, ErrStage):
 		writeError(w, http.StatusConflict, "stage", "the stage takes no tee copies: read the stage again", 0)
+	case errors.Is(err, membudget.ErrExhausted):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy's memory budget is taken by the requests under way; retry shortly", membudget.RetryAfter.Seconds())
 	case errors.Is(err, kv.ErrUnavailable):
 		ra, _ := kv.RetryAfter(err)
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy cannot take copies now", ra.Seconds())

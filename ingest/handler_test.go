@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 var start = time.Unix(1_796_000_000, 0)
@@ -343,5 +344,32 @@ func TestNewRefusesConfigs(t *testing.T) {
 		if _, err := ingest.New(tc.sink, tc.cfg); !errors.Is(err, ingest.ErrConfig) {
 			t.Errorf("%s: err = %v, want ErrConfig", name, err)
 		}
+	}
+}
+
+// TestIngestDrawsFromTheMemoryBudget: a batch is charged as it is read; one
+// the budget cannot pay for, because other requests hold it, is answered 503
+// with Retry-After, and reaches no sink; once they give it back, it is taken.
+func TestIngestDrawsFromTheMemoryBudget(t *testing.T) {
+	mem, err := membudget.New(membudget.Config{Limit: 64 << 20, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &recorder{}
+	h := newHandler(t, sink, func(c *ingest.Config) { c.Memory = mem })
+	batch := fmt.Sprintf(`{"copies":[{"key":"a","value":"%s","acked_at":%d}]}`, strings.Repeat("A", 4<<20), ms)
+	if err := mem.Acquire(context.Background(), mem.Limit()-4<<20); err != nil { // held by the requests under way
+		t.Fatal(err)
+	}
+	w := post(t, h, batch)
+	if w.Code != http.StatusServiceUnavailable || errorCode(t, w) != "unavailable" || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("a batch past the budget: %d %s", w.Code, w.Body)
+	}
+	if sink.calls != 0 || mem.InUse() != mem.Limit()-4<<20 {
+		t.Fatalf("sink calls %d, in use %d: the refused batch kept bytes or reached the sink", sink.calls, mem.InUse())
+	}
+	mem.Release(mem.Limit() - 4<<20)
+	if w := post(t, h, batch); w.Code != http.StatusOK || sink.calls != 1 || mem.InUse() != 0 {
+		t.Fatalf("with the budget free: %d %s, calls %d, in use %d", w.Code, w.Body, sink.calls, mem.InUse())
 	}
 }

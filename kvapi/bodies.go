@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // The body limits. A request that declares a longer body is refused before
@@ -29,6 +30,17 @@ const (
 	// sent where none is read.
 	maxSmallBody = 64 << 10
 )
+
+// bodyFactor is what a body costs the memory budget for each byte read: the
+// bytes read, and what is decoded from them (a bulk write's strings, then
+// its values).
+const bodyFactor = 2
+
+// chargedBody is a request body read through the memory budget.
+type chargedBody struct {
+	io.Reader
+	io.Closer
+}
 
 // bodyLimit is the most bytes the request's body may hold.
 func bodyLimit(ep endpoint, r *http.Request) int64 {
@@ -55,6 +67,14 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit int64) *apiError {
 	return nil
 }
 
+// memoryExhausted is the answer to a request the memory budget cannot pay
+// for now: 503, with Retry-After.
+func memoryExhausted() *apiError {
+	e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: the server's memory budget is taken by the requests under way; retry shortly")
+	e.retryAfter = membudget.RetryAfter
+	return e
+}
+
 func tooLarge(limit int64) *apiError {
 	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the limit is %d bytes", limit)
 }
@@ -64,6 +84,9 @@ func readError(err error) *apiError {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return tooLarge(mbe.Limit)
+	}
+	if errors.Is(err, membudget.ErrExhausted) {
+		return memoryExhausted()
 	}
 	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body could not be read")
 }
@@ -99,6 +122,9 @@ func (decoder) fail(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if errors.Is(err, membudget.ErrExhausted) {
+		return memoryExhausted()
 	}
 	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body is not the expected JSON")
 }

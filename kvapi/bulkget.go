@@ -1,6 +1,7 @@
 package kvapi
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,8 +14,9 @@ import (
 
 // MaxBulkGetValues bounds what one bulk/get may return: the values and
 // metadata of its keys together, 25 MiB, the limit of Cloudflare's own
-// simulator. The response is built under it and refused with 413 past it,
-// so it never holds more than about six times that (JSON escaping).
+// simulator. Past it the request is refused with 413; under it the answer
+// is encoded as it is written, so that what it holds is its values, not
+// their encoding (up to six times their size, escaped).
 const MaxBulkGetValues = 25 << 20
 
 // bulkGetBody is the request of bulk/get.
@@ -35,17 +37,34 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
+	// The values read are charged before they are: as many as an answer
+	// may hold. Once they are known, the answer's encoded size is added.
+	if err := req.hold.Grow(MaxBulkGetValues); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
 	found, err := s.readMany(r, req, keys)
 	if err != nil {
 		writeError(w, storeError(err))
 		return
 	}
-	values, e := bulkValues(keys, found, body)
-	if e != nil {
+	if e := checkBulkValues(found, body); e != nil {
 		writeError(w, e)
 		return
 	}
-	writeRawResult(w, `{"values":`, values, `}`)
+	// What the answer holds is the values, already charged, and the
+	// buffer it is encoded through.
+	if err := req.hold.Grow(bulkAnswerBuffer); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, bulkAnswerBuffer)
+	_, _ = bw.WriteString(`{"success":true,"errors":[],"messages":[],"result":{"values":`)
+	writeBulkValues(bw, keys, found, body)
+	_, _ = bw.WriteString(`}}`)
+	_ = bw.Flush()
 }
 
 // checkBulkGet applies the request's rules: type text or json, 1..100
@@ -77,68 +96,67 @@ func checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	return keys, nil
 }
 
-// bulkValues builds the "values" object, its keys in byte order. It
-// refuses with 413 before encoding anything when the values and metadata
-// found pass MaxBulkGetValues together, and encodes into one buffer sized
-// exactly, so that the answer costs its own size and no more.
-func bulkValues(keys []string, found map[string]kv.Entry, body bulkGetBody) ([]byte, *apiError) {
+// bulkAnswerBuffer is the buffer a bulk get's answer is encoded through.
+const bulkAnswerBuffer = 64 << 10
+
+// checkBulkValues refuses with 413 when the values and metadata found pass
+// MaxBulkGetValues together, and with 400 a json answer of a value that is
+// not JSON, before anything is written.
+func checkBulkValues(found map[string]kv.Entry, body bulkGetBody) *apiError {
 	total := 0
 	for _, e := range found {
 		total += len(e.Value) + len(e.Metadata)
 	}
 	if total > MaxBulkGetValues {
-		return nil, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the values requested exceed %d bytes together; ask for fewer keys", MaxBulkGetValues)
+		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the values requested exceed %d bytes together; ask for fewer keys", MaxBulkGetValues)
 	}
 	if body.Type == "json" {
 		for _, e := range found {
 			if !json.Valid(e.Value) {
-				return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: at least one of the requested keys holds a value that is not JSON")
+				return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: at least one of the requested keys holds a value that is not JSON")
 			}
 		}
 	}
+	return nil
+}
+
+// writeBulkValues writes the "values" object, its keys in byte order,
+// encoding as it writes: the answer of values that are not UTF-8 is up to
+// six times their size (each byte a \ufffd), and is never held whole.
+func writeBulkValues(w *bufio.Writer, keys []string, found map[string]kv.Entry, body bulkGetBody) {
 	keys = slices.Sorted(slices.Values(keys))
-	size := 2
-	for _, k := range keys {
-		size += jsonStringLen([]byte(k)) + len(`,:{"value":,"metadata":,"expiration":-9223372036854775808}`)
-		if e, ok := found[k]; ok {
-			size += len(e.Metadata) + len(e.Value)
-			if body.Type != "json" {
-				size += jsonStringLen(e.Value) - len(e.Value)
-			}
-		}
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '{')
+	var num [24]byte
+	_ = w.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
-			out = append(out, ',')
+			_ = w.WriteByte(',')
 		}
-		out = appendJSONString(out, []byte(k))
-		out = append(out, ':')
+		writeJSONString(w, []byte(k))
+		_ = w.WriteByte(':')
 		e, ok := found[k]
 		switch {
 		case !ok:
-			out = append(out, "null"...)
+			_, _ = w.WriteString("null")
 			continue
 		case body.WithMetadata:
-			out = append(out, `{"value":`...)
+			_, _ = w.WriteString(`{"value":`)
 		}
 		if body.Type == "json" {
-			out = append(out, e.Value...) // valid JSON, as it is
+			_, _ = w.Write(e.Value) // valid JSON, as it is
 		} else {
-			out = appendJSONString(out, e.Value)
+			writeJSONString(w, e.Value)
 		}
 		if body.WithMetadata {
-			out = append(out, `,"metadata":`...)
-			out = append(out, metadataOrNull(e.Metadata)...)
+			_, _ = w.WriteString(`,"metadata":`)
+			_, _ = w.Write(metadataOrNull(e.Metadata))
 			if !e.Expiration.IsZero() {
-				out = append(out, `,"expiration":`...)
-				out = strconv.AppendInt(out, e.Expiration.Unix(), 10)
+				_, _ = w.WriteString(`,"expiration":`)
+				_, _ = w.Write(strconv.AppendInt(num[:0], e.Expiration.Unix(), 10))
 			}
-			out = append(out, '}')
+			_ = w.WriteByte('}')
 		}
 	}
-	return append(out, '}'), nil
+	_ = w.WriteByte('}')
 }
 
 func metadataOrNull(md json.RawMessage) []byte {
@@ -173,34 +191,32 @@ func jsonPiece(s []byte) (esc string, n int) {
 	return "", size
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst, s []byte) []byte {
-	dst = append(dst, '"')
+// writeJSONString writes s as a JSON string.
+func writeJSONString(w *bufio.Writer, s []byte) {
+	_ = w.WriteByte('"')
+	jsonPieces(s, func(plain []byte, esc string) {
+		_, _ = w.Write(plain)
+		_, _ = w.WriteString(esc)
+	})
+	_ = w.WriteByte('"')
+}
+
+// jsonPieces calls emit with s's content in a JSON string, in order: each
+// run of bytes that stand for themselves, then the escape that ends it
+// ("" at the end).
+func jsonPieces(s []byte, emit func(plain []byte, esc string)) {
+	start := 0
 	for i := 0; i < len(s); {
 		esc, n := jsonPiece(s[i:])
 		if esc != "" {
-			dst = append(dst, esc...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
+			emit(s[start:i], esc)
+			start = i + n
 		}
 		i += n
 	}
-	return append(dst, '"')
-}
-
-// jsonStringLen is the length of appendJSONString's output for s.
-func jsonStringLen(s []byte) int {
-	n := 2
-	for i := 0; i < len(s); {
-		esc, k := jsonPiece(s[i:])
-		if esc != "" {
-			n += len(esc)
-		} else {
-			n += k
-		}
-		i += k
+	if start < len(s) {
+		emit(s[start:], "")
 	}
-	return n
 }
 
 // readMany reads keys in one store call when it can; reads from an edge

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // message is one entry of an envelope's errors or messages.
@@ -67,23 +67,6 @@ func writeResult(w http.ResponseWriter, result any, info any) {
 	writeJSON(w, http.StatusOK, envelope{Success: true, Errors: []message{}, Messages: []message{}, Result: result, ResultInfo: info})
 }
 
-// writeRawResult answers success with a result already encoded, in parts
-// (head, result, tail), so that a large result is neither scanned nor copied
-// again.
-func writeRawResult(w http.ResponseWriter, head string, result []byte, tail string) {
-	const open, close = `{"success":true,"errors":[],"messages":[],"result":`, `}`
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(open)+len(head)+len(result)+len(tail)+len(close)))
-	w.WriteHeader(http.StatusOK)
-	for _, part := range []string{open, head} {
-		_, _ = io.WriteString(w, part)
-	}
-	_, _ = w.Write(result)
-	for _, part := range []string{tail, close} {
-		_, _ = io.WriteString(w, part)
-	}
-}
-
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds()))))
@@ -131,6 +114,8 @@ func storeError(err error) *apiError {
 		return errorf(http.StatusBadRequest, CodeInvalidCursor, `invalid "list keys" cursor`)
 	case errors.Is(err, kv.ErrInvalidPrefix):
 		return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: invalid prefix")
+	case errors.Is(err, membudget.ErrExhausted):
+		return memoryExhausted()
 	case errors.Is(err, kv.ErrUnavailable):
 		ra, _ := kv.RetryAfter(err)
 		e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable")

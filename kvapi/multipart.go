@@ -27,7 +27,7 @@ func readPutBody(r *http.Request) (value []byte, md json.RawMessage, form map[st
 			break
 		}
 		if err != nil {
-			if e := readError(err); e.status == http.StatusRequestEntityTooLarge {
+			if e := readError(err); e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusServiceUnavailable {
 				return nil, nil, nil, e
 			}
 			return nil, nil, nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: malformed multipart body")

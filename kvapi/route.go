@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // endpoint is one route of the API, whatever its method.
@@ -56,6 +57,7 @@ type request struct {
 	ns       *namespace // nil for the account-level endpoints
 	key      string     // for values and metadata
 	location string
+	hold     *membudget.Hold // what the request holds of the memory budget
 }
 
 // methods returns what ep serves on s.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // LocationHeader names the edge location a request is served by; see the
@@ -50,6 +51,12 @@ type Config struct {
 	// Faults are the fault switches; nil means a set of its own, all off.
 	// Server.Faults returns them either way.
 	Faults *Faults
+	// Memory is the budget every request draws from: its body as it is
+	// read (twice its length, for what is decoded from it), the value a GET
+	// answers, a bulk get's values and encoded answer. A request it cannot
+	// pay for is answered 503 with Retry-After. Nil means a budget of the
+	// Server's own of membudget.DefaultLimit; a process shares one.
+	Memory *membudget.Budget
 }
 
 // ErrConfig reports a Config that New refuses.
@@ -73,6 +80,7 @@ type Server struct {
 	fixed    string // FixedNamespaces, resolved
 	clock    clock.Clock
 	faults   *Faults
+	memory   *membudget.Budget
 	requests atomic.Int64
 
 	mu         sync.RWMutex
@@ -111,6 +119,13 @@ func New(cfg Config) (*Server, error) {
 	if f == nil {
 		f = &Faults{}
 	}
+	mem := cfg.Memory
+	if mem == nil {
+		var err error
+		if mem, err = membudget.New(membudget.Config{}); err != nil {
+			return nil, err
+		}
+	}
 	return &Server{
 		account:    cfg.AccountID,
 		token:      []byte(cfg.Token),
@@ -118,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 		fixed:      fixedMessage(cfg),
 		clock:      clock.OrReal(cfg.Clock),
 		faults:     f,
+		memory:     mem,
 		namespaces: namespaces,
 	}, nil
 }
@@ -171,6 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	// Charged after the token is checked: bytes declared by someone without
+	// it hold nothing.
+	req.hold = s.memory.Hold(r.Context())
+	defer req.hold.Release()
+	r.Body = chargedBody{req.hold.Reader(r.Body, bodyFactor), r.Body}
 	h(s, w, r, req)
 }
 

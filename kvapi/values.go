@@ -20,6 +20,11 @@ func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, storeError(err))
 		return
 	}
+	// Held until the client has read it, however slowly.
+	if err := req.hold.Grow(int64(len(e.Value))); err != nil {
+		writeError(w, storeError(err))
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.Itoa(len(e.Value)))

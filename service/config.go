@@ -18,6 +18,7 @@ import (
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // The environment variables the service reads besides Cloudflare's
@@ -83,6 +84,7 @@ type Config struct {
 	JournalDir    string
 
 	MaxConcurrent     int
+	MemoryBudget      int64 // bytes, the whole process's (membudget)
 	Lanes, LaneDepth  int
 	ShadowTimeout     time.Duration
 	CompareRate       float64
@@ -155,6 +157,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.StringVar(&c.DirtyDir, "dirty-dir", "", "")
 	fs.StringVar(&c.JournalDir, "journal-dir", "", "")
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", kvapi.DefaultMaxConcurrent, "")
+	memBudget := fmt.Sprintf("%dMiB", membudget.DefaultLimit>>20)
+	fs.StringVar(&memBudget, "memory-budget", memBudget, "")
 	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
 	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
 	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
@@ -180,6 +184,12 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	var err error
+	if c.MemoryBudget, err = membudget.ParseSize(memBudget); err != nil {
+		return nil, usage("--memory-budget: %v", err)
+	}
+	if _, err := membudget.New(membudget.Config{Limit: c.MemoryBudget}); err != nil {
+		return nil, usage("--memory-budget: %v", err)
+	}
 	if c.Stage, err = parseStage(stage, c.Demo); err != nil {
 		return nil, err
 	}

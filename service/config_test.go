@@ -77,6 +77,8 @@ func TestParseRefuses(t *testing.T) {
 		{[]string{"--stage", "sideways"}, full, "--stage"},
 		{[]string{"--compare-rate", "2"}, full, "--compare-rate"},
 		{[]string{"--lanes", "0"}, full, "--lanes"},
+		{[]string{"--memory-budget", "lots"}, full, "--memory-budget"},
+		{[]string{"--memory-budget", "16MiB"}, full, "leaves nothing"},
 		{[]string{"--poll-interval", "0s"}, full, "--poll-interval"},
 		{[]string{"--tls-cert", "c.pem"}, full, "go together"},
 		{[]string{"--token-file", "/nonexistent/x"}, full, "KVSHADOW_TOKEN"},

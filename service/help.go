@@ -40,6 +40,10 @@ WHERE
   --public-url URL         where clients reach it (a tunnel's https://kv.example.com): the
                            root the printed client environment names (default the listener)
   --max-concurrent N       requests served at once; one more gets 503 with Retry-After (64)
+  --memory-budget SIZE     the process's memory, such as 512MiB or 2GiB: what the requests
+                           under way may hold together (bodies, answers, tee batches) is
+                           three quarters of it; past that a request waits 2 s, then gets
+                           503 with Retry-After (512MiB)
   --admin-listen ADDR      the admin API (default 127.0.0.1:8791)
   --account ID             CLOUDFLARE_ACCOUNT_ID: the account clients name in paths
   --namespace ID[=DB]      namespaces served, repeatable or comma-separated

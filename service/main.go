@@ -27,7 +27,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintf(stderr, "kvshadow-proxy: %v\nRun kvshadow-proxy --help for the flags and variables.\n", err)
 		return err
 	}
-	if err := Run(ctx, c, stdout, stderr); err != nil {
+	if err := Run(ctx, c, stdout, stderr, func(o *runOptions) { o.processLimit = true }); err != nil {
 		fmt.Fprintf(stderr, "kvshadow-proxy: %v\n", err)
 		return err
 	}

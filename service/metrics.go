@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // The instance's own gauges, beside the dual-write store's: what the alert
@@ -13,6 +15,13 @@ const (
 	MetricReady              = "kvshadow.service.ready"
 	MetricGeneration         = "kvshadow.control.generation"
 	MetricDocumentGeneration = "kvshadow.control.document.generation"
+)
+
+// The memory budget's gauges (package membudget).
+const (
+	MetricMemoryInUse   = "kvshadow.memory.in_use"
+	MetricMemoryLimit   = "kvshadow.memory.limit"
+	MetricMemoryRefused = "kvshadow.memory.refused"
 )
 
 // meterName is the instrumentation scope of the gauges.
@@ -45,6 +54,33 @@ func watchInstance(mp metric.MeterProvider, r *readiness) (metric.Registration, 
 		o.ObserveInt64(doc, int64(st.Document.Generation))
 		return nil
 	}, ready, gen, doc)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	return reg, nil
+}
+
+// watchMemory registers the memory budget's gauges, read at each collection;
+// Unregister the result at shutdown.
+func watchMemory(mp metric.MeterProvider, b *membudget.Budget) (metric.Registration, error) {
+	m := mp.Meter(meterName)
+	inUse, err1 := m.Int64ObservableGauge(MetricMemoryInUse, metric.WithUnit("By"),
+		metric.WithDescription("Bytes the requests under way hold of the memory budget: bodies being read, values being answered, tee batches."))
+	limit, err2 := m.Int64ObservableGauge(MetricMemoryLimit, metric.WithUnit("By"),
+		metric.WithDescription("Bytes the requests may hold together: --memory-budget less the reserve the process keeps for itself."))
+	refused, err3 := m.Int64ObservableCounter(MetricMemoryRefused, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests for bytes the budget refused after its wait: each answered 503 with Retry-After."))
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(inUse, b.InUse())
+		o.ObserveInt64(limit, b.Limit())
+		o.ObserveInt64(refused, int64(b.Refused()))
+		return nil
+	}, inUse, limit, refused)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

@@ -14,6 +14,9 @@ type runOptions struct {
 	clock     clock.Clock
 	logger    *slog.Logger
 	listening func(Listening)
+	// processLimit makes the memory budget the Go runtime's memory limit:
+	// the command's choice (Main), not that of a program embedding Run.
+	processLimit bool
 }
 
 // Listening is where a started service serves.

@@ -20,6 +20,7 @@ import (
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/membudget"
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
@@ -139,9 +140,23 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer func() { _ = gauges.Unregister() }()
+	// One memory budget for every request the process serves: the front's,
+	// the tee's batches.
+	mem, err := membudget.New(membudget.Config{Limit: c.MemoryBudget})
+	if err != nil {
+		return usage("--memory-budget: %v", err)
+	}
+	if o.processLimit {
+		mem.SetProcessLimit()
+	}
+	memGauges, err := watchMemory(tel.MeterProvider, mem)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = memGauges.Unregister() }()
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
-		FixedNamespaces: fixedNamespaces(c)})
+		FixedNamespaces: fixedNamespaces(c), Memory: mem})
 	if err != nil {
 		return err
 	}
@@ -171,7 +186,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
-		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock})
+		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock, Memory: mem})
 		if err != nil {
 			return err
 		}

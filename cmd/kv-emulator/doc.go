@@ -26,6 +26,8 @@
 //	-namespace            namespace IDs served from the start, comma-separated (default kv-emulator)
 //	-token-file           file holding the client token (else $KV_EMULATOR_TOKEN)
 //	-unauthenticated      serve without a client token (loopback only)
+//	-memory-budget SIZE   the process's memory budget (512MiB): past it a
+//	                      request gets 503 with Retry-After
 //	-latency              added to every request
 //	-write-rate-limit     refuse a second write to a key within a second (429)
 //	-fail-rate            share of requests answered with -fail-status (0..1)

@@ -18,6 +18,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // EnvToken names the variable the client token is read from.
@@ -61,6 +62,7 @@ func exitCode(err error) int {
 type options struct {
 	addr, account, namespaces, tokenFile string
 	unauthenticated                      bool
+	memoryBudget                         string
 	latency, window                      time.Duration
 	rateLimit, emptyPages                bool
 	failRate                             float64
@@ -75,6 +77,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.namespaces, "namespace", "kv-emulator", "namespace IDs served from the start, comma-separated")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the client token (else $"+EnvToken+")")
 	fs.BoolVar(&o.unauthenticated, "unauthenticated", false, "serve without a client token (loopback only)")
+	fs.StringVar(&o.memoryBudget, "memory-budget", fmt.Sprintf("%dMiB", membudget.DefaultLimit>>20), "the process's memory budget (requests past it get 503), such as 512MiB")
 	fs.DurationVar(&o.latency, "latency", 0, "latency added to every request")
 	fs.BoolVar(&o.rateLimit, "write-rate-limit", false, "refuse a second write to a key within a second (429)")
 	fs.Float64Var(&o.failRate, "fail-rate", 0, "share of requests answered with -fail-status (0..1)")
@@ -167,6 +170,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(ids) == 0 {
 		return usagef("-namespace: name at least one namespace")
 	}
+	limit, err := membudget.ParseSize(o.memoryBudget)
+	if err != nil {
+		return usagef("-memory-budget: %v", err)
+	}
+	mem, err := membudget.New(membudget.Config{Limit: limit})
+	if err != nil {
+		return usagef("-memory-budget: %v", err)
+	}
+	mem.SetProcessLimit()
 	faults := &kvapi.Faults{}
 	faults.SetLatency(o.latency)
 	faults.SetWriteRateLimit(o.rateLimit)
@@ -179,6 +191,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		AccountID:  o.account,
 		Token:      tok,
 		Faults:     faults,
+		Memory:     mem,
 	})
 	if err != nil {
 		return usageError{err}

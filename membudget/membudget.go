@@ -1,0 +1,290 @@
+package membudget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+)
+
+// The defaults of the zero Config.
+const (
+	// DefaultLimit is sized for a small machine: a 1 GiB VM or a container
+	// limited to 512 MiB. Its grants (384 MiB) hold the largest single
+	// request with room beside it: a bulk get of 25 MiB of values that are
+	// not UTF-8 (about 175 MiB with its encoded answer), a bulk write of
+	// 100 MiB (about 200 MiB while it is decoded), a tee batch of 64 MiB.
+	DefaultLimit = 512 << 20
+	// DefaultWait is how long a request waits for bytes before it is
+	// refused: long enough for a request under way to finish and give its
+	// bytes back, short enough that the client's retry comes soon.
+	DefaultWait = 2 * time.Second
+	// minReserve is the least of Limit that grants leave to the rest.
+	minReserve = 32 << 20
+	// unmanaged is what the process's resident memory holds that the Go
+	// runtime's memory limit does not count: the binary's code and data
+	// mapped in, the C and kernel side of its threads.
+	unmanaged = 32 << 20
+)
+
+// ErrExhausted reports bytes that the budget could not grant within its
+// wait: a front answers 503 with RetryAfter.
+var ErrExhausted = errors.New("membudget: the memory budget is exhausted; retry shortly")
+
+// RetryAfter is what a refused client is told to wait.
+const RetryAfter = time.Second
+
+// Config configures a Budget.
+type Config struct {
+	// Limit is the process's budget in bytes: 0 means DefaultLimit.
+	Limit int64
+	// Wait is how long Acquire waits for bytes: 0 means DefaultWait, a
+	// negative value not at all.
+	Wait time.Duration
+	// Clock times the waits; nil is the system clock.
+	Clock clock.Clock
+}
+
+// Budget grants bytes up to its limit. It is safe for concurrent use.
+type Budget struct {
+	limit, grantable int64
+	wait             time.Duration
+	clock            clock.Clock
+	refused          atomic.Uint64
+
+	mu    sync.Mutex
+	inUse int64
+	freed chan struct{} // closed and replaced whenever bytes come back
+}
+
+// New returns a Budget for cfg.
+func New(cfg Config) (*Budget, error) {
+	if cfg.Limit < 0 {
+		return nil, fmt.Errorf("membudget: a negative limit (%d)", cfg.Limit)
+	}
+	if cfg.Limit == 0 {
+		cfg.Limit = DefaultLimit
+	}
+	reserve := max(cfg.Limit/4, minReserve)
+	if cfg.Limit <= reserve {
+		return nil, fmt.Errorf("membudget: a limit of %d bytes leaves nothing beside the %d the process needs for itself", cfg.Limit, reserve)
+	}
+	if cfg.Wait == 0 {
+		cfg.Wait = DefaultWait
+	}
+	return &Budget{limit: cfg.Limit, grantable: cfg.Limit - reserve, wait: max(cfg.Wait, 0),
+		clock: clock.OrReal(cfg.Clock), freed: make(chan struct{})}, nil
+}
+
+// SetProcessLimit makes the budget's Limit, less what the runtime does not
+// count (the binary mapped in), the Go runtime's soft memory limit, unless
+// GOMEMLIMIT already sets one. Commands call it, once; a library never does.
+func (b *Budget) SetProcessLimit() {
+	if b == nil || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(b.limit-unmanaged, b.grantable))
+}
+
+// Acquire takes n bytes, waiting up to the budget's Wait for others to give
+// theirs back. It returns ErrExhausted when they do not, at once when n is
+// more than the grants may ever hold, or ctx's error.
+func (b *Budget) Acquire(ctx context.Context, n int64) error {
+	if b == nil || n <= 0 {
+		return nil
+	}
+	if n > b.grantable {
+		b.refused.Add(1)
+		return fmt.Errorf("%w: %d bytes are more than the budget grants (%d)", ErrExhausted, n, b.grantable)
+	}
+	var timer clock.Timer
+	for {
+		freed, ok := b.take(n)
+		if ok {
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		}
+		if timer == nil {
+			if b.wait <= 0 {
+				b.refused.Add(1)
+				return ErrExhausted
+			}
+			timer = b.clock.NewTimer(b.wait)
+		}
+		select {
+		case <-freed:
+		case <-timer.C():
+			b.refused.Add(1)
+			return ErrExhausted
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// TryAcquire takes n bytes if they are free now, and reports whether it did.
+// A refusal is counted.
+func (b *Budget) TryAcquire(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	if _, ok := b.take(n); ok {
+		return true
+	}
+	b.refused.Add(1)
+	return false
+}
+
+// take takes n bytes if they fit, or returns the channel closed when some
+// come back.
+func (b *Budget) take(n int64) (<-chan struct{}, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inUse+n <= b.grantable {
+		b.inUse += n
+		return nil, true
+	}
+	return b.freed, false
+}
+
+// Release gives back n bytes taken before.
+func (b *Budget) Release(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.inUse -= n
+	freed := b.freed
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+	close(freed)
+}
+
+// InUse returns the bytes granted and not yet given back.
+func (b *Budget) InUse() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inUse
+}
+
+// Limit returns what the grants may hold together (the process's budget
+// less its reserve); 0 for a nil Budget.
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.grantable
+}
+
+// Refused returns how many requests for bytes were refused.
+func (b *Budget) Refused() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.refused.Load()
+}
+
+// Hold is what one request holds of a Budget: it grows as the request needs
+// more and gives everything back at once. It is not safe for concurrent use.
+type Hold struct {
+	b   *Budget
+	ctx context.Context
+	n   int64
+	err error // the first refusal
+}
+
+// Hold starts a request's holding, charged against ctx's end.
+func (b *Budget) Hold(ctx context.Context) *Hold { return &Hold{b: b, ctx: ctx} }
+
+// Grow takes n more bytes for the request (Acquire's errors).
+func (h *Hold) Grow(n int64) error {
+	if err := h.b.Acquire(h.ctx, n); err != nil {
+		if h.err == nil {
+			h.err = err
+		}
+		return err
+	}
+	if h.b != nil && n > 0 {
+		h.n += n
+	}
+	return nil
+}
+
+// Err returns the first error Grow returned, nil if none did: what a
+// decoder that reads through Reader may have turned into its own error.
+func (h *Hold) Err() error { return h.err }
+
+// GrowTo takes what the request needs beyond what it holds to hold n.
+func (h *Hold) GrowTo(n int64) error { return h.Grow(n - h.n) }
+
+// Release gives back all the request holds.
+func (h *Hold) Release() {
+	h.b.Release(h.n)
+	h.n = 0
+}
+
+// Reader charges what is read through it to the Hold, factor bytes for each
+// byte read (what the reader's consumer builds from it: the body's copy,
+// its decoded values). A read the budget cannot pay for fails with
+// ErrExhausted.
+func (h *Hold) Reader(r io.Reader, factor int64) io.Reader {
+	return &chargedReader{r: r, h: h, factor: max(factor, 1)}
+}
+
+type chargedReader struct {
+	r      io.Reader
+	h      *Hold
+	factor int64
+	err    error
+}
+
+func (c *chargedReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	if n > 0 {
+		if gerr := c.h.Grow(int64(n) * c.factor); gerr != nil {
+			c.err = gerr
+			return 0, gerr
+		}
+	}
+	return n, err
+}
+
+// ParseSize reads a size in bytes, with an optional unit: "512MiB", "1GiB",
+// "300MB", "4096".
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if v, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(v), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("membudget: size %q: want a number of bytes, such as 512MiB, 1GiB or 300000000", s)
+	}
+	return n * mult, nil
+}
