@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 # deployment forms' tests (deploy/: the Kubernetes and kustomize libraries).
 MODULES := . tests demo deploy
 
-.PHONY: alerts deploy demo mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
+.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -89,6 +89,30 @@ alerts:
 	if [ $$rc = 3 ] && [ "$${KVSHADOW_REQUIRE_DEPLOY_TOOLS:-}" != 1 ]; then echo "make test: alert rules: SKIPPED: promtool cannot be installed here"; exit 0; fi; \
 	[ $$rc = 0 ] || exit $$rc; \
 	cd $(ALERTS) && promtool check rules kvshadow-alerts.yml && promtool test rules kvshadow-alerts.test.yml
+
+# The container image, FROM scratch (deploy/image/Containerfile): the three
+# commands built static (CGO off) with their CA roots and time zones, run as
+# user 65532, the journal directory a volume, OCI labels with the version.
+# Built with Debian's buildah on the vfs storage driver (scripts/need.sh
+# installs it); IMAGE_OCI=DIR also writes it as an OCI layout there (podman
+# save), which is how deploy/image_test.go runs it.
+IMAGE ?= localhost/kvshadow
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE_CTX := $(CURDIR)/.image
+STORAGE := --storage-driver vfs
+IMAGE_OCI ?=
+image:
+	@scripts/need.sh buildah:buildah podman:podman
+	@echo "make image: building $(IMAGE):$(VERSION) (static binaries, then buildah; a few minutes the first time)"
+	@rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/rootfs/usr/local/bin $(IMAGE_CTX)/rootfs/etc $(IMAGE_CTX)/journal
+	@CGO_ENABLED=0 $(GO) build -trimpath -tags image -ldflags "-s -w" -o $(IMAGE_CTX)/rootfs/usr/local/bin/ ./cmd/kvshadow-proxy ./cmd/shadow-report ./cmd/kv-emulator
+	@printf 'root:x:0:0:root:/:/sbin/nologin\nkvshadow:x:65532:65532:kvshadow:/var/lib/kvshadow:/sbin/nologin\n' > $(IMAGE_CTX)/rootfs/etc/passwd
+	@printf 'root:x:0:\nkvshadow:x:65532:\n' > $(IMAGE_CTX)/rootfs/etc/group
+	@buildah $(STORAGE) build --quiet --layers=false -f deploy/image/Containerfile \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) $(IMAGE_CTX) >/dev/null
+	@echo "make image: built $(IMAGE):$(VERSION)"
+	@if [ -n "$(IMAGE_OCI)" ]; then rm -rf $(IMAGE_OCI) && podman $(STORAGE) save --quiet --format oci-dir -o $(IMAGE_OCI) $(IMAGE):$(VERSION) && echo "make image: saved as an OCI layout in $(IMAGE_OCI)"; fi
 
 # The deployment forms (deploy/): Kubernetes manifests decoded strictly and
 # rendered with the kustomize API, the systemd unit (systemd-analyze verify),
