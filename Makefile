@@ -72,6 +72,13 @@ integration: workers-deps nodeinterop-deps testlog
 	@echo "make test: the demo, shortened, as a test (about a minute)"
 	@set -o pipefail; cd demo && $(GO) test -race -count=1 -timeout 10m -json ./... | $(TESTLOG)
 
+# The JavaScript package as a bot team adds it: bin/kvshadow-workers-<version>.tgz,
+# installed with `npm install ./kvshadow-workers-<version>.tgz` (workers/README.md).
+workers-pack:
+	@mkdir -p bin
+	@cd workers && npm pack --pack-destination $(CURDIR)/bin
+	@echo "make workers-pack: in the bot's Worker project: npm install $$(ls -t $(CURDIR)/bin/kvshadow-workers-*.tgz | head -1)"
+
 workers-deps:
 	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
 

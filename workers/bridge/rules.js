@@ -3,7 +3,7 @@
  * and messages, checked before the bridge touches its binding.
  * @module
  */
-import { MAX_KEY_BYTES, MAX_METADATA_BYTES, MAX_VALUE_BYTES, MIN_EXPIRATION_TTL, byteLength } from "../src/limits.js";
+import { MAX_KEY_BYTES, MAX_METADATA_BYTES, MAX_VALUE_BYTES, MIN_EXPIRATION_TTL, byteLength } from "./kvlimits.js";
 import { ApiError, Code } from "./envelope.js";
 
 /** The longest TTL the project's contract accepts (kv.MaxTTL): 100 years. */

@@ -9,8 +9,8 @@
  * NAMESPACE_ID (optional: when set, the only IDs served).
  * @module
  */
-import { MAX_BULK_GET_KEYS, MAX_LIST_KEYS } from "../src/limits.js";
-import { fromBase64 } from "../src/values.js";
+import { MAX_BULK_GET_KEYS, MAX_LIST_KEYS } from "./kvlimits.js";
+import { fromBase64 } from "./kvlimits.js";
 import { ApiError, Code, bindingError, fail, ok } from "./envelope.js";
 import { checkKey, checkValue, parseExpiry, parseMetadata } from "./rules.js";
 

@@ -6,24 +6,21 @@
  * @module
  */
 
-export const MAX_KEY_BYTES = 512;
-export const MAX_VALUE_BYTES = 25 * 1024 * 1024;
-export const MAX_METADATA_BYTES = 1024;
-export const MIN_EXPIRATION_TTL = 60;
-export const MIN_CACHE_TTL = 30;
-export const MAX_LIST_KEYS = 1000;
-export const MAX_BULK_GET_KEYS = 100;
-export const MAX_BULK_GET_BYTES = 25 * 1024 * 1024;
+export {
+  MAX_KEY_BYTES,
+  MAX_VALUE_BYTES,
+  MAX_METADATA_BYTES,
+  MIN_EXPIRATION_TTL,
+  MIN_CACHE_TTL,
+  MAX_LIST_KEYS,
+  MAX_BULK_GET_KEYS,
+  MAX_BULK_GET_BYTES,
+  byteLength,
+} from "../bridge/kvlimits.js";
+import { MAX_BULK_GET_BYTES, MAX_BULK_GET_KEYS, MAX_KEY_BYTES, MAX_LIST_KEYS, MAX_METADATA_BYTES, MAX_VALUE_BYTES, MIN_CACHE_TTL, MIN_EXPIRATION_TTL, byteLength } from "../bridge/kvlimits.js";
 
 /** The value types of get and getWithMetadata. */
 export const VALUE_TYPES = ["text", "json", "arrayBuffer", "stream"];
-
-const encoder = new TextEncoder();
-
-/** @param {string} s @returns {number} UTF-8 length */
-export function byteLength(s) {
-  return encoder.encode(s).byteLength;
-}
 
 /**
  * An operation's failure as the binding reports it: `KV <OP> failed:

@@ -80,17 +80,4 @@ export function asType(bytes, type) {
   }
 }
 
-/** @param {Uint8Array} bytes @returns {string} */
-export function toBase64(bytes) {
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-
-/** @param {string} s @returns {Uint8Array} */
-export function fromBase64(s) {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
+export { fromBase64, toBase64 } from "../bridge/kvlimits.js";
