@@ -16,11 +16,16 @@ import (
 )
 
 const (
-	// provisionalTTL is how long chunks written by a Put stay without the
-	// key's document pointing at them; a Put takes far less, so only the
-	// chunks of an interrupted Put ever reach it. It is also how old a
-	// generation must be before the sweep may find it unreferenced.
-	provisionalTTL = time.Hour
+	// putGuard is how old a generation must be before the sweep may find
+	// it unreferenced: a Put takes far less, so only the generation of an
+	// interrupted Put (or of a key the bot deleted or overwrote) is ever
+	// that old without its document pointing at it.
+	putGuard = time.Hour
+	// generationGrace is how long a generation's document outlives its
+	// key's expiry, so that the sweep still finds it after a TTL monitor
+	// removed the key's chunks, and can remove the stale chunks field the
+	// bot's overwrite of the key left.
+	generationGrace = time.Hour
 	// cleanupTimeout bounds the removal of replaced chunks, which goes on
 	// after the caller's context ends: the new state is already written.
 	cleanupTimeout = 30 * time.Second
@@ -102,8 +107,13 @@ func (s *Store) readChunks(ctx context.Context, db *mongo.Database, ref *chunkRe
 }
 
 // putChunked writes a value too large for one document: its generation
-// document and chunks first, with a provisional expiry; then the key's
-// document, pointing at them; then their final expiry. The chunks the
+// document and chunks first, each with the key's own expiry (the
+// generation generationGrace later), then the key's document, pointing at
+// them. Nothing is written after the switch, so a Put cut short at any
+// point (a timeout, a lost connection, the process's death) leaves either
+// the old document, whose chunks are untouched, with the new chunks as
+// garbage for the sweep, or the new document with all its chunks: never a
+// document pointing at chunks that expire before it. The chunks the
 // document pointed at before are deleted.
 func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll string, e kv.Entry, now time.Time) error {
 	key, value, exp := e.Key, e.Value, e.Expiration
@@ -115,19 +125,24 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll string,
 	size := chunkDataSize(s.maxDoc)
 	gen := s.newGeneration()
 	ref := &chunkRef{gen: gen, n: (len(value) + size - 1) / size, size: len(value)}
-	provisional := now.Add(provisionalTTL)
-	generation := bson.D{{Key: fieldID, Value: gen}, {Key: "key", Value: key}, {Key: "n", Value: ref.n}, {Key: fieldExpires, Value: provisional}}
+	generation := bson.D{{Key: fieldID, Value: gen}, {Key: "key", Value: key}, {Key: "n", Value: ref.n}}
+	if !exp.IsZero() {
+		generation = append(generation, bson.E{Key: fieldExpires, Value: exp.Add(generationGrace)})
+	}
 	if _, err := db.Collection(GenerationCollection).InsertOne(ctx, generation); err != nil {
 		return s.client.opError(ctx, "put", err)
 	}
 	docs := make([]any, ref.n)
 	for i := range docs {
 		data := value[i*size : min((i+1)*size, len(value))]
-		docs[i] = bson.D{
+		d := bson.D{
 			{Key: fieldID, Value: chunkID(gen, i)},
 			{Key: "data", Value: bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: data}},
-			{Key: fieldExpires, Value: provisional},
 		}
+		if !exp.IsZero() {
+			d = append(d, bson.E{Key: fieldExpires, Value: exp})
+		}
+		docs[i] = d
 	}
 	if _, err := db.Collection(ChunkCollection).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
 		return s.client.opError(ctx, "put", err)
@@ -150,26 +165,10 @@ func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll string,
 	case errors.Is(err, mongo.ErrNoDocuments): // inserted
 	default:
 		// Only a refusal is sure not to have switched the document; after
-		// a lost connection the provisional expiry cleans up instead.
+		// a lost connection the sweep finds the generation unreferenced.
 		if !unreachable(err) && ctx.Err() == nil {
-			_, _ = s.deleteChunks(context.WithoutCancel(ctx), db, ref) // else they expire
+			_, _ = s.deleteChunks(context.WithoutCancel(ctx), db, ref)
 		}
-		return s.client.opError(ctx, "put", err)
-	}
-
-	final := bson.D{{Key: "$unset", Value: bson.D{{Key: fieldExpires, Value: ""}}}}
-	if !exp.IsZero() {
-		final = bson.D{{Key: "$set", Value: bson.D{{Key: fieldExpires, Value: exp}}}}
-	}
-	// The generation first: cut short after it, the chunks expire under a
-	// key whose Put failed; the other way round, they could outlive every
-	// reference with no generation left to find them by.
-	if _, err := db.Collection(GenerationCollection).UpdateMany(ctx, byID(gen), final); err != nil {
-		return s.client.opError(ctx, "put", err)
-	}
-	if _, err := s.eachChunk(ctx, db, ref, func(id string) mongo.WriteModel {
-		return mongo.NewUpdateManyModel().SetFilter(byID(id)).SetUpdate(final)
-	}); err != nil {
 		return s.client.opError(ctx, "put", err)
 	}
 	return nil

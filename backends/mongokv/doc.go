@@ -53,16 +53,21 @@
 //
 // to n documents { _id: "<id>:00000", data: Binary, expiresAt?: ... } in
 // ChunkCollection, and one { _id: "<id>", key: "<key>", n: 2 } in
-// GenerationCollection. The generation and chunks are written first, with a
-// provisional expiry, then the key's document is switched to them, then they
-// get the key's expiry; a Put interrupted half way leaves only chunks that
-// expire by themselves. Overwrites and deletes through this package remove
-// the chunks they replace. The bot knows nothing of chunks: when it deletes or
-// overwrites a chunked key, Sweep finds the generation that its key's
-// document no longer references (once it is an hour old, so a Put under way
-// keeps its chunks) and deletes it, and removes the stale chunks field that
-// the bot's overwrite left beside the new value; until then, a value in the
-// document always wins over a reference.
+// GenerationCollection. The generation and chunks are written first, with
+// the key's own expiry (the generation an hour more), then the key's
+// document is switched to them, and nothing after: a Put cut short at any
+// point leaves the old document and its chunks whole, or the new one with
+// all of its chunks, never a document pointing at chunks that expire before
+// it. Overwrites and deletes through this package remove the chunks they
+// replace. The bot knows nothing of chunks: when it deletes or overwrites a
+// chunked key, Sweep finds the generation that its key's document no longer
+// references, once it is an hour old (so a Put under way keeps its chunks)
+// or its key has expired, whatever the key's TTL, and deletes it, and
+// removes the stale chunks field that the bot's overwrite left beside the
+// new value; until then, a value in the document always wins over a
+// reference. The chunks of an interrupted Put are such a generation too.
+// Run RunSweeper (kvshadow-proxy does) wherever the bot writes chunked keys
+// or Puts can be cut short.
 //
 // # Expiry
 //

@@ -37,7 +37,7 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	for _, name := range names {
 		var filter bson.D
 		switch {
-		case name == DefaultCollection, name == ChunkCollection, name == GenerationCollection:
+		case name == DefaultCollection, name == ChunkCollection:
 			filter = bson.D{expired}
 		case isModuleCollection(name):
 			filter = bson.D{{Key: fieldID, Value: moduleIDFilter(name)}, expired}
@@ -50,8 +50,18 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		}
 		total += res.DeletedCount
 	}
+	// The generations last: those of the keys deleted above are
+	// unreferenced now, and each is judged before it may expire.
 	n, err := s.sweepOrphans(ctx, db)
-	return total + n, err
+	total += n
+	if err != nil {
+		return total, err
+	}
+	res, err := db.Collection(GenerationCollection).DeleteMany(ctx, bson.D{expired})
+	if err != nil {
+		return total, s.client.opError(ctx, "sweep", err)
+	}
+	return total + res.DeletedCount, nil
 }
 
 // generation is a chunk generation's document.
@@ -60,17 +70,27 @@ type generation struct {
 	n        int
 }
 
+// sweepable reports whether the sweep may judge a generation made at made,
+// whose document expires at exp (zero: never), at now: once it is older
+// than any Put under way, or once its key has expired, whatever the key's
+// TTL, so that the bot's overwrite of a short-lived chunked key loses its
+// stale chunks field too.
+func sweepable(made, exp, now time.Time) bool {
+	return !made.After(now.Add(-putGuard)) || !exp.IsZero() && !exp.Add(-generationGrace).After(now)
+}
+
 // sweepOrphans deletes the generations whose key's document no longer
 // points at them: the bot, which knows nothing of chunks, deleted the key or
 // overwrote it with an inline value (its document then keeps a stale chunks
 // field beside value, which is removed too), or a deletion of chunks was cut
-// short. Only generations older than provisionalTTL are considered, so the
-// chunks of a Put under way are never touched. The cost is one read of
+// short. Only generations older than putGuard, or whose key has expired,
+// are considered (see sweepable), so the chunks of a Put under way are
+// never touched. The cost is one read of
 // GenerationCollection (a document per chunked value) and, when some
 // generation is old enough, one $in query per collection and BatchSize
 // owners.
 func (s *Store) sweepOrphans(ctx context.Context, db *mongo.Database) (int64, error) {
-	cutoff := s.clock.Now().Add(-provisionalTTL)
+	now := s.clock.Now()
 	cur, err := db.Collection(GenerationCollection).Find(ctx, bson.D{})
 	if err != nil {
 		return 0, s.client.opError(ctx, "sweep", err)
@@ -82,7 +102,8 @@ func (s *Store) sweepOrphans(ctx context.Context, db *mongo.Database) (int64, er
 		key, _ := cur.Current.Lookup("key").StringValueOK()
 		n, _ := cur.Current.Lookup("n").AsInt64OK()
 		made, ok := generationTime(gen)
-		if !ok || key == "" || n < 1 || n > 99_999 || made.After(cutoff) {
+		exp, _ := cur.Current.Lookup(fieldExpires).TimeOK()
+		if !ok || key == "" || n < 1 || n > 99_999 || !sweepable(made, exp, now) {
 			continue
 		}
 		c := collectionOf(key)

@@ -2,7 +2,9 @@ package mongokv_test
 
 import (
 	"bytes"
+	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -198,8 +201,8 @@ func TestChunkedValues(t *testing.T) {
 	}
 	exp := clk.Now().Add(time.Hour)
 	g := rawDoc(t, db, mongokv.GenerationCollection, gen)
-	if g.Lookup("key").StringValue() != "wordle:big" || g.Lookup("n").AsInt64() != 6 || !g.Lookup("expiresAt").Time().Equal(exp) {
-		t.Errorf("generation document = %v, want the owner key, n 6 and the key's expiry", g)
+	if g.Lookup("key").StringValue() != "wordle:big" || g.Lookup("n").AsInt64() != 6 || !g.Lookup("expiresAt").Time().Equal(exp.Add(time.Hour)) {
+		t.Errorf("generation document = %v, want the owner key, n 6 and an hour past the key's expiry", g)
 	}
 	for i := range 6 {
 		c := rawDoc(t, db, mongokv.ChunkCollection, chunkID(gen, i))
@@ -333,6 +336,87 @@ func TestSweepOrphanedChunks(t *testing.T) {
 	}
 	if n, err := s.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("second Sweep = %d, %v; want 0", n, err)
+	}
+}
+
+// TestSweepShortLivedOrphans: the bot overwrites and deletes chunked keys
+// whose TTL is shorter than the hour a generation must reach before the
+// sweep judges it. Once the keys have expired the sweep still finds their
+// generations: the overwrite loses its stale chunks field, and no chunk or
+// generation is left.
+func TestSweepShortLivedOrphans(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	s := newStore(t, newClient(t, mongokv.ClientConfig{}), mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
+	db := rawDB(t, s.Database())
+	big := bytes.Repeat([]byte("x"), 2*chunkData)
+	for _, k := range []string{"wordle:deleted", "wordle:overwritten"} {
+		if err := s.Put(ctx, k, big, kv.PutOptions{TTL: 2 * time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	coll := db.Collection("wordle")
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: "wordle:deleted"}}); err != nil {
+		t.Fatal(err)
+	}
+	botPut := bson.D{{Key: "$set", Value: bson.D{{Key: "value", Value: "the bot's"}}}, {Key: "$unset", Value: bson.D{{Key: "expiresAt", Value: ""}}}}
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "wordle:overwritten"}}, botPut); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Minute)
+	if _, err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys := fieldNames(t, rawDoc(t, db, "wordle", "wordle:overwritten")); !slices.Equal(keys, []string{"_id", "value"}) {
+		t.Errorf("fields of the bot's overwrite after the sweep = %q, want the seed's shape", keys)
+	}
+	if c, g := rawCount(t, db, mongokv.ChunkCollection, nil), rawCount(t, db, mongokv.GenerationCollection, nil); c+g != 0 {
+		t.Errorf("%d chunks and %d generations left", c, g)
+	}
+	if v, err := s.Get(ctx, "wordle:overwritten"); err != nil || string(v) != "the bot's" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+}
+
+// TestChunksNeverExpireBeforeTheirDocument: a chunked Put cut short right
+// after its document is switched to the new chunks (its context ends as
+// the server answers) leaves no document pointing at chunks that expire:
+// a TTL monitor that deletes every expired document an hour on, then the
+// sweep, leave the key readable with the new value.
+func TestChunksNeverExpireBeforeTheirDocument(t *testing.T) {
+	var armed atomic.Bool
+	var cut context.CancelFunc
+	monitor := &event.CommandMonitor{Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+		if e.CommandName == "findAndModify" && armed.CompareAndSwap(true, false) {
+			cut()
+		}
+	}}
+	client := newClient(t, mongokv.ClientConfig{Options: func(o *options.ClientOptions) { o.SetMonitor(monitor) }})
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	s := newStore(t, client, mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
+	db := rawDB(t, s.Database())
+	big := bytes.Repeat([]byte("y"), 3*chunkData)
+	if err := s.Put(t.Context(), "wordle:k", big, kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newer := append(bytes.Clone(big), "newer"...)
+	ctx, cancel := context.WithCancel(t.Context())
+	cut = cancel
+	armed.Store(true)
+	_ = s.Put(ctx, "wordle:k", newer, kv.PutOptions{}) // cut short: its error says nothing here
+	cancel()
+	clk.Advance(61 * time.Minute)
+	ttlMonitor := bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: clk.Now()}}}}
+	for _, c := range []string{"wordle", mongokv.ChunkCollection, mongokv.GenerationCollection} {
+		if _, err := db.Collection(c).DeleteMany(t.Context(), ttlMonitor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get(t.Context(), "wordle:k"); err != nil || !bytes.Equal(v, newer) {
+		t.Fatalf("Get after the cut-short Put, an hour of TTL deletions and a sweep = %d bytes, %v; want the newer value", len(v), err)
 	}
 }
 
