@@ -52,6 +52,15 @@ type Heartbeat struct {
 	Dirty                int
 	Unsettled            int
 	ReconciliationNeeded bool
+	// QuietUntil is when the instance's handover fence interval ends (no
+	// copy of a binding write since, and the stage's own interval over);
+	// IngestUnverified counts its keys last written by such a copy and not
+	// verified yet; FenceRemaining is its estimate of the time until its
+	// fence clears (dualwrite.FenceStatus). A flip between handover and
+	// live waits for every instance's.
+	QuietUntil       time.Time
+	IngestUnverified int
+	FenceRemaining   time.Duration
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool

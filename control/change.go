@@ -58,17 +58,27 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 
 // flipAllowed checks every instance on the Board, and this one afresh.
 func (f *Follower) flipAllowed(ctx context.Context, doc Document) error {
+	h, err := f.hold(ctx, doc)
+	if err != nil {
+		return err
+	}
+	return h.err()
+}
+
+// hold is what holds a flip from doc back: this instance's fresh report and
+// every other heartbeat on the Board.
+func (f *Follower) hold(ctx context.Context, doc Document) (Hold, error) {
 	bctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	beats, err := f.cfg.Board.Instances(bctx)
 	cancel()
 	if f.boardDone(err) != nil {
-		return err
+		return Hold{}, err
 	}
 	self := f.report(ctx)
 	if self.Lag != "" {
-		return fmt.Errorf("%w: this instance does not run generation %d yet: %s", ErrNotDrained, doc.Generation, self.Lag)
+		return Hold{}, fmt.Errorf("%w: this instance does not run generation %d yet: %s", ErrNotDrained, doc.Generation, self.Lag)
 	}
-	return blockers(beats, self, doc.Generation, f.clock.Now(), f.cfg.LiveFor)
+	return blockers(beats, self, doc.Generation, f.clock.Now(), f.cfg.LiveFor), nil
 }
 
 // Instances returns the heartbeats on the Board, and for each whether it

@@ -54,6 +54,11 @@ type beatDoc struct {
 	Draining             bool      `bson:"draining"`
 	Stopped              bool      `bson:"stopped"`
 	Lag                  string    `bson:"lag,omitempty"`
+	// The fence's fields; absent from the heartbeats of older versions,
+	// which read as a clear fence.
+	QuietUntil       time.Time `bson:"quietUntil,omitempty"`
+	IngestUnverified int64     `bson:"ingestUnverified,omitempty"`
+	FenceRemainingMS int64     `bson:"fenceRemainingMs,omitempty"`
 }
 
 func boardErr(what string, err error) error {
@@ -108,6 +113,7 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 		ID: h.Instance, Generation: int64(h.Generation), Stage: h.Stage.String(), At: h.At.UTC(),
 		Drained: h.Drained, Dirty: int64(h.Dirty), Unsettled: int64(h.Unsettled), ReconciliationNeeded: h.ReconciliationNeeded,
 		Draining: h.Draining, Stopped: h.Stopped, Lag: h.Lag,
+		QuietUntil: h.QuietUntil.UTC(), IngestUnverified: int64(h.IngestUnverified), FenceRemainingMS: h.FenceRemaining.Milliseconds(),
 	}
 	coll := b.db.Collection(InstancesCollection)
 	replace := func() error {
@@ -146,6 +152,7 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 			Instance: d.ID, Generation: uint64(max(d.Generation, 0)), Stage: stage, At: d.At,
 			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
 			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
+			QuietUntil: d.QuietUntil, IngestUnverified: int(max(d.IngestUnverified, 0)), FenceRemaining: time.Duration(max(d.FenceRemainingMS, 0)) * time.Millisecond,
 		})
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -19,10 +20,26 @@ func (e *unsyncedError) Is(target error) bool {
 	return target == ErrNotDrained || target == dualwrite.ErrUnsynced
 }
 
+// Hold is what keeps the flip between handover and live from happening
+// across the fleet: each instance's reasons, and the longest wait that a
+// heartbeat can tell.
+type Hold struct {
+	// From and To are the flip asked about: the Document's stage and the
+	// other side of the fence.
+	From, To dualwrite.Stage
+	// HeldBy says, per instance, what holds the flip back; empty when
+	// nothing does.
+	HeldBy []string
+	// Remaining is the longest time an instance reported until its fence
+	// clears (dualwrite.FenceStatus.Remaining, and its quiet interval);
+	// 0 when only a repair or an operator can clear what holds it.
+	Remaining time.Duration
+}
+
 // blockers says, for each heartbeat that keeps a flip from happening, why.
 // self is the calling instance, checked by its fresh report instead.
-func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Time, liveFor time.Duration) error {
-	var reasons []string
+func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Time, liveFor time.Duration) Hold {
+	var hold Hold
 	check := func(h Heartbeat, live bool) {
 		var why []string
 		if h.Dirty > 0 || (!live && h.Unsettled > 0) {
@@ -37,6 +54,14 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		if live && h.Generation != generation {
 			why = append(why, fmt.Sprintf("runs generation %d, not %d", h.Generation, generation))
 		}
+		if wait := h.QuietUntil.Sub(now); wait > 0 {
+			why = append(why, fmt.Sprintf("the fence waits %s more for binding copies", wait.Round(time.Second)))
+			hold.Remaining = max(hold.Remaining, wait)
+		}
+		if h.IngestUnverified > 0 {
+			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
+			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
+		}
 		if len(why) == 0 {
 			return
 		}
@@ -47,7 +72,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		case !live:
 			state = fmt.Sprintf("silent for %s; restart it on its journal, or reconcile and forget it", now.Sub(h.At).Round(time.Second))
 		}
-		reasons = append(reasons, fmt.Sprintf("instance %q (%s): %s", h.Instance, state, strings.Join(why, ", ")))
+		hold.HeldBy = append(hold.HeldBy, fmt.Sprintf("instance %q (%s): %s", h.Instance, state, strings.Join(why, ", ")))
 	}
 	check(self, true)
 	for _, h := range beats {
@@ -56,8 +81,34 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		}
 		check(h, !h.Stopped && now.Sub(h.At) < liveFor)
 	}
-	if len(reasons) > 0 {
-		return &unsyncedError{reasons: reasons}
+	return hold
+}
+
+func (h Hold) err() error {
+	if len(h.HeldBy) > 0 {
+		return &unsyncedError{reasons: h.HeldBy}
 	}
 	return nil
+}
+
+// FlipHold returns what holds back the flip from the Document's stage, when
+// that stage is one side of the flip (handover or live): every instance on
+// the Board, this one afresh. ok is false in the other stages, where the
+// next step is no flip.
+func (f *Follower) FlipHold(ctx context.Context) (hold Hold, ok bool, err error) {
+	doc, err := f.load(ctx)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	to := dualwrite.Live
+	switch doc.Stage {
+	case dualwrite.Handover:
+	case dualwrite.Live:
+		to = dualwrite.Handover
+	default:
+		return Hold{}, false, nil
+	}
+	hold, err = f.hold(ctx, doc)
+	hold.From, hold.To = doc.Stage, to
+	return hold, true, err
 }

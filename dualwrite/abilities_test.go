@@ -193,8 +193,8 @@ func TestIngest(t *testing.T) {
 		t.Fatalf("unsettled %d, verifications %v", st.Unsettled, nonzero(st.Verifications))
 	}
 	wantErr(t, "Ingest with a bad key", p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: ""}}), kv.ErrInvalidKey)
-	must(t, stepTo(ctx, p.store, dualwrite.Live))
-	wantErr(t, "Ingest in live", p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:t"}}), dualwrite.ErrIngestStage)
+	off := newPair(t, dualwrite.Config{Stage: dualwrite.Off})
+	wantErr(t, "Ingest in off", off.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:t"}}), dualwrite.ErrIngestStage)
 }
 
 // GetValue reads the authoritative store's value and expiry by its own

@@ -206,15 +206,23 @@ type TeeWrite struct {
 	At time.Time
 }
 
-// Ingest queues the copies of writes that the primary has already applied
-// (tee mode) onto their keys' lanes, to the shadow, and records each key in
-// the settle set as unsettled, so that verification after the window
-// checks it against the primary: a copy that arrives out of order, twice,
-// or never is found and repaired there. It returns once every write is
-// queued or, when its lane is full or the breaker open, marked dirty; it
-// never waits for the shadow. Only the DualWrite and Shadow stages take
-// ingested writes (ErrIngestStage). Inputs are checked as the contract
-// checks them, before any is queued.
+// Ingest takes the copies of writes that the primary has already applied
+// (tee mode: the bot's Worker wrote its binding). It returns once every
+// copy is queued or accounted for; it never waits for the other store.
+// Inputs are checked as the contract checks them, before any is taken.
+//
+// Each copy's acknowledged-at time is trusted only within IngestMaxAge
+// before and IngestMaxLead after its arrival, and never later than its
+// arrival; a copy outside is refused (Stats.IngestRefused) and its key
+// recorded for verification. While the primary is authoritative (dualwrite,
+// shadow, handover) a copy is queued on its key's lane to the shadow,
+// unless a newer write of the key is known, and its key recorded as
+// unsettled. From live on the copy is late: it is counted
+// (Stats.LateCopies), ordered against the last write of its key this Store
+// saw, and applied to the authoritative store when it came last, or
+// reported as a Conflict when the order is not known; its key stays in the
+// settle set either way. In off, where the shadow is not written, Ingest
+// refuses (ErrIngestStage).
 func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for _, w := range writes {
 		if err := validateTee(w); err != nil {
@@ -230,27 +238,44 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 		return errClosed
 	}
 	st := s.Stage()
-	if !st.mirrors() || st.authority() != RolePrimary {
+	if st == Off {
 		s.gate.RUnlock()
 		return ErrIngestStage
 	}
 	now := s.clock.Now()
+	s.lastCopy.Store(now.UnixNano())
 	outs := make([]markOutcome, len(writes))
+	var conflicts []Conflict
 	for i, w := range writes {
-		outs[i] = s.ingest(ctx, w, now)
+		at, refused := s.trustAcked(w.At, now)
+		switch {
+		case refused != "":
+			s.ctr.refused[refusalIndex[refused]].Add(1)
+			outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)
+		case st.authority() == RolePrimary:
+			outs[i] = s.ingest(ctx, w, at, now)
+		default:
+			var outcome LateOutcome
+			var c *Conflict
+			outs[i], outcome, c = s.late(ctx, st, w, at, now)
+			s.ctr.late[lateIndex[outcome]].Add(1)
+			if c != nil {
+				conflicts = append(conflicts, *c)
+			}
+		}
 	}
 	s.gate.RUnlock()
+	target := st.authority().other()
 	for i, o := range outs {
-		s.report(ctx, teeOp(writes[i]), RoleShadow, o)
+		s.report(ctx, teeOp(writes[i]), target, o)
+	}
+	for _, c := range conflicts {
+		s.reportConflict(ctx, c)
 	}
 	return nil
 }
 
-func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out markOutcome) {
-	at := w.At
-	if at.IsZero() {
-		at = now
-	}
+func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out markOutcome) {
 	h := hashKey(w.Key)
 	sl := s.slotOf(h)
 	sl.mu.Lock()
@@ -260,18 +285,28 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, now time.Time) (out mark
 	sl.touch(now)
 	if !s.set.newer(w.Key, at) {
 		s.ctr.ingestStale.Add(1)
-		return out
+		// Still a binding write the flip must see verified.
+		return s.markIngested(w.Key, time.Time{}, now, 0)
 	}
-	first, changed := s.set.ingested(w.Key, MarkUnsettled, at, now, 1)
-	out.add(first, changed)
-	if changed && s.recorder != nil {
-		// Acknowledged by the primary already: kept before Ingest returns.
-		out.unrecorded = !s.record(w.Key, MarkUnsettled)
-	}
+	out = s.markIngested(w.Key, at, now, 1)
 	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
 	out.reason = reason
 	if !fresh {
-		out.add(s.set.copied(w.Key, now, reason != ""))
+		out.add(s.set.copied(w.Key, now, out.reason != ""))
+	}
+	return out
+}
+
+// markIngested records a binding write of key in the settle set, as
+// unsettled, with copies copies queued (acked is its bounded
+// acknowledged-at time, zero when it was not applied), and in the
+// journal's Recorder before Ingest returns: the primary acknowledged it
+// already.
+func (s *Store) markIngested(key string, acked, now time.Time, copies int32) (out markOutcome) {
+	first, changed := s.set.ingested(key, MarkUnsettled, acked, now, copies)
+	out.add(first, changed)
+	if changed && s.recorder != nil {
+		out.unrecorded = !s.record(key, MarkUnsettled)
 	}
 	return out
 }

@@ -26,6 +26,22 @@ const (
 	DefaultMaxDirty          = 100_000
 	DefaultMaxSuspects       = 10_000
 	DefaultVerifyBatch       = 100 // one Workers KV bulk get
+	// DefaultFenceInterval is how long the flip waits after the last copy
+	// of a binding write (and after the Store entered Handover): the tee's
+	// stage TTL (30 s), plus its stage read timeout (1 s), plus the longest
+	// invocation, waitUntil included (30 s), is the longest an isolate can
+	// still write its binding on a stage read before Handover and have
+	// its copy on the way: 61 s, rounded up by 4 s for the copy's own trip
+	// and for the clocks of the instances that compare heartbeats.
+	DefaultFenceInterval = 65 * time.Second
+	// DefaultIngestMaxAge is how far before its arrival an ingested
+	// write's acknowledged-at time is trusted: past the fence and a
+	// delayed batch's retries, short of what only a replay can be.
+	DefaultIngestMaxAge = 5 * time.Minute
+	// DefaultIngestMaxLead is how far after its arrival an acknowledged-at
+	// time is trusted (Workers' clocks and ours are NTP-synchronised): a
+	// time later than that is a bug or a forgery.
+	DefaultIngestMaxLead = 2 * time.Second
 
 	DefaultFailuresToOpen   = 5
 	DefaultOpenTimeout      = 30 * time.Second
@@ -107,6 +123,17 @@ type Config struct {
 	// DefaultVerifyBatch (one Workers KV bulk get).
 	VerifyBatch int
 
+	// FenceInterval is how long the flip between Handover and Live waits
+	// after the last ingested copy of a binding write (and, from Handover,
+	// after the Store entered it). Default DefaultFenceInterval; negative
+	// means no wait (no tee writes any binding: proxy mode only).
+	FenceInterval time.Duration
+	// IngestMaxAge and IngestMaxLead bound how far before and after its
+	// arrival an ingested write's acknowledged-at time is trusted; a copy
+	// outside them is refused (Stats.IngestRefused) and its key verified
+	// instead. Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
+	IngestMaxAge, IngestMaxLead time.Duration
+
 	// Journal keeps the settle set on disk (package journal), so that the
 	// keys not yet settled survive a crash and a restart: New loads it,
 	// and Close leaves in it exactly the keys not settled. Nil keeps the
@@ -177,6 +204,7 @@ type settings struct {
 	// the confirmation rule). 0 when ShadowTimeout is not shorter than the
 	// window: no bound.
 	copyLife time.Duration
+	fence    time.Duration // FenceInterval resolved: 0 means none
 }
 
 func (c Config) resolve() (settings, error) {
@@ -193,6 +221,8 @@ func (c Config) resolve() (settings, error) {
 	case c.Lanes < 0 || c.LaneDepth < 0 || c.MaxQueueBytes < 0 || c.MaxDirty < 0 || c.VerifyBatch < 0 || c.MaxSuspects < 0 || c.MaxBacklog < 0:
 		return bad("Lanes (%d), LaneDepth (%d), MaxQueueBytes (%d), MaxDirty (%d), MaxSuspects (%d), VerifyBatch (%d) and MaxBacklog (%d) must not be negative",
 			c.Lanes, c.LaneDepth, c.MaxQueueBytes, c.MaxDirty, c.MaxSuspects, c.VerifyBatch, c.MaxBacklog)
+	case c.IngestMaxAge < 0 || c.IngestMaxLead < 0:
+		return bad("IngestMaxAge (%s) and IngestMaxLead (%s) must not be negative", c.IngestMaxAge, c.IngestMaxLead)
 	case c.ShadowTimeout < 0 || c.RepairInterval < 0 || c.ShadowThroughput < 0:
 		return bad("ShadowTimeout (%s), ShadowThroughput (%d) and RepairInterval (%s) must not be negative", c.ShadowTimeout, c.ShadowThroughput, c.RepairInterval)
 	case math.IsNaN(c.CompareRate) || c.CompareRate < 0 || c.CompareRate > 1:
@@ -240,6 +270,18 @@ func (c Config) resolve() (settings, error) {
 	}
 	if s.window > s.ShadowTimeout {
 		s.copyLife = s.window - s.ShadowTimeout
+	}
+	switch {
+	case c.FenceInterval == 0:
+		s.fence = DefaultFenceInterval
+	case c.FenceInterval > 0:
+		s.fence = c.FenceInterval
+	}
+	if s.IngestMaxAge == 0 {
+		s.IngestMaxAge = DefaultIngestMaxAge
+	}
+	if s.IngestMaxLead == 0 {
+		s.IngestMaxLead = DefaultIngestMaxLead
 	}
 	if s.Redactor == nil {
 		r, err := compare.NewRedactor(compare.KeyHMAC, nil)

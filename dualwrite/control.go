@@ -54,11 +54,12 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 		if err := s.barrier(ctx); err != nil {
 			return from, fmt.Errorf("dualwrite: stage %s to %s: draining the lanes: %w", from, to, err)
 		}
-		if n, _, _, reconcile := s.set.snapshot(); n > 0 || reconcile {
-			return from, fmt.Errorf("%w: %d dirty keys (reconciliation needed: %v); stage stays %s", ErrUnsynced, n, reconcile, from)
+		if f := s.fenceAt(from, s.clock.Now()); !f.Clear() {
+			return from, fenceError(f, from, to)
 		}
 	}
 	s.stage.Store(uint32(to))
+	s.stageSince.Store(s.clock.Now().UnixNano())
 	return from, nil
 }
 

@@ -23,6 +23,7 @@ func Example() {
 		Stage:             dualwrite.Shadow,
 		CompareRate:       1,  // compare every read (production: a sample)
 		ConsistencyWindow: -1, // memory stores read their writes at once
+		FenceInterval:     -1, // no Worker writes Workers KV around the store
 	}, dualwrite.WithLogger(discardLogger()))
 	if err != nil {
 		panic(err)

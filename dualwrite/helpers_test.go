@@ -71,6 +71,9 @@ func newEnv(t *testing.T, cfg dualwrite.Config, opts ...envOption) *env {
 	}
 	e.tally = &tally{Store: e.primary, eg: e.primary}
 	cfg.Primary, cfg.Shadow = e.tally, e.shadow
+	if cfg.FenceInterval == 0 {
+		cfg.FenceInterval = -1 // no tee writes a binding here; the fence's tests set one
+	}
 	if cfg.Sink == nil {
 		cfg.Sink = e.sink
 	}

@@ -102,6 +102,9 @@ func (p *pair) open(cfg dualwrite.Config) {
 	if cfg.ConsistencyWindow == 0 {
 		cfg.ConsistencyWindow = window
 	}
+	if cfg.FenceInterval == 0 {
+		cfg.FenceInterval = -1 // the fence's tests set one
+	}
 	if cfg.RepairInterval == 0 {
 		cfg.RepairInterval = never
 	}

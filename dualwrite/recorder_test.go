@@ -141,8 +141,21 @@ func (r *recorder) check() {
 
 // sinkRecorder keeps the divergence records.
 type sinkRecorder struct {
-	mu   sync.Mutex
-	recs []compare.Record
+	mu        sync.Mutex
+	recs      []compare.Record
+	conflicts []dualwrite.Conflict
+}
+
+func (s *sinkRecorder) Conflict(_ context.Context, c dualwrite.Conflict) {
+	s.mu.Lock()
+	s.conflicts = append(s.conflicts, c)
+	s.mu.Unlock()
+}
+
+func (s *sinkRecorder) conflictRecords() []dualwrite.Conflict {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]dualwrite.Conflict(nil), s.conflicts...)
 }
 
 func (s *sinkRecorder) Divergence(_ context.Context, rec compare.Record) {

@@ -53,6 +53,7 @@ type settleSet struct {
 	overflow  uint64
 	reconcile bool
 	dirty     int // keys in MarkDirty
+	viaIngest int // keys whose last write came through Ingest (settleEntry.ingested)
 
 	maxSus      int
 	sus         map[string]*settleEntry
@@ -92,6 +93,10 @@ type settleEntry struct {
 	// queued is set while a repair of the key waits in its lane, so that
 	// a second pass does not queue it twice.
 	queued bool
+	// ingested is set while the key's last write came through Ingest (a
+	// binding write the Store did not make itself), or is unknown (loaded
+	// from the journal): the flip waits until such a key is verified.
+	ingested bool
 	// held is the difference a read found and the confirmation rule waits
 	// on; nil while none is known. A write of the key clears it.
 	held *held
@@ -121,7 +126,25 @@ func newSettleSet(max, maxSus int, journaled bool) *settleSet {
 func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.markLocked(key, m, ready, wrote, copies)
+	first, changed = d.markLocked(key, m, ready, wrote, copies)
+	if !wrote.IsZero() {
+		d.setIngested(key, false) // the Store's own write: it knows the value
+	}
+	return first, changed
+}
+
+// setIngested sets the origin of key's last write, keeping viaIngest.
+func (d *settleSet) setIngested(key string, ingested bool) {
+	e, ok := d.keys[key]
+	if !ok || e.ingested == ingested {
+		return
+	}
+	if ingested {
+		d.viaIngest++
+	} else {
+		d.viaIngest--
+	}
+	e.ingested = ingested
 }
 
 func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
@@ -195,7 +218,7 @@ func (d *settleSet) newer(key string, acked time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.keys[key]
-	return !ok || e.acked <= nanos(acked)
+	return !ok || e.acked <= nanos(acked) && e.wrote <= nanos(acked)
 }
 
 // ingested records an ingested write, as mark does, with its
@@ -207,6 +230,7 @@ func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies 
 	if e, ok := d.keys[key]; ok && nanos(acked) > e.acked {
 		e.acked = nanos(acked)
 	}
+	d.setIngested(key, true)
 	return first, changed
 }
 
@@ -251,7 +275,10 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	if m == MarkDirty {
 		d.dirty++
 	}
-	e := &settleEntry{key: key, mark: m, gen: d.gen, ready: nanos(ready)}
+	// Who wrote it last is not journaled: the flip waits for its
+	// verification, as for a copy's.
+	e := &settleEntry{key: key, mark: m, gen: d.gen, ready: nanos(ready), ingested: true}
+	d.viaIngest++
 	d.keys[key] = e
 	d.lines[m].insert(e)
 }
@@ -410,6 +437,9 @@ func (d *settleSet) settle(ref settleRef) bool {
 	}
 	if e.mark == MarkDirty {
 		d.dirty--
+	}
+	if e.ingested {
+		d.viaIngest--
 	}
 	d.lines[e.mark].remove(e)
 	delete(d.keys, ref.key)

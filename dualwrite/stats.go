@@ -67,6 +67,16 @@ type Stats struct {
 	// IngestStale counts ingested writes older than one already known for
 	// their key, not applied.
 	IngestStale uint64
+	// IngestRefused counts the ingested writes whose acknowledged-at time
+	// was out of bounds, by refusal; LateCopies the ingested writes that
+	// arrived while MongoDB was authoritative, by outcome; Conflicts the
+	// Conflict records since New (the latest are in Store.Conflicts).
+	IngestRefused map[IngestRefusal]uint64
+	LateCopies    map[LateOutcome]uint64
+	Conflicts     uint64
+	// Fence is what holds the flip between handover and live back
+	// (Store.Fence), in those two stages.
+	Fence FenceStatus
 	// TeeReads counts the reads made elsewhere that CompareReads took for
 	// comparison; their outcomes are counted in Comparisons (or
 	// ComparisonsSkipped) with the Store's own.
@@ -140,7 +150,25 @@ type counters struct {
 	loaded             atomic.Uint64
 	ingestStale        atomic.Uint64
 	teeReads           atomic.Uint64
+	late               [len(LateOutcomes)]atomic.Uint64
+	refused            [len(IngestRefusals)]atomic.Uint64
 }
+
+var lateIndex = func() map[LateOutcome]int {
+	m := make(map[LateOutcome]int)
+	for i, o := range LateOutcomes {
+		m[o] = i
+	}
+	return m
+}()
+
+var refusalIndex = func() map[IngestRefusal]int {
+	m := make(map[IngestRefusal]int)
+	for i, r := range IngestRefusals {
+		m[r] = i
+	}
+	return m
+}()
 
 func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
 func (c *counters) repair(o RepairOutcome)  { c.repairs[repairIndex[o]].Add(1) }
@@ -194,6 +222,16 @@ func (s *Store) Stats() Stats {
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}
+	st.IngestRefused = make(map[IngestRefusal]uint64, len(IngestRefusals))
+	for r, i := range refusalIndex {
+		st.IngestRefused[r] = s.ctr.refused[i].Load()
+	}
+	st.LateCopies = make(map[LateOutcome]uint64, len(LateOutcomes))
+	for o, i := range lateIndex {
+		st.LateCopies[o] = s.ctr.late[i].Load()
+	}
+	_, st.Conflicts = s.conflictCount()
+	st.Fence = s.fenceAt(st.Stage, now)
 	st.Breaker = BreakerClosed
 	if st.Stage.mirrors() {
 		st.Breaker = st.Breakers[st.Stage.authority().other()]

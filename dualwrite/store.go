@@ -29,6 +29,12 @@ type Store struct {
 	sink       Sink
 
 	stage atomic.Uint32
+	// stageSince is when the Store entered its stage (New, for the
+	// first), and lastCopy when the latest ingested copy arrived, in Unix
+	// nanoseconds on the Store's clock: the fence's clocks.
+	stageSince, lastCopy atomic.Int64
+	started              int64 // when New ran, Unix nanoseconds on the Store's clock
+	conflicts            conflictLog
 	// gate orders writes against stage flips and Close: a write holds it
 	// shared from reading the stage until its copy is enqueued, so that
 	// SetStage and Close, which take it exclusively, never see a write half
@@ -134,6 +140,8 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		s.breakers[r] = newBreaker(Role(r), set.Breaker, s.clock, s.events, &s.ctr.lostEvents, s.repairKick)
 	}
 	s.stage.Store(uint32(cfg.Stage))
+	s.started = s.clock.Now().UnixNano()
+	s.stageSince.Store(s.started)
 	if s.journal != nil {
 		s.recorder, _ = s.journal.(Recorder)
 		s.journalOK.Store(true)

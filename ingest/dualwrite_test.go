@@ -53,16 +53,24 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 		t.Fatalf("unknown namespace: status %d", w.Code)
 	}
 
-	// From Live on, the shadow is authoritative: copies are refused with
-	// 409 and the stage says so.
+	// From Live on, the shadow is authoritative: copies are late, taken
+	// and counted (never dropped), reads refused with 409, and the stage
+	// says so.
 	live, err := dualwrite.New(dualwrite.Config{Primary: primary, Shadow: shadow, Stage: dualwrite.Live}, dualwrite.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = live.Close(context.Background()) }()
 	sink.Stores = func(string) (*dualwrite.Store, bool) { return live, true }
-	if w := post(t, h, body); w.Code != http.StatusConflict {
+	if w := post(t, h, body); w.Code != http.StatusOK {
 		t.Fatalf("copies in Live: status %d: %s", w.Code, w.Body)
+	}
+	var late uint64
+	for _, n := range live.Stats().LateCopies {
+		late += n
+	}
+	if late != 3 {
+		t.Fatalf("late copies %v", live.Stats().LateCopies)
 	}
 	if w := post(t, h, "{"+read); w.Code != http.StatusConflict {
 		t.Fatalf("reads in Live: status %d: %s", w.Code, w.Body)

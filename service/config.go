@@ -89,6 +89,7 @@ type Config struct {
 	ShadowTimeout     time.Duration
 	CompareRate       float64
 	ConsistencyWindow time.Duration
+	FenceInterval     time.Duration
 	RepairInterval    time.Duration
 	// MaxSettle bounds each namespace's settle set (dualwrite.Config.MaxDirty).
 	MaxSettle       int
@@ -164,6 +165,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
 	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
 	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
+	fs.DurationVar(&c.FenceInterval, "fence-interval", dualwrite.DefaultFenceInterval, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
@@ -309,8 +311,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:
 		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout and --repair-interval take positive durations")
-	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0:
-		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay and --consistency-window must not be negative")
+	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
+		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
 	}
 	return nil
 }

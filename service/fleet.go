@@ -122,6 +122,14 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 	}
 	st := f.Stats()
 	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
+	for _, s := range f.ns {
+		fence := s.dual.Fence()
+		if fence.QuietUntil.After(h.QuietUntil) {
+			h.QuietUntil = fence.QuietUntil
+		}
+		h.IngestUnverified += fence.IngestUnverified
+		h.FenceRemaining = max(h.FenceRemaining, fence.Remaining)
+	}
 	return h
 }
 

@@ -74,6 +74,11 @@ DUAL-WRITE
   --shadow-timeout D          bound of each copy (5s)
   --compare-rate F            share of keys whose reads are compared (0.05)
   --consistency-window D      Workers KV's (60s); 0 for a primary that reads its writes
+  --fence-interval D          how long the flip between handover and live waits after the
+                              last copy of a binding write and after handover began (65s:
+                              the tee's stage TTL 30s + stage read timeout 1s + longest
+                              invocation with waitUntil 30s, and 4s to spare); 0 when no
+                              tee writes a binding (proxy mode only)
   --repair-interval D         how often dirty keys are repaired (1m)
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full

@@ -98,7 +98,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	fl, err := newFleet(dualwrite.Config{
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
-		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
+		FenceInterval: windowOf(c.FenceInterval),
+		Redactor:      redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err

@@ -1,0 +1,110 @@
+package dualwrite
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// FenceStatus says what holds the flip between Handover and Live back, in
+// either direction, on this Store (package control adds the other
+// instances). It holds only in those two stages.
+type FenceStatus struct {
+	// Stage is the Store's stage when the status was taken.
+	Stage Stage
+	// LastBindingCopy is when the latest ingested copy of a binding write
+	// arrived; zero when none arrived since New.
+	LastBindingCopy time.Time
+	// QuietUntil is when the fence interval after that copy ends, and in
+	// Handover also the interval after the Store entered it (an isolate
+	// may still route a write by a stage it read before); zero when
+	// neither holds.
+	QuietUntil time.Time
+	// IngestUnverified counts the keys whose last write came through
+	// Ingest (or is unknown: loaded from the journal) and that no
+	// verification has found equal in both stores yet.
+	IngestUnverified int
+	// Dirty and ReconciliationNeeded are Stats'.
+	Dirty                int
+	ReconciliationNeeded bool
+	// Remaining estimates how long until the fence lets a flip go: the
+	// quiet interval's end, or the consistency window after the latest
+	// write of an unverified key; RepairInterval (the next verification
+	// pass) when only that pass or a repair can clear it. Zero when clear.
+	Remaining time.Duration
+	// HeldBy says, in words, what holds the flip back; empty when clear.
+	HeldBy []string
+}
+
+// Clear reports whether nothing holds a flip back.
+func (f FenceStatus) Clear() bool { return len(f.HeldBy) == 0 }
+
+// Fence returns what holds the flip between Handover and Live back now.
+func (s *Store) Fence() FenceStatus { return s.fenceAt(s.Stage(), s.clock.Now()) }
+
+// fenceAt is the fence of a flip from stage from, at now. The lanes are not
+// part of it: the flip drains them itself, and a heartbeat reports them.
+func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
+	f := FenceStatus{Stage: from}
+	f.Dirty, _, _, f.ReconciliationNeeded = s.set.snapshot()
+	if last := s.lastCopy.Load(); last != 0 {
+		f.LastBindingCopy = time.Unix(0, last)
+	}
+	if from != Handover && from != Live {
+		return f
+	}
+	n, latest := s.set.ingestPending()
+	f.IngestUnverified = n
+	if s.cfg.fence > 0 {
+		quiet := f.LastBindingCopy
+		if since := time.Unix(0, s.stageSince.Load()); from == Handover && since.After(quiet) {
+			quiet = since
+		}
+		if !quiet.IsZero() {
+			f.QuietUntil = quiet.Add(s.cfg.fence)
+		}
+	}
+	if wait := f.QuietUntil.Sub(now); wait > 0 {
+		what := "the stage began"
+		if !f.LastBindingCopy.IsZero() && !f.LastBindingCopy.Before(time.Unix(0, s.stageSince.Load())) || from == Live {
+			what = "the last copy of a binding write arrived"
+		}
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%s %s ago: the fence waits %s more, so that no isolate still writes its binding",
+			what, now.Sub(f.QuietUntil.Add(-s.cfg.fence)).Round(time.Second), wait.Round(time.Second)))
+		f.Remaining = wait
+	}
+	if n > 0 {
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d keys last written by a binding copy are not verified against the primary yet", n))
+		wait := latest.Add(s.cfg.window).Sub(now)
+		if wait <= 0 {
+			wait = s.cfg.RepairInterval
+		}
+		f.Remaining = max(f.Remaining, wait)
+	}
+	if f.Dirty > 0 || f.ReconciliationNeeded {
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d dirty keys (reconciliation needed: %v)", f.Dirty, f.ReconciliationNeeded))
+		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
+	}
+	return f
+}
+
+// fenceError is the refusal of a flip that the fence holds back.
+func fenceError(f FenceStatus, from, to Stage) error {
+	return fmt.Errorf("%w: the flip from %s to %s waits: %s; stage stays %s", ErrUnsynced, from, to, strings.Join(f.HeldBy, "; "), from)
+}
+
+// ingestPending counts the keys whose last write came through Ingest, and
+// returns the latest of their writes.
+func (d *settleSet) ingestPending() (n int, latest time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.viaIngest == 0 {
+		return 0, time.Time{}
+	}
+	for _, e := range d.keys {
+		if t := timeOf(e.ready); e.ingested && t.After(latest) {
+			latest = t
+		}
+	}
+	return d.viaIngest, latest
+}

@@ -1,0 +1,75 @@
+package dualwrite_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The flip from handover to live waits a fence interval after the stage
+// began and after the last copy of a binding write, and until every key a
+// copy wrote last is verified against the primary after the window; a key
+// the Store wrote itself needs no such wait.
+func TestFenceHoldsTheFlip(t *testing.T) {
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.Shadow, FenceInterval: dualwrite.DefaultFenceInterval, RepairInterval: time.Hour})
+	ctx := e.ctx()
+	t0 := e.clk.Now()
+	must(t, e.store.SetStage(ctx, dualwrite.Handover))
+	held := func(what string, want ...string) dualwrite.FenceStatus {
+		t.Helper()
+		f := e.store.Fence()
+		err := e.store.SetStage(ctx, dualwrite.Live)
+		if !errors.Is(err, dualwrite.ErrUnsynced) || e.store.Stage() != dualwrite.Handover || f.Clear() || f.Remaining <= 0 {
+			t.Fatalf("%s: flip = %v, fence %+v", what, err, f)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) || !strings.Contains(strings.Join(f.HeldBy, "; "), w) {
+				t.Fatalf("%s: %q not in %v / %+v", what, w, err, f)
+			}
+		}
+		return f
+	}
+	if f := held("at once", "the stage began 0s ago: the fence waits 1m5s more"); f.Remaining != dualwrite.DefaultFenceInterval {
+		t.Fatalf("remaining %s", f.Remaining)
+	}
+
+	// A binding copy 10 s in restarts the interval, and its key must be
+	// verified.
+	e.clk.Advance(10 * time.Second)
+	must(t, e.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:tee", Value: []byte("v"), At: e.clk.Now()}}))
+	must(t, e.pmem.Put(ctx, "wordle:tee", []byte("v"), kv.PutOptions{})) // the binding wrote it
+	e.flush()
+	e.clk.Advance(60 * time.Second)
+	if f := held("a copy 60 s ago", "the last copy of a binding write arrived 1m0s ago", "1 keys last written by a binding copy"); f.IngestUnverified != 1 ||
+		!f.LastBindingCopy.Equal(t0.Add(10*time.Second)) || !f.QuietUntil.Equal(t0.Add(75*time.Second)) {
+		t.Fatalf("fence %+v", f)
+	}
+	// A write through the Store itself does not hold the flip back.
+	e.put("wordle:proxy", "p", kv.PutOptions{})
+	e.flush()
+	e.clk.Advance(6 * time.Second)
+	f := held("the interval over, the copy's key not verified", "1 keys last written by a binding copy")
+	if len(f.HeldBy) != 1 {
+		t.Fatalf("held by %v", f.HeldBy)
+	}
+	if n, err := e.store.Settle(ctx); err != nil || n == 0 {
+		t.Fatalf("Settle = %d, %v", n, err)
+	}
+	if f := e.store.Fence(); !f.Clear() || f.Remaining != 0 || f.IngestUnverified != 0 {
+		t.Fatalf("fence after verification: %+v", f)
+	}
+	if st := e.store.Stats(); st.Unsettled != 1 {
+		t.Fatalf("unsettled %d: the proxy's own key is still in the set, and must not hold the flip", st.Unsettled)
+	}
+	must(t, e.store.SetStage(ctx, dualwrite.Live))
+
+	// The way back waits for late copies the same way, without the
+	// stage's own interval.
+	if f := e.store.Fence(); !f.Clear() {
+		t.Fatalf("fence in live: %+v", f)
+	}
+}

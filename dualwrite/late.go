@@ -1,0 +1,254 @@
+package dualwrite
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// IngestRefusal says why an ingested write's acknowledged-at time was not
+// trusted. A refused copy is not applied; its key is recorded in the settle
+// set, so that verification brings the other store level from the
+// authoritative one.
+type IngestRefusal string
+
+// The refusals, as Stats.IngestRefused counts them.
+const (
+	// RefusedAckedPast: acknowledged more than IngestMaxAge before it
+	// arrived: a replay, or a clock far behind.
+	RefusedAckedPast IngestRefusal = "acked_at_past"
+	// RefusedAckedFuture: acknowledged more than IngestMaxLead after it
+	// arrived: a clock ahead, or a forgery.
+	RefusedAckedFuture IngestRefusal = "acked_at_future"
+)
+
+// IngestRefusals lists every IngestRefusal.
+var IngestRefusals = [...]IngestRefusal{RefusedAckedPast, RefusedAckedFuture}
+
+// LateOutcome is what became of a late copy: an ingested write that
+// arrived while MongoDB (the shadow) was authoritative.
+type LateOutcome string
+
+// The outcomes, as Stats.LateCopies counts them.
+const (
+	// LateApplied: the copy's write came after the last write of its key
+	// that this Store saw, so it was the last acknowledged: it was written
+	// to the authoritative store, and copied to the other.
+	LateApplied LateOutcome = "applied"
+	// LateSuperseded: the Store wrote the key after the copy's write; the
+	// newer value stands, and verification brings Workers KV level.
+	LateSuperseded LateOutcome = "superseded"
+	// LateConflict: the order is not known (see The handover in the
+	// package documentation); the authoritative value stands and a
+	// LateConflict record reports both sides.
+	LateConflict LateOutcome = "conflict"
+	// LateFailed: the copy was the last write, but the authoritative
+	// store failed to take it; a LateConflict record reports it.
+	LateFailed LateOutcome = "failed"
+)
+
+// LateOutcomes lists every LateOutcome.
+var LateOutcomes = [...]LateOutcome{LateApplied, LateSuperseded, LateConflict, LateFailed}
+
+// Conflict is the record of a late copy the Store could not order, or
+// could not apply: both sides, for the operator to decide, never a value.
+type Conflict struct {
+	Namespace string         `json:"namespace"`
+	Key       string         `json:"key"` // as the Redactor renders it
+	Outcome   LateOutcome    `json:"outcome"`
+	Copy      compare.Digest `json:"copy"`   // the late copy: what the binding wrote to Workers KV
+	Shadow    compare.Digest `json:"shadow"` // what MongoDB, authoritative, held when it arrived
+	// AckedAt is the copy's acknowledged-at time as trusted (bounded by
+	// IngestMaxAge and IngestMaxLead); LastWrite the last write of the key
+	// that this Store saw, zero when it saw none it can tell; Received
+	// when the copy arrived.
+	AckedAt   time.Time `json:"acked_at"`
+	LastWrite time.Time `json:"last_write,omitzero"`
+	Received  time.Time `json:"received"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// ConflictSink is the optional ability of a Sink to take Conflict records,
+// found by type assertion. Without it they are logged (LogSink does so).
+type ConflictSink interface {
+	Conflict(ctx context.Context, c Conflict)
+}
+
+// Conflict implements ConflictSink: one warning per record.
+func (l LogSink) Conflict(ctx context.Context, c Conflict) {
+	l.Logger.LogAttrs(ctx, slog.LevelWarn, "dualwrite: a late tee copy conflicts with the authoritative store",
+		slog.String("outcome", string(c.Outcome)), slog.String("namespace", c.Namespace), slog.String("key", c.Key),
+		digestAttr("copy", c.Copy), digestAttr("shadow", c.Shadow),
+		slog.Time("acked_at", c.AckedAt), slog.Time("last_write", c.LastWrite), slog.Time("received", c.Received),
+		slog.String("error", c.Error))
+}
+
+// MaxConflicts is how many Conflict records Conflicts keeps, the latest.
+const MaxConflicts = 256
+
+// conflictLog keeps the latest Conflict records.
+type conflictLog struct {
+	mu    sync.Mutex
+	recs  []Conflict
+	total uint64
+}
+
+func (l *conflictLog) add(c Conflict) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total++
+	if len(l.recs) == MaxConflicts {
+		copy(l.recs, l.recs[1:])
+		l.recs = l.recs[:MaxConflicts-1]
+	}
+	l.recs = append(l.recs, c)
+}
+
+func (s *Store) conflictCount() (int, uint64) {
+	s.conflicts.mu.Lock()
+	defer s.conflicts.mu.Unlock()
+	return len(s.conflicts.recs), s.conflicts.total
+}
+
+// Conflicts returns the latest Conflict records, oldest first, and how
+// many there were since New.
+func (s *Store) Conflicts() ([]Conflict, uint64) {
+	s.conflicts.mu.Lock()
+	defer s.conflicts.mu.Unlock()
+	return append([]Conflict(nil), s.conflicts.recs...), s.conflicts.total
+}
+
+// trustAcked bounds an ingested write's acknowledged-at time by its
+// arrival at now: a time more than IngestMaxAge before or IngestMaxLead
+// after is refused, and one after now is taken as now, since no write was
+// acknowledged after the Store received its copy. The Store's own
+// observation (the arrival) thus orders what a client's clock cannot.
+func (s *Store) trustAcked(at, now time.Time) (time.Time, IngestRefusal) {
+	switch {
+	case at.IsZero():
+		return now, ""
+	case at.Before(now.Add(-s.cfg.IngestMaxAge)):
+		return time.Time{}, RefusedAckedPast
+	case at.After(now.Add(s.cfg.IngestMaxLead)):
+		return time.Time{}, RefusedAckedFuture
+	case at.After(now):
+		return now, ""
+	}
+	return at, ""
+}
+
+// lateOrder decides a late copy acknowledged at at, arriving at now: after
+// the last write of its key that this Store saw (applied), before it
+// (superseded), or not known (conflict). Two times closer than
+// IngestMaxLead, the trust given to a client's clock, are not ordered.
+// A key this Store holds in its settle set has its last write's time
+// there; a key it does not hold was last written through it at least a
+// consistency window ago (a key leaves the set only a window after its
+// last write), which orders a copy acknowledged since, provided the Store
+// has run for that long and its set never overflowed.
+func (s *Store) lateOrder(key string, at, now time.Time) (LateOutcome, time.Time) {
+	wrote, inSet := s.set.wroteAt(key)
+	if !inSet {
+		_, _, _, reconcile := s.set.snapshot()
+		since := time.Unix(0, s.started)
+		if reconcile || s.cfg.window <= 0 || now.Sub(since) < s.cfg.window || !at.After(now.Add(-s.cfg.window).Add(s.cfg.IngestMaxLead)) {
+			return LateConflict, time.Time{}
+		}
+		return LateApplied, time.Time{}
+	}
+	tol := s.cfg.IngestMaxLead
+	switch {
+	case wrote.IsZero():
+		return LateConflict, wrote
+	case at.After(wrote.Add(tol)):
+		return LateApplied, wrote
+	case wrote.After(at.Add(tol)):
+		return LateSuperseded, wrote
+	}
+	return LateConflict, wrote
+}
+
+// late takes one late copy under its key's lock: it decides its order,
+// applies it to the authoritative store when it was the last write, and
+// records the key in the settle set as written by a copy, so that the flip
+// back waits for its verification. It returns the Conflict to report, if
+// any.
+func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Time) (out markOutcome, outcome LateOutcome, conflict *Conflict) {
+	h := hashKey(w.Key)
+	sl := s.slotOf(h)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.seq.Add(1)
+	defer sl.seq.Add(1)
+	sl.touch(now)
+	op := teeOp(w)
+	outcome, last := s.lateOrder(w.Key, at, now)
+	var err error
+	if outcome == LateApplied {
+		if err = s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
+			outcome = LateFailed
+		}
+	}
+	if outcome != LateApplied {
+		// The key stays in the set: verification brings Workers KV level
+		// with the value that stands, after the window.
+		out = s.markIngested(w.Key, time.Time{}, now, 0)
+		if outcome == LateSuperseded {
+			return out, outcome, nil
+		}
+		c := s.conflictOf(ctx, w, at, last, now, outcome)
+		if err != nil {
+			c.Error = compare.ErrorClass(err)
+		}
+		return out, outcome, &c
+	}
+	out = s.markIngested(w.Key, at, now, 1)
+	if !st.mirrors() {
+		out.add(s.set.copied(w.Key, now, false))
+		return out, outcome, nil
+	}
+	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	out.reason = reason
+	if !fresh {
+		out.add(s.set.copied(w.Key, now, reason != ""))
+	}
+	return out, outcome, nil
+}
+
+// conflictOf builds the record of a late copy, with what the authoritative
+// store holds now.
+func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.Time, outcome LateOutcome) Conflict {
+	copied := compare.Observation{Found: !w.Delete, Value: w.Value, Expiration: w.Expiration, Metadata: w.Metadata}
+	e, err := s.get(ctx, RoleShadow, w.Key, readFor(s.withExpiry, s.metadata))
+	held := compare.Observation{Found: err == nil, Value: e.Value, Expiration: e.Expiration, Metadata: e.Metadata}
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		held.Err = err
+	}
+	rec := s.cfg.Redactor.Record(w.Key, compare.ValueMismatch, copied, held, now)
+	return Conflict{
+		Namespace: rec.Namespace, Key: rec.Key, Outcome: outcome, Copy: rec.Primary, Shadow: rec.Shadow,
+		AckedAt: at, LastWrite: last, Received: now, Error: rec.Error,
+	}
+}
+
+// reportConflict hands a Conflict to the Sink, outside every lock.
+func (s *Store) reportConflict(ctx context.Context, c Conflict) {
+	s.conflicts.add(c)
+	cs, ok := s.sink.(ConflictSink)
+	if !ok {
+		cs = LogSink{Logger: s.log}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.logPanic("dualwrite: the conflict sink panicked; the record was dropped (later panics are not logged)",
+				"sink", v, debug.Stack())
+		}
+	}()
+	cs.Conflict(ctx, c)
+}
