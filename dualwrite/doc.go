@@ -277,12 +277,13 @@
 //
 // Ingest takes tee mode's writes: writes the primary has already applied
 // elsewhere (the bot's Worker, through its binding), each with its key,
-// value or delete, absolute expiry, metadata and acknowledged-at time. Their
-// copies are queued on the lanes to the shadow and their keys recorded as
-// unsettled, so verification checks them against the primary; a write
-// older than one already ingested for its key is not applied over it, and
-// one that never arrives, or arrives after its key settled, is found by
-// that verification or by a reconciliation.
+// value or delete, absolute expiry, metadata and acknowledged-at time. While
+// the primary is authoritative their copies are queued on the lanes to the
+// shadow and their keys recorded as unsettled, so verification checks them
+// against the primary; a write older than one already known for its key is
+// not applied over it, and one that never arrives, or arrives after its key
+// settled, is found by that verification or by a reconciliation. From live
+// on they are late copies (see The handover).
 //
 // CompareReads takes tee mode's sampled reads: what the bot's Worker read
 // from the primary, as a key, a SHA-256 digest and length of the value and
@@ -296,6 +297,63 @@
 // inconclusive. The Worker samples its reads itself, so CompareRate does
 // not sample them again; a CompareRate of zero, which compares nothing,
 // and the DualWrite stage leave them uncompared.
+//
+// # The handover
+//
+// The invariant: no key becomes authoritative in MongoDB unless MongoDB
+// holds the last value Workers KV acknowledged for it, verified by the
+// Store or written through it; and after the flip, no acknowledged write is
+// dropped.
+//
+// In tee mode the Store is not the only writer: isolates write their
+// binding and send copies afterwards, each on a stage it read up to the
+// tee's stage TTL ago. From Handover on the tee routes every read and
+// write through the proxy, so the flip from Handover to Live (and the way
+// back) is fenced; SetStage refuses it (ErrUnsynced, saying what holds it;
+// Fence and Stats.Fence say so at any time) until
+//
+//   - no copy of a binding write has arrived for FenceInterval, and, from
+//     Handover, the Store has been in it for as long (DefaultFenceInterval
+//     is the tee's stage TTL, its stage read timeout and the longest
+//     invocation, waitUntil included, with a margin): no isolate can still
+//     write its binding on a stage read before;
+//   - every key whose last write came through Ingest (or whose origin is
+//     unknown: loaded from the journal) was verified equal in both stores,
+//     after the consistency window; a key last written through the Store
+//     needs no wait, since the Store knows the value it wrote;
+//   - the lanes are drained and no key is dirty, as for any flip.
+//
+// Package control adds the same conditions for every instance, from the
+// heartbeats.
+//
+// The clocks. The Store trusts its own clock: when it wrote a key, when a
+// copy arrived. A copy's acknowledged-at time is the client's; it is
+// trusted only within IngestMaxAge before and IngestMaxLead after the
+// copy's arrival, and never later than the arrival (no write was
+// acknowledged after its copy was received). A copy outside those bounds
+// is refused (Stats.IngestRefused), applies nothing, and its key is
+// verified instead: a replayed copy cannot overwrite a newer write, nor
+// one stamped in the future make the real copy be dropped as stale. Copies
+// of one key are ordered by those bounded times against the last write of
+// the key the Store knows, its own included.
+//
+// Late copies. A copy that arrives from Live on (an isolate that missed
+// every signal, a batch delayed past the fence) is never dropped. It is
+// counted (Stats.LateCopies), its key stays in the settle set, and it is
+// ordered against the last write of its key that this Store saw: in the
+// settle set, its time there; not in the set, a write at least a
+// consistency window old (a key leaves the set only a window after its
+// last write), which orders a copy acknowledged since, once the Store has
+// run a window and its set never overflowed. A copy after that write by
+// more than IngestMaxLead is the last acknowledged write: it is written to
+// MongoDB and copied to Workers KV (LateApplied). One before it by as much
+// is superseded: MongoDB's newer value stands and verification brings
+// Workers KV level (LateSuperseded). Otherwise the order is not known: the
+// authoritative value stands and a Conflict record, with both sides'
+// digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
+// for the operator (LateConflict); nothing is overwritten unreported.
+// With several instances each orders a late copy against the writes made
+// through it alone.
 //
 // # Lifecycle
 //

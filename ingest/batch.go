@@ -10,6 +10,7 @@ import (
 	"io"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -62,7 +63,7 @@ type wireBatch struct {
 }
 
 type wireCopy struct {
-	Key        *string         `json:"key"`
+	Key        *wireKey        `json:"key"`
 	Deleted    bool            `json:"deleted"`
 	Value      *string         `json:"value"`
 	Expiration int64           `json:"expiration"`
@@ -72,12 +73,12 @@ type wireCopy struct {
 }
 
 type wireRead struct {
-	Key        *string `json:"key"`
-	Found      bool    `json:"found"`
-	SHA256     string  `json:"sha256"`
-	Length     int     `json:"length"`
-	Expiration int64   `json:"expiration"`
-	ReadAt     int64   `json:"read_at"`
+	Key        *wireKey `json:"key"`
+	Found      bool     `json:"found"`
+	SHA256     string   `json:"sha256"`
+	Length     int      `json:"length"`
+	Expiration int64    `json:"expiration"`
+	ReadAt     int64    `json:"read_at"`
 }
 
 // namespaceID is what a namespace ID may be, as kvapi and cfkv take them.
@@ -156,15 +157,88 @@ func (w wireBatch) check(limits Config, now time.Time) (Batch, error) {
 }
 
 // keyAt checks an item's required key and time.
-func keyAt(key *string, field string, ms int64, now time.Time) (string, time.Time, error) {
+func keyAt(key *wireKey, field string, ms int64, now time.Time) (string, time.Time, error) {
 	if key == nil {
 		return "", time.Time{}, fmt.Errorf("%w: key is required", ErrInvalidBatch)
 	}
-	if err := kv.ValidateKey(*key); err != nil {
+	if key.invalid {
+		return "", time.Time{}, fmt.Errorf("%w: %w: %w (it would become U+FFFD and collide with other keys)", ErrInvalidBatch, kv.ErrInvalidKey, ErrKeyEncoding)
+	}
+	if err := kv.ValidateKey(key.s); err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	at, err := stamp(field, ms, now)
-	return *key, at, err
+	return key.s, at, err
+}
+
+// wireKey is a key as the batch spells it. encoding/json turns invalid
+// UTF-8 and lone surrogate escapes (a JavaScript string can hold one) into
+// U+FFFD, so that two different keys would become one: the raw text is
+// checked first, and such a key refused.
+type wireKey struct {
+	s       string
+	invalid bool
+}
+
+func (k *wireKey) UnmarshalJSON(raw []byte) error {
+	if err := json.Unmarshal(raw, &k.s); err != nil {
+		return err
+	}
+	k.invalid = !utf8.Valid(raw) || loneSurrogate(raw)
+	return nil
+}
+
+// loneSurrogate reports whether a JSON string literal escapes a UTF-16
+// surrogate that is not half of a pair.
+func loneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(raw[i+1:])
+		if !ok {
+			return false // json.Unmarshal refused it already
+		}
+		i += 4
+		switch {
+		case r >= 0xd800 && r < 0xdc00: // high: a low one must follow
+			if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return true
+			}
+			lo, ok := hex4(raw[i+3:])
+			if !ok || lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6
+		case r >= 0xdc00 && r <= 0xdfff:
+			return true
+		}
+	}
+	return false
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func (wc wireCopy) check(now time.Time) (Copy, error) {

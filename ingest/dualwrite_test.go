@@ -168,6 +168,7 @@ func TestReadFloodLeavesTheSettleSetAlone(t *testing.T) {
 		t.Fatalf("after settling: unsettled %d, dirty %d, suspects %d, divergences %d", s.Unsettled, s.Dirty, s.Suspects, s.Divergences())
 	}
 	must(t, st.SetStage(ctx, dualwrite.Handover))
+	clk.Advance(dualwrite.DefaultFenceInterval) // the handover fence
 	if err := st.SetStage(ctx, dualwrite.Live); err != nil {
 		t.Fatalf("flip after the flood: %v", err)
 	}

@@ -9,6 +9,10 @@ var (
 	// ErrInvalidBatch: a batch broke a rule of the wire format; nothing
 	// of it was handed on.
 	ErrInvalidBatch = errors.New("ingest: invalid batch")
+	// ErrKeyEncoding: a key of a batch is not valid UTF-8 (raw bytes, or a
+	// lone surrogate escape); it matches ErrInvalidBatch and
+	// kv.ErrInvalidKey too. The handler answers 400 invalid_key.
+	ErrKeyEncoding = errors.New("ingest: key is not valid UTF-8")
 	// ErrTooLarge: a batch is over one of the Config's caps.
 	ErrTooLarge = errors.New("ingest: batch too large")
 	// ErrUnknownNamespace: a Sink or StageReader does not serve the

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
@@ -111,6 +113,9 @@ type Handler struct {
 	sink  Sink
 	cfg   Config
 	token []byte
+
+	mu      sync.Mutex
+	refused map[string]uint64 // by error code
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -127,7 +132,7 @@ func New(sink Sink, cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%w: DefaultNamespace must match %s", ErrConfig, namespaceID)
 	}
 	cfg = cfg.withDefaults()
-	return &Handler{sink: sink, cfg: cfg, token: []byte(cfg.Token)}, nil
+	return &Handler{sink: sink, cfg: cfg, token: []byte(cfg.Token), refused: map[string]uint64{}}, nil
 }
 
 // Result is the answer to an accepted batch: the copies handed on, the
@@ -141,26 +146,26 @@ type Result struct {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
-		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required", 0)
+		h.writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required", 0)
 		return
 	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/ingest"):
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, http.StatusMethodNotAllowed, "method", "ingest takes POST", 0)
+			h.writeError(w, http.StatusMethodNotAllowed, "method", "ingest takes POST", 0)
 			return
 		}
 		h.ingest(w, r)
 	case strings.HasSuffix(r.URL.Path, "/stage"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "method", "stage takes GET", 0)
+			h.writeError(w, http.StatusMethodNotAllowed, "method", "stage takes GET", 0)
 			return
 		}
 		h.stage(w, r)
 	default:
-		writeError(w, http.StatusNotFound, "no_route", "no such endpoint: want .../ingest or .../stage", 0)
+		h.writeError(w, http.StatusNotFound, "no_route", "no such endpoint: want .../ingest or .../stage", 0)
 	}
 }
 
@@ -171,11 +176,11 @@ func (h *Handler) authorized(r *http.Request) bool {
 
 func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "content_type", "the body must be application/json", 0)
+		h.writeError(w, http.StatusUnsupportedMediaType, "content_type", "the body must be application/json", 0)
 		return
 	}
 	if r.ContentLength > h.cfg.MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBodyBytes), 0)
+		h.writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBodyBytes), 0)
 		return
 	}
 	hold := h.cfg.Memory.Hold(r.Context())
@@ -191,7 +196,7 @@ func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 	ns := b.Namespace
 	if ns == "" {
 		if ns = h.cfg.DefaultNamespace; ns == "" {
-			writeError(w, http.StatusBadRequest, "invalid_batch", "the batch names no namespace and the proxy has no default", 0)
+			h.writeError(w, http.StatusBadRequest, "invalid_batch", "the batch names no namespace and the proxy has no default", 0)
 			return
 		}
 	}
@@ -219,12 +224,12 @@ func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) stage(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Stage == nil {
-		writeError(w, http.StatusNotFound, "no_route", "this proxy serves no stage to tees", 0)
+		h.writeError(w, http.StatusNotFound, "no_route", "this proxy serves no stage to tees", 0)
 		return
 	}
 	ns := r.URL.Query().Get("namespace")
 	if ns != "" && !namespaceID.MatchString(ns) {
-		writeError(w, http.StatusBadRequest, "invalid_namespace", "namespace must match "+namespaceID.String(), 0)
+		h.writeError(w, http.StatusBadRequest, "invalid_namespace", "namespace must match "+namespaceID.String(), 0)
 		return
 	}
 	if ns == "" {
@@ -254,22 +259,24 @@ func (h *Handler) stage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error(), 0)
+		h.writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error(), 0)
+	case errors.Is(err, ErrKeyEncoding):
+		h.writeError(w, http.StatusBadRequest, "invalid_key", err.Error(), 0)
 	case errors.Is(err, ErrInvalidBatch):
-		writeError(w, http.StatusBadRequest, "invalid_batch", err.Error(), 0)
+		h.writeError(w, http.StatusBadRequest, "invalid_batch", err.Error(), 0)
 	case errors.Is(err, ErrUnknownNamespace):
-		writeError(w, http.StatusNotFound, "unknown_namespace", "the proxy serves no such namespace", 0)
+		h.writeError(w, http.StatusNotFound, "unknown_namespace", "the proxy serves no such namespace", 0)
 	case errors.Is(err, ErrStage):
-		writeError(w, http.StatusConflict, "stage", "the stage takes no tee copies: read the stage again", 0)
+		h.writeError(w, http.StatusConflict, "stage", "the stage takes no tee copies: read the stage again", 0)
 	case errors.Is(err, membudget.ErrExhausted):
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy's memory budget is taken by the requests under way; retry shortly", membudget.RetryAfter.Seconds())
+		h.writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy's memory budget is taken by the requests under way; retry shortly", membudget.RetryAfter.Seconds())
 	case errors.Is(err, kv.ErrUnavailable):
 		ra, _ := kv.RetryAfter(err)
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy cannot take copies now", ra.Seconds())
+		h.writeError(w, http.StatusServiceUnavailable, "unavailable", "the proxy cannot take copies now", ra.Seconds())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the batch was taken", 0)
+		h.writeError(w, http.StatusServiceUnavailable, "unavailable", "the request ended before the batch was taken", 0)
 	default:
-		writeError(w, http.StatusInternalServerError, "internal", "the batch could not be taken", 0)
+		h.writeError(w, http.StatusInternalServerError, "internal", "the batch could not be taken", 0)
 	}
 }
 
@@ -278,6 +285,27 @@ type errorBody struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// writeError answers an error, counting a refusal (a 4xx answer) by its
+// code.
+func (h *Handler) writeError(w http.ResponseWriter, status int, code, message string, retryAfter float64) {
+	if status >= 400 && status < 500 {
+		h.mu.Lock()
+		h.refused[code]++
+		h.mu.Unlock()
+	}
+	writeError(w, status, code, message, retryAfter)
+}
+
+// Refused returns how many requests the handler refused (answered 4xx),
+// by error code: unauthorized, method, content_type, too_large,
+// invalid_batch, invalid_key, unknown_namespace, stage, no_route,
+// invalid_namespace.
+func (h *Handler) Refused() map[string]uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.refused)
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string, retryAfter float64) {

@@ -90,6 +90,8 @@ type Config struct {
 	CompareRate       float64
 	ConsistencyWindow time.Duration
 	FenceInterval     time.Duration
+	IngestMaxAge      time.Duration
+	IngestMaxLead     time.Duration
 	RepairInterval    time.Duration
 	// MaxSettle bounds each namespace's settle set (dualwrite.Config.MaxDirty).
 	MaxSettle       int
@@ -166,6 +168,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
 	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
 	fs.DurationVar(&c.FenceInterval, "fence-interval", dualwrite.DefaultFenceInterval, "")
+	fs.DurationVar(&c.IngestMaxAge, "ingest-max-age", dualwrite.DefaultIngestMaxAge, "")
+	fs.DurationVar(&c.IngestMaxLead, "ingest-max-lead", dualwrite.DefaultIngestMaxLead, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
@@ -313,6 +317,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout and --repair-interval take positive durations")
 	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
 		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
+	case c.IngestMaxAge <= 0 || c.IngestMaxLead <= 0:
+		return usage("--ingest-max-age and --ingest-max-lead must be positive")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -14,6 +15,7 @@ import (
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -33,6 +35,7 @@ type served struct {
 type fleet struct {
 	ns  []*served
 	reg metric.Registration
+	tee atomic.Pointer[ingest.Handler] // the tee endpoint, when served: its refused batches count in Stats
 }
 
 var _ control.Target = (*fleet)(nil)
@@ -133,13 +136,30 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 	return h
 }
 
-// Stats sums the namespaces' snapshots: the gauges' source.
+// Stats sums the namespaces' snapshots: the gauges' source. The batches
+// the tee endpoint refused whole count with the copies refused one by one.
 func (f *fleet) Stats() dualwrite.Stats {
 	all := make([]dualwrite.Stats, len(f.ns))
 	for i, s := range f.ns {
 		all[i] = s.dual.Stats()
 	}
-	return admin.Sum(all...)
+	sum := admin.Sum(all...)
+	if tee := f.tee.Load(); tee != nil {
+		for reason, n := range tee.Refused() {
+			sum.IngestRefused[dualwrite.IngestRefusal(reason)] += n
+		}
+	}
+	return sum
+}
+
+// NamespaceStats implements dualwriteotel.NamespacedSource: the fence's
+// gauge is per namespace.
+func (f *fleet) NamespaceStats() map[string]dualwrite.Stats {
+	m := make(map[string]dualwrite.Stats, len(f.ns))
+	for _, s := range f.ns {
+		m[s.id] = s.dual.Stats()
+	}
+	return m
 }
 
 // close drains and closes every store until ctx ends, and stops the gauges.

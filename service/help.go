@@ -79,6 +79,9 @@ DUAL-WRITE
                               the tee's stage TTL 30s + stage read timeout 1s + longest
                               invocation with waitUntil 30s, and 4s to spare); 0 when no
                               tee writes a binding (proxy mode only)
+  --ingest-max-age D          how far before its arrival a tee copy's acked_at is trusted
+                              (5m); an older one is refused, its key verified instead
+  --ingest-max-lead D         how far after its arrival (2s); later is refused
   --repair-interval D         how often dirty keys are repaired (1m)
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full

@@ -98,8 +98,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	fl, err := newFleet(dualwrite.Config{
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
-		FenceInterval: windowOf(c.FenceInterval),
-		Redactor:      redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
+		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
+		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err
@@ -193,6 +193,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		}
 		tee := withTee(th)
 		serve.Wrap = func(api http.Handler) http.Handler { return tee(ops.wrap(api)) }
+		fl.tee.Store(th)
 	}
 	scheme := "http"
 	if cert != nil {

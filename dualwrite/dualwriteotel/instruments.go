@@ -24,6 +24,8 @@ type instruments struct {
 
 	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile, journalOK metric.Int64ObservableGauge
 	overflow, skipped, lost, journalErrors                                                             metric.Int64ObservableCounter
+	lateCopies, refused                                                                                metric.Int64ObservableCounter
+	fence                                                                                              metric.Float64ObservableGauge
 
 	sets setCache
 }
@@ -63,7 +65,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.repairs = counter(MetricRepairs, "{key}", "Repairs of dirty keys, by outcome and namespace.")
 	in.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by role and states.")
 
-	in.stage = gauge(MetricStage, "{stage}", "The migration stage: 0 off, 1 dualwrite, 2 shadow, 3 live, 4 rampdown, 5 complete.")
+	in.stage = gauge(MetricStage, "{stage}", "The migration stage: 0 off, 1 dualwrite, 2 shadow, 3 handover, 4 live, 5 rampdown, 6 complete.")
 	in.breaker = gauge(MetricBreakerState, "{state}", "Each store's circuit breaker: 0 closed, 1 half-open, 2 open.")
 	in.queueDepth = gauge(MetricQueueDepth, "{operation}", "Asynchronous operations queued or running, over all lanes.")
 	in.queueBytes = gauge(MetricQueueBytes, "By", "Bytes of values held by queued operations.")
@@ -77,6 +79,11 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
 	in.journalOK = gauge(MetricJournalOK, "{flag}", "1 while the settle journal's last commit succeeded, 0 while it fails; reported only with a journal.")
 	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed, and marks its Recorder refused; reported only with a journal.")
+	in.lateCopies = observed(MetricLateCopies, "{copy}", "Tee copies that arrived while MongoDB was authoritative, by outcome: applied (the last acknowledged write), superseded, conflict (reported for the operator), failed.")
+	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
+	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),
+		metric.WithDescription("Seconds until the handover fence lets the flip between handover and live go, per namespace; 0 when clear or in another stage."))
+	errs = append(errs, err)
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("dualwriteotel: %w", err)

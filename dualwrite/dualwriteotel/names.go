@@ -23,6 +23,11 @@ const (
 	BreakerStateKey = attribute.Key("kvshadow.breaker.state")
 	// BreakerPreviousKey is the state a breaker left.
 	BreakerPreviousKey = attribute.Key("kvshadow.breaker.previous_state")
+	// LateOutcomeKey is what became of a late tee copy: applied,
+	// superseded, conflict, failed.
+	LateOutcomeKey = attribute.Key("kvshadow.late.outcome")
+	// RefusalReasonKey says why tee copies were refused.
+	RefusalReasonKey = attribute.Key("kvshadow.refusal.reason")
 )
 
 // Metric names. Every metric of the project starts with "kvshadow.".
@@ -52,6 +57,12 @@ const (
 	MetricEventsLost           = "kvshadow.dualwrite.events.lost"
 	MetricJournalOK            = "kvshadow.dualwrite.journal.ok"
 	MetricJournalErrors        = "kvshadow.dualwrite.journal.errors"
+
+	// The handover's: the fence before the flip, and the tee copies it
+	// refused or that came late.
+	MetricFenceRemaining = "kvshadow.handover.fence_remaining"
+	MetricLateCopies     = "kvshadow.ingest.late_copies"
+	MetricIngestRefused  = "kvshadow.ingest.refused"
 )
 
 // Span names of the asynchronous operations; each is a root of its own

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -13,6 +14,14 @@ import (
 // StatsSource is what Watch reads: a dualwrite.Store.
 type StatsSource interface {
 	Stats() dualwrite.Stats
+}
+
+// NamespacedSource is the optional ability of a StatsSource that sums
+// several stores to give each one's Stats by namespace: the gauges that
+// mean nothing summed (the handover fence) are then reported per
+// namespace, with db.namespace.
+type NamespacedSource interface {
+	NamespaceStats() map[string]dualwrite.Stats
 }
 
 var breakerCodes = map[dualwrite.BreakerState]int64{
@@ -59,9 +68,22 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 			obs.ObserveInt64(in.journalOK, flag(st.JournalOK))
 			obs.ObserveInt64(in.journalErrors, int64(st.JournalErrors))
 		}
+		for _, o := range dualwrite.LateOutcomes {
+			obs.ObserveInt64(in.lateCopies, int64(st.LateCopies[o]), metric.WithAttributes(LateOutcomeKey.String(string(o))))
+		}
+		for r, n := range st.IngestRefused {
+			obs.ObserveInt64(in.refused, int64(n), metric.WithAttributes(RefusalReasonKey.String(string(r))))
+		}
+		if ns, ok := src.(NamespacedSource); ok {
+			for id, s := range ns.NamespaceStats() {
+				obs.ObserveFloat64(in.fence, s.Fence.Remaining.Seconds(), metric.WithAttributes(semconv.DBNamespace(id)))
+			}
+		} else {
+			obs.ObserveFloat64(in.fence, st.Fence.Remaining.Seconds())
+		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors)
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.fence)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
 	}

@@ -26,6 +26,9 @@ type Stager interface {
 	SetStage(ctx context.Context, to dualwrite.Stage) (control.Change, error)
 	Instances(ctx context.Context) ([]control.InstanceView, error)
 	Forget(ctx context.Context, instance string) error
+	// FlipHold says what holds the flip between handover and live back
+	// across the fleet; ok is false in the other stages.
+	FlipHold(ctx context.Context) (hold control.Hold, ok bool, err error)
 }
 
 // Store is one namespace's dual-write store: a *dualwrite.Store.
@@ -34,6 +37,7 @@ type Store interface {
 	DirtyKeys() []string
 	UnsettledKeys() []string
 	RepairDirty() int
+	Conflicts() ([]dualwrite.Conflict, uint64)
 }
 
 // Namespace is one served namespace.
@@ -108,13 +112,14 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /dirty", h.auth(h.keys(Store.DirtyKeys)))
 	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
 	h.mux.HandleFunc("POST /repair", h.auth(changes(h.repair)))
+	h.mux.HandleFunc("GET /conflicts", h.auth(h.conflicts))
 	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(changes(h.forget)))
 	h.mux.HandleFunc("POST /reconciliation", h.auth(changes(h.clearReconciliation)))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /conflicts, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
@@ -198,6 +203,14 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 	for _, v := range views {
 		out.Instances = append(out.Instances, instanceOf(v))
 	}
+	hold, ok, err := h.cfg.Stager.FlipHold(r.Context())
+	switch {
+	case err != nil:
+		out.Flip = &FlipView{HeldBy: []string{err.Error()}}
+	case ok:
+		out.Flip = &FlipView{From: hold.From.String(), To: hold.To.String(), Clear: len(hold.HeldBy) == 0,
+			RemainingSeconds: seconds(hold.Remaining), HeldBy: hold.HeldBy}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -231,6 +244,20 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted // the document changed; this instance follows when it can
 	}
 	writeJSON(w, status, ChangeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
+}
+
+// conflicts lists each namespace's latest late copies that conflicted with
+// the authoritative store: redacted keys, digests and times, never values.
+func (h *Handler) conflicts(w http.ResponseWriter, _ *http.Request) {
+	out := ConflictsView{Namespaces: map[string]ConflictList{}}
+	for _, ns := range h.cfg.Namespaces {
+		recs, total := ns.Store.Conflicts()
+		if recs == nil {
+			recs = []dualwrite.Conflict{}
+		}
+		out.Namespaces[ns.ID] = ConflictList{Total: total, Conflicts: recs}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {

@@ -22,6 +22,14 @@ type fakeStager struct {
 	forgot  []string
 	views   []control.InstanceView
 	viewErr error
+	hold    *control.Hold
+}
+
+func (f *fakeStager) FlipHold(context.Context) (control.Hold, bool, error) {
+	if f.hold == nil {
+		return control.Hold{}, false, nil
+	}
+	return *f.hold, true, nil
 }
 
 func (f *fakeStager) Status() control.Status { return f.status }
@@ -42,6 +50,11 @@ type fakeStore struct {
 	dirty     []string
 	unsettled []string
 	repaired  int
+	conflicts []dualwrite.Conflict
+}
+
+func (f *fakeStore) Conflicts() ([]dualwrite.Conflict, uint64) {
+	return f.conflicts, uint64(len(f.conflicts))
 }
 
 func (f *fakeStore) Stats() dualwrite.Stats  { return f.stats }

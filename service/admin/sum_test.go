@@ -26,6 +26,9 @@ func TestSumAddsEveryCount(t *testing.T) {
 		st.Repairs = map[dualwrite.RepairOutcome]uint64{dualwrite.RepairCopied: 1}
 		st.Comparisons = map[compare.Kind]uint64{compare.Match: 1}
 		st.Verifications = map[compare.Kind]uint64{compare.Match: 1}
+		st.IngestRefused = map[dualwrite.IngestRefusal]uint64{dualwrite.RefusedAckedPast: 1}
+		st.LateCopies = map[dualwrite.LateOutcome]uint64{dualwrite.LateApplied: 1}
+		st.Fence.IngestUnverified = 1
 		return st
 	}
 	first := one()
@@ -57,5 +60,8 @@ func TestSumAddsEveryCount(t *testing.T) {
 		if n != want {
 			t.Errorf("Sum: %s = %d, want %d", name, n, want)
 		}
+	}
+	if sum.Fence.IngestUnverified != 2 {
+		t.Errorf("Sum: Fence.IngestUnverified = %d, want 2", sum.Fence.IngestUnverified)
 	}
 }

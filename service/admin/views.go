@@ -2,6 +2,7 @@ package admin
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
@@ -52,12 +53,19 @@ type InstanceView struct {
 	Draining             bool   `json:"draining"`
 	Stopped              bool   `json:"stopped"`
 	Lag                  string `json:"lag,omitempty"`
+	// The instance's handover fence, as its heartbeat says.
+	QuietUntil            *time.Time `json:"quiet_until,omitempty"`
+	IngestUnverified      int        `json:"ingest_unverified"`
+	FenceRemainingSeconds float64    `json:"fence_remaining_seconds"`
 }
 
 // StageView answers GET /stage.
 type StageView struct {
 	Self      StatusView     `json:"self"`
 	Instances []InstanceView `json:"instances"`
+	// Flip is present in handover and live: what holds the flip to the
+	// other side back, and for how long.
+	Flip *FlipView `json:"flip,omitempty"`
 }
 
 // ChangeView answers PUT /stage.
@@ -99,10 +107,55 @@ type StoreStats struct {
 	Loaded               uint64            `json:"loaded"`
 	IngestStale          uint64            `json:"ingest_stale"`
 	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
-	Breaker              string            `json:"breaker"`
-	Breakers             map[string]string `json:"breakers"`
-	LeftAtClose          uint64            `json:"left_at_close"`
-	LostEvents           uint64            `json:"lost_events"`
+	// IngestRefused: copies whose acked_at was out of bounds, by reason;
+	// LateCopies: copies that arrived while MongoDB was authoritative, by
+	// outcome; Conflicts: the late copies reported as conflicts (GET
+	// /conflicts lists the latest).
+	IngestRefused map[string]uint64 `json:"ingest_refused"`
+	LateCopies    map[string]uint64 `json:"late_copies"`
+	Conflicts     uint64            `json:"conflicts"`
+	Fence         FenceView         `json:"fence"`
+	Breaker       string            `json:"breaker"`
+	Breakers      map[string]string `json:"breakers"`
+	LeftAtClose   uint64            `json:"left_at_close"`
+	LostEvents    uint64            `json:"lost_events"`
+}
+
+// FenceView is what holds the flip between handover and live back on this
+// instance (GET /stats, per namespace) or across the fleet (GET /stage).
+type FenceView struct {
+	Clear            bool       `json:"clear"`
+	RemainingSeconds float64    `json:"remaining_seconds"`
+	HeldBy           []string   `json:"held_by,omitempty"`
+	LastBindingCopy  *time.Time `json:"last_binding_copy,omitempty"`
+	QuietUntil       *time.Time `json:"quiet_until,omitempty"`
+	IngestUnverified int        `json:"ingest_unverified"`
+}
+
+// FlipView answers GET /stage's "flip": in handover and live, what holds
+// the flip to the other side back across the fleet.
+type FlipView struct {
+	From             string   `json:"from"`
+	To               string   `json:"to"`
+	Clear            bool     `json:"clear"`
+	RemainingSeconds float64  `json:"remaining_seconds"`
+	HeldBy           []string `json:"held_by,omitempty"`
+}
+
+// ConflictList is one namespace's latest conflicts (GET /conflicts).
+type ConflictList struct {
+	Total     uint64               `json:"total"`
+	Conflicts []dualwrite.Conflict `json:"conflicts"`
+}
+
+// ConflictsView answers GET /conflicts.
+type ConflictsView struct {
+	Namespaces map[string]ConflictList `json:"namespaces"`
+}
+
+func fenceOf(f dualwrite.FenceStatus) FenceView {
+	return FenceView{Clear: f.Clear(), RemainingSeconds: seconds(f.Remaining), HeldBy: f.HeldBy,
+		LastBindingCopy: timePtr(f.LastBindingCopy), QuietUntil: timePtr(f.QuietUntil), IngestUnverified: f.IngestUnverified}
 }
 
 // Operations are the Workers KV API requests the front answered and, of
@@ -185,6 +238,7 @@ func instanceOf(v control.InstanceView) InstanceView {
 		Instance: v.Instance, Stage: v.Stage.String(), Generation: v.Generation, At: v.At, AgeSeconds: seconds(v.Age),
 		Alive: v.Live, Drained: v.Drained, Clean: v.Clean(), Settled: v.Settled(), Dirty: v.Dirty, Unsettled: v.Unsettled,
 		ReconciliationNeeded: v.ReconciliationNeeded, Draining: v.Draining, Stopped: v.Stopped, Lag: v.Lag,
+		QuietUntil: timePtr(v.QuietUntil), IngestUnverified: v.IngestUnverified, FenceRemainingSeconds: seconds(v.FenceRemaining),
 	}
 }
 
@@ -221,6 +275,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
+		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
 		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
 	}
 }
@@ -236,6 +291,8 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 			sum.Drops, sum.Repairs = maps.Clone(st.Drops), maps.Clone(st.Repairs)
 			sum.Comparisons, sum.Verifications = maps.Clone(st.Comparisons), maps.Clone(st.Verifications)
 			sum.Breakers = maps.Clone(st.Breakers)
+			sum.IngestRefused, sum.LateCopies = maps.Clone(st.IngestRefused), maps.Clone(st.LateCopies)
+			sum.Fence.HeldBy = slices.Clone(st.Fence.HeldBy)
 			continue
 		}
 		sum.Queued += st.Queued
@@ -266,12 +323,33 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.Loaded += st.Loaded
 		sum.IngestStale += st.IngestStale
 		sum.TeeReads += st.TeeReads
+		addCounts(sum.IngestRefused, st.IngestRefused)
+		addCounts(sum.LateCopies, st.LateCopies)
+		sum.Conflicts += st.Conflicts
+		sum.Fence = addFence(sum.Fence, st.Fence)
 		for r, b := range st.Breakers {
 			sum.Breakers[r] = worse(sum.Breakers[r], b)
 		}
 		sum.Breaker = worse(sum.Breaker, st.Breaker)
 	}
 	return sum
+}
+
+// addFence joins two stores' fences: the later quiet end and copy, the
+// longer wait, every reason.
+func addFence(a, b dualwrite.FenceStatus) dualwrite.FenceStatus {
+	if b.LastBindingCopy.After(a.LastBindingCopy) {
+		a.LastBindingCopy = b.LastBindingCopy
+	}
+	if b.QuietUntil.After(a.QuietUntil) {
+		a.QuietUntil = b.QuietUntil
+	}
+	a.IngestUnverified += b.IngestUnverified
+	a.Dirty += b.Dirty
+	a.ReconciliationNeeded = a.ReconciliationNeeded || b.ReconciliationNeeded
+	a.Remaining = max(a.Remaining, b.Remaining)
+	a.HeldBy = append(a.HeldBy, b.HeldBy...)
+	return a
 }
 
 func addCounts[K comparable](dst, src map[K]uint64) {
