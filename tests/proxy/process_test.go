@@ -51,7 +51,7 @@ func (p *process) log() string {
 func startProcess(t *testing.T, bin string, env map[string]string, args ...string) *process {
 	t.Helper()
 	p := &process{exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0"}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0", "--fence-interval", "0"}, args...)...)
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)

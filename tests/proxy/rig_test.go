@@ -91,7 +91,7 @@ func banner(t testing.TB, out io.Reader) (api, admin, database string) {
 // startInProcess runs service.Run with env and args on free loopback ports.
 func startInProcess(t testing.TB, env map[string]string, args []string, opts ...service.Option) *instance {
 	t.Helper()
-	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0", "--instance", t.Name()}, args...)
+	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0", "--fence-interval", "0", "--instance", t.Name()}, args...)
 	c, err := service.Parse(args, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
