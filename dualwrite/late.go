@@ -189,12 +189,6 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.touch(now)
 	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
-	var err error
-	if outcome == LateApplied {
-		if err = s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
-			outcome = LateFailed
-		}
-	}
 	if outcome != LateApplied {
 		// The key stays in the set: verification brings Workers KV level
 		// with the value that stands, after the window.
@@ -203,12 +197,17 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 			return out, outcome, nil
 		}
 		c := s.conflictOf(ctx, w, at, last, now, outcome)
-		if err != nil {
-			c.Error = compare.ErrorClass(err)
-		}
 		return out, outcome, &c
 	}
+	// Marked, with its copy counted, before MongoDB takes the write, as
+	// the Store's own writes are (see premark).
 	out = s.markIngested(w.Key, at, now, 1)
+	if err := s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
+		out.add(s.set.copied(w.Key, now, uncertain(err)))
+		c := s.conflictOf(ctx, w, at, last, now, LateFailed)
+		c.Error = compare.ErrorClass(err)
+		return out, LateFailed, &c
+	}
 	if !st.mirrors() {
 		out.add(s.set.copied(w.Key, now, false))
 		return out, outcome, nil
