@@ -37,6 +37,7 @@ type childConfig struct {
 	Emulator  bool          `json:"emulator"`
 	ID        string        `json:"id"`
 	BaseURL   string        `json:"base_url"`
+	ShadowURL string        `json:"shadow_url"` // a REST API server as the shadow; empty: MongoDB
 	MongoURI  string        `json:"mongo_uri"`
 	MongoDB   string        `json:"mongo_db"`
 	Journal   string        `json:"journal"`
@@ -48,6 +49,12 @@ type childConfig struct {
 	Window    time.Duration `json:"window"`
 	Lanes     int           `json:"lanes"`
 	ReadShare float64       `json:"read_share"` // share of operations that are reads, compared
+	// NewKeys makes every write a put of a key never written before, in
+	// bursts of Burst separated by pauses of Pause (a burst line is
+	// printed as each begins); Rate is then the rate inside a burst.
+	NewKeys bool          `json:"new_keys"`
+	Burst   time.Duration `json:"burst"`
+	Pause   time.Duration `json:"pause"`
 }
 
 // childStats is what a writer that ran to the end prints.
@@ -116,27 +123,57 @@ func waitSettled(st *dualwrite.Store, within time.Duration) error {
 	}
 }
 
+// connsPath is where the emulator's check listener answers how many
+// connections its writers' listener has open.
+const connsPath = "/settle-test/conns"
+
 // emulator serves the REST API over memory until killed, so that the
-// primary runs outside the test process (and its race detector).
+// primary runs outside the test process (and its race detector). It
+// listens twice: writer processes use the first, the test the second,
+// which also answers connsPath, so that after a kill the test can wait
+// until every request the dead writer had sent has been served.
 func emulator(childConfig) error {
 	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: memory.New(memory.Config{})}, AccountID: account, Token: token})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	writers, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	say("listen http://%s/client/v4/", ln.Addr())
-	return http.Serve(ln, api)
+	checks, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	var open atomic.Int64
+	ws := &http.Server{Handler: api, ConnState: func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.HandleFunc(connsPath, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, open.Load()) })
+	cs := &http.Server{Handler: mux}
+	go func() { _ = cs.Serve(checks) }()
+	say("listen http://%s/client/v4/ http://%s", writers.Addr(), checks.Addr())
+	return ws.Serve(writers)
 }
 
 // openStores opens the primary (cfkv over the REST API server) and the
-// shadow (mongokv) as every process of these tests does.
-func openStores(ctx context.Context, baseURL, uri, db string) (*cfkv.Store, *mongokv.Store, func(), error) {
+// shadow, as every process of these tests does: mongokv, or, when
+// shadowURL is set, cfkv over a second REST API server.
+func openStores(ctx context.Context, baseURL, shadowURL, uri, db string) (*cfkv.Store, kv.Store, func(), error) {
 	primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: token, BaseURL: baseURL})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if shadowURL != "" {
+		shadow, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: token, BaseURL: shadowURL})
+		return primary, shadow, func() {}, err
 	}
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: uri})
 	if err != nil {
@@ -151,12 +188,12 @@ func openStores(ctx context.Context, baseURL, uri, db string) (*cfkv.Store, *mon
 
 func child(c childConfig) error {
 	ctx := context.Background()
-	primary, mongo, done, err := openStores(ctx, c.BaseURL, c.MongoURI, c.MongoDB)
+	primary, inner, done, err := openStores(ctx, c.BaseURL, c.ShadowURL, c.MongoURI, c.MongoDB)
 	if err != nil {
 		return err
 	}
 	defer done()
-	shadow, err := kvfault.New(mongo, kvfault.Config{Name: "shadow", Latency: c.Latency, Jitter: c.Jitter, RealLatency: true, Seed: uint64(len(c.ID))})
+	shadow, err := kvfault.New(inner, kvfault.Config{Name: "shadow", Latency: c.Latency, Jitter: c.Jitter, RealLatency: true, Seed: uint64(len(c.ID))})
 	if err != nil {
 		return err
 	}
@@ -176,6 +213,9 @@ func child(c childConfig) error {
 	}
 	say("ready")
 
+	if c.NewKeys {
+		return burster(ctx, c, st)
+	}
 	const writers = 8
 	period := time.Duration(float64(time.Second) * writers / float64(c.Rate))
 	var writes atomic.Int64
@@ -247,4 +287,44 @@ func child(c childConfig) error {
 	})
 	say("stats %s", raw)
 	return nil
+}
+
+// burster writes keys it never wrote before, in bursts, until killed:
+// every write is a key entering the settle set, whose mark the journal
+// must keep from before the write reaches the primary. Each write is said
+// ("ack") once the Store returned.
+func burster(ctx context.Context, c childConfig, st *dualwrite.Store) error {
+	const writers = 16
+	period := time.Duration(float64(time.Second) * writers / float64(c.Rate))
+	var burst atomic.Int64 // the burst under way; 0 in a pause
+	for w := range writers {
+		go func() {
+			next := time.Now()
+			for i := 0; ; i++ {
+				b := burst.Load()
+				if b == 0 {
+					time.Sleep(time.Millisecond) // a pause: real processes, real time
+					next = time.Now()
+					continue
+				}
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d) // pacing a real process at a steady rate
+				}
+				next = next.Add(period)
+				k := fmt.Sprintf("wordle:new-%s-%d-%d-%d", c.ID, b, w, i)
+				if err := st.Put(ctx, k, fmt.Appendf(nil, "v%d", i), kv.PutOptions{}); err != nil {
+					say("error %v", err)
+					continue
+				}
+				say("ack %s", k)
+			}
+		}()
+	}
+	for b := int64(1); ; b++ {
+		say("burst %d", b)
+		burst.Store(b)
+		time.Sleep(c.Burst)
+		burst.Store(0)
+		time.Sleep(c.Pause)
+	}
 }

@@ -7,16 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -27,16 +29,25 @@ const (
 )
 
 // rig is one primary (the REST API server over memory, on loopback HTTP)
-// and one shadow (a database of the embedded MongoDB-compatible server)
-// that writer processes share.
+// and one shadow (a database of the embedded MongoDB-compatible server, or
+// a second REST API server) that writer processes share.
 type rig struct {
-	baseURL string // the primary's: an emulator process
-	db      string
-	primary *cfkv.Store
-	shadow  *mongokv.Store
+	baseURL  string // the primary's for writer processes: an emulator process
+	checkURL string // the same primary's for the test (see emulator)
+	// shadowURL and shadowCheck are the same for a shadow that is an
+	// emulator; empty for MongoDB.
+	shadowURL, shadowCheck string
+	db                     string
+	primary                *cfkv.Store
+	shadow                 kv.Store
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigOf(t, false) }
+
+// newRigOf makes a rig whose shadow is a second emulator when emulated:
+// the embedded MongoDB-compatible server scans a collection for every
+// query, which settling thousands of keys cannot afford.
+func newRigOf(t *testing.T, emulated bool) *rig {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs writer processes for seconds")
@@ -44,14 +55,61 @@ func newRig(t *testing.T) *rig {
 	r := &rig{db: srv.Database(t)}
 	em := r.spawn(t, childConfig{Emulator: true})
 	em.waitReady(t)
-	r.baseURL = em.url
-	primary, shadow, done, err := openStores(context.Background(), r.baseURL, srv.URI(), r.db)
+	r.baseURL, r.checkURL, _ = strings.Cut(em.url, " ")
+	if emulated {
+		sh := r.spawn(t, childConfig{Emulator: true})
+		sh.waitReady(t)
+		r.shadowURL, r.shadowCheck, _ = strings.Cut(sh.url, " ")
+	}
+	primary, shadow, done, err := openStores(context.Background(), r.apiURL(r.checkURL), r.shadowAPI(), srv.URI(), r.db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(done)
 	r.primary, r.shadow = primary, shadow
 	return r
+}
+
+// apiURL is the REST API's base URL on a check listener.
+func (r *rig) apiURL(check string) string { return check + "/client/v4/" }
+
+// shadowAPI is the shadow emulator's REST API for the test, or "".
+func (r *rig) shadowAPI() string {
+	if r.shadowCheck == "" {
+		return ""
+	}
+	return r.apiURL(r.shadowCheck)
+}
+
+// quiet waits until the emulators' writer listeners have no connection
+// open: every request a killed writer had sent has been served, and the
+// stores no longer change under the test.
+func (r *rig) quiet(t *testing.T) {
+	t.Helper()
+	for _, check := range []string{r.checkURL, r.shadowCheck} {
+		if check == "" {
+			continue
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			resp, err := http.Get(check + connsPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(body) == "0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("an emulator still has %s writer connections a minute after the kill", body)
+			}
+			time.Sleep(10 * time.Millisecond) // another process's sockets: nothing to wait on
+		}
+	}
 }
 
 var (
@@ -98,12 +156,15 @@ type writer struct {
 	acks   int
 	stats  *childStats
 	errs   []string
-	stderr bytes.Buffer
+	bursts chan int // the number of each burst as it begins
+	// burstAcks are the acknowledged writes when each burst began.
+	burstAcks []int
+	stderr    bytes.Buffer
 }
 
 func (r *rig) start(t *testing.T, c childConfig) *writer {
 	t.Helper()
-	c.BaseURL, c.MongoURI, c.MongoDB = r.baseURL, srv.URI(), r.db
+	c.BaseURL, c.ShadowURL, c.MongoURI, c.MongoDB = r.baseURL, r.shadowURL, srv.URI(), r.db
 	if c.Journal == "" {
 		c.Journal = filepath.Join(t.TempDir(), "settle-"+c.ID+".db")
 	}
@@ -116,7 +177,7 @@ func (r *rig) spawn(t *testing.T, c childConfig) *writer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &writer{exited: make(chan error, 1), ready: make(chan struct{}), acked: map[string]bool{}}
+	w := &writer{exited: make(chan error, 1), ready: make(chan struct{}), acked: map[string]bool{}, bursts: make(chan int, 64)}
 	w.cmd = exec.Command(writerBinary(t), "-test.run=^$")
 	w.cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
 	w.cmd.Stderr = &w.stderr
@@ -156,6 +217,13 @@ func (w *writer) line(l string) {
 	case "ack":
 		w.acked[rest] = true
 		w.acks++
+	case "burst":
+		n, _ := strconv.Atoi(rest)
+		w.burstAcks = append(w.burstAcks, w.acks)
+		select {
+		case w.bursts <- n:
+		default:
+		}
 	case "stats":
 		w.stats = new(childStats)
 		_ = json.Unmarshal([]byte(rest), w.stats)
