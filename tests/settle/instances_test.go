@@ -3,11 +3,7 @@ package settle_test
 import (
 	"testing"
 	"time"
-
-	"github.com/kvshadow/kvshadow/compare"
 )
-
-func compareMatch() compare.Kind { return compare.Match }
 
 // Three processes, each with its own dual-write store and journal, write
 // the same 20 hot keys of one primary and one shadow for 4 s, with a slow,

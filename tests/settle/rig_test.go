@@ -232,12 +232,6 @@ func (w *writer) line(l string) {
 	}
 }
 
-func (w *writer) ackCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.acks
-}
-
 // waitReady waits until the process says it is ready (or listening).
 func (w *writer) waitReady(t *testing.T) {
 	t.Helper()
