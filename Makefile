@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 # deployment forms' tests (deploy/: the Kubernetes and kustomize libraries).
 MODULES := . tests demo deploy
 
-.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps integration fuzz bench
+.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps wrangler-deps integration fuzz bench
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -62,7 +62,7 @@ workers:
 	@echo "make test: the JavaScript package (npm ci, then Node's test runner and miniflare)"
 	cd workers && npm ci --no-audit --no-fund && npm test
 
-integration: workers-deps nodeinterop-deps testlog
+integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 7 minutes)"
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ -n "$$CI$$KVSHADOW_REQUIRE_BROWSER" ]; then echo "make test: chromium or chromedriver is missing and CI is set: the HTML report's layout test fails (apt-get install chromium chromium-driver)"; \
@@ -81,6 +81,10 @@ workers-pack:
 
 workers-deps:
 	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
+
+# wrangler, pinned, which tests/wrangler runs against the proxy.
+wrangler-deps:
+	@[ -x tests/wrangler/node_modules/.bin/wrangler ] || (cd tests/wrangler && npm ci --no-audit --no-fund)
 
 # The Node.js mongodb driver that tests/nodeinterop runs the bot's store on.
 nodeinterop-deps:
