@@ -267,3 +267,42 @@ func TestConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// The handover fence holds a flip across the fleet: another instance that
+// received a binding copy recently, or still has keys a copy wrote last to
+// verify, keeps the flip from happening, and FlipHold says which and for
+// how long.
+func TestFenceOfEveryInstance(t *testing.T) {
+	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
+	a, _ := start(t, board, clk, "a", dualwrite.Handover)
+	b, tb := start(t, board, clk, "b", dualwrite.Handover)
+	if h, ok, err := a.FlipHold(t.Context()); err != nil || !ok || len(h.HeldBy) != 0 || h.To != dualwrite.Live {
+		t.Fatalf("FlipHold with nothing held: %+v, %v, %v", h, ok, err)
+	}
+	tb.set(func(t *fakeTarget) {
+		t.report = Heartbeat{Drained: true, QuietUntil: clk.Now().Add(40 * time.Second), IngestUnverified: 3, FenceRemaining: time.Minute}
+	})
+	b.beat(t.Context())
+	h, ok, err := a.FlipHold(t.Context())
+	if err != nil || !ok || len(h.HeldBy) != 1 || h.Remaining != time.Minute ||
+		!strings.Contains(h.HeldBy[0], `instance "b" (live): the fence waits 40s more for binding copies, 3 keys last written by a binding copy not verified yet`) {
+		t.Fatalf("FlipHold: %+v, %v, %v", h, ok, err)
+	}
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "binding copy") {
+		t.Fatalf("flip with b's fence up: %v", err)
+	}
+	tb.set(func(t *fakeTarget) { t.report = Heartbeat{Drained: true, QuietUntil: clk.Now()} })
+	b.beat(t.Context())
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); err != nil {
+		t.Fatalf("flip once b's fence is down: %v", err)
+	}
+	if _, ok, _ := a.FlipHold(t.Context()); !ok {
+		t.Fatal("no flip reported in live: the way back is one")
+	}
+	if _, err := a.SetStage(t.Context(), dualwrite.Rampdown); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := a.FlipHold(t.Context()); ok {
+		t.Fatal("a flip reported in rampdown")
+	}
+}

@@ -144,12 +144,19 @@ func (f *fleet) Stats() dualwrite.Stats {
 		all[i] = s.dual.Stats()
 	}
 	sum := admin.Sum(all...)
-	if tee := f.tee.Load(); tee != nil {
-		for reason, n := range tee.Refused() {
-			sum.IngestRefused[dualwrite.IngestRefusal(reason)] += n
-		}
+	for reason, n := range f.teeRefused() {
+		sum.IngestRefused[dualwrite.IngestRefusal(reason)] += n
 	}
 	return sum
+}
+
+// teeRefused is what the tee endpoint refused whole, by error code; none
+// before it serves.
+func (f *fleet) teeRefused() map[string]uint64 {
+	if tee := f.tee.Load(); tee != nil {
+		return tee.Refused()
+	}
+	return nil
 }
 
 // NamespaceStats implements dualwriteotel.NamespacedSource: the fence's

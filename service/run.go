@@ -167,7 +167,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	var ops opCounter
 	acfg := admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
-		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts}
+		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts, TeeRefused: fl.teeRefused}
 	if b.Ledger != nil {
 		// Observed once before the admin API serves, so that an overflow
 		// kept by the journal is recorded (and grown) before any clear.

@@ -131,6 +131,26 @@ func (r *running) call(t *testing.T, method, path, body string, out any) int {
 	return code
 }
 
+// tee sends a raw request to the tee's endpoints with the clients' token:
+// a POST of body, or a GET of the stage.
+func (r *running) tee(t *testing.T, path, body string) (int, string) {
+	t.Helper()
+	origin, _, _ := strings.Cut(r.api, "/client/v4/")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, origin+path, strings.NewReader(body))
+	if path == TeePath+"stage" {
+		req.Method = http.MethodGet
+	}
+	req.Header.Set("Authorization", "Bearer "+r.c.secrets.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
 func (r *running) stats(t *testing.T) admin.StatsView {
 	t.Helper()
 	s, err := r.adminClient().Stats(t.Context())
@@ -383,21 +403,7 @@ func TestTeeIngestFeedsTheShadow(t *testing.T) {
 	r := start(t, "--stage", "dualwrite")
 	ctx := t.Context()
 	origin, _, _ := strings.Cut(r.api, "/client/v4/")
-	post := func(path, body string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, origin+path, strings.NewReader(body))
-		if path == TeePath+"stage" {
-			req.Method = http.MethodGet
-		}
-		req.Header.Set("Authorization", "Bearer "+r.c.secrets.token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(raw)
-	}
+	post := func(path, body string) (int, string) { return r.tee(t, path, body) }
 	now := time.Now().UnixMilli()
 	// The bot's binding wrote these to Workers KV itself; the proxy gets the copies.
 	batch := fmt.Sprintf(`{"namespace":%q,"copies":[{"key":"wordle:tee","value":"dGVl","acked_at":%d},{"key":"wordle:gone","deleted":true,"acked_at":%d}]}`,

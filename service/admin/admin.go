@@ -66,6 +66,10 @@ type Config struct {
 	// Reconciler serves POST /reconciliation and the reconciliation of
 	// GET /stats; nil answers 404 there.
 	Reconciler Reconciler
+	// TeeRefused counts the batches the tee endpoint refused whole, by
+	// error code, added to total.ingest_refused of GET /stats; nil adds
+	// none.
+	TeeRefused func() map[string]uint64
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -276,6 +280,11 @@ func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	total := Sum(all...)
+	if h.cfg.TeeRefused != nil {
+		for code, n := range h.cfg.TeeRefused() {
+			total.IngestRefused[dualwrite.IngestRefusal(code)] += n
+		}
+	}
 	out.Total = statsOf(total)
 	var ops Operations
 	if h.cfg.Operations != nil {
