@@ -67,7 +67,7 @@ func TestReplayedAndFutureCopiesChangeNothing(t *testing.T) {
 	eventually(t, "the copy", func() bool { v, err := shadow.Get(ctx, "wordle:r"); return err == nil && string(v) == "new" })
 	now := time.Now()
 	for _, b := range []string{
-		copyBatch("wordle:r", "b2xk", now.Add(-time.Hour)),         // "old"
+		copyBatch("wordle:r", "b2xk", now.Add(-time.Hour)),        // "old"
 		copyBatch("wordle:f", "Zm9yZ2Vk", now.Add(4*time.Minute)), // "forged"
 	} {
 		if code, body := r.tee(t, TeePath+"ingest", b); code != http.StatusOK {
