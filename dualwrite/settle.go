@@ -60,6 +60,12 @@ type settleSet struct {
 	susLine     timeline
 	susOverflow uint64
 
+	// free holds up to maxFree entries that left the set, linked by
+	// next, for the keys that enter it next: in a steady stream of writes
+	// a new key costs no allocation, and a burst leaves little behind.
+	free  *settleEntry
+	freeN int
+
 	journaled bool            // changes are kept for a journal
 	changes   map[string]Mark // since the committer last took them
 	flagMoved bool            // reconcile changed since then
@@ -162,8 +168,9 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 			// A write supersedes what a read suspected.
 			d.susLine.remove(s)
 			delete(d.sus, key)
+			d.release(s)
 		}
-		e = &settleEntry{key: key}
+		e = d.entry(key)
 		d.keys[key] = e
 		d.lines[MarkSettled].insert(e) // moved to its mark's line below
 	}
@@ -181,6 +188,30 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 		d.readyLocked(e, &d.lines[e.mark], nanos(ready))
 	}
 	return false, changed
+}
+
+// entry returns a blank entry for key, from the free list if it can.
+func (d *settleSet) entry(key string) *settleEntry {
+	e := d.free
+	if e == nil {
+		return &settleEntry{key: key}
+	}
+	d.free, d.freeN = e.next, d.freeN-1
+	*e = settleEntry{key: key}
+	return e
+}
+
+// maxFree bounds the free list: 4,096 entries, 320 KiB.
+const maxFree = 4096
+
+// release puts an entry that left the set and its timeline on the free
+// list. Nothing else may point to it: the refs a pass holds name keys.
+func (d *settleSet) release(e *settleEntry) {
+	if d.freeN >= maxFree {
+		return
+	}
+	*e = settleEntry{next: d.free}
+	d.free, d.freeN = e, d.freeN+1
 }
 
 // readyLocked moves e's ready time to t if that is later.
@@ -277,7 +308,8 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	}
 	// Who wrote it last is not journaled: the flip waits for its
 	// verification, as for a copy's.
-	e := &settleEntry{key: key, mark: m, gen: d.gen, ready: nanos(ready), ingested: true}
+	e := d.entry(key)
+	e.mark, e.gen, e.ready, e.ingested = m, d.gen, nanos(ready), true
 	d.viaIngest++
 	d.keys[key] = e
 	d.lines[m].insert(e)
@@ -306,7 +338,8 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 			return
 		}
 		d.gen++
-		e = &settleEntry{key: key, mark: MarkUnsettled, gen: d.gen}
+		e = d.entry(key)
+		e.mark, e.gen = MarkUnsettled, d.gen
 		d.sus[key] = e
 		d.susLine.insert(e)
 	}
@@ -429,6 +462,7 @@ func (d *settleSet) settle(ref settleRef) bool {
 		}
 		d.susLine.remove(e)
 		delete(d.sus, ref.key)
+		d.release(e)
 		return true
 	}
 	e, ok := d.keys[ref.key]
@@ -443,6 +477,7 @@ func (d *settleSet) settle(ref settleRef) bool {
 	}
 	d.lines[e.mark].remove(e)
 	delete(d.keys, ref.key)
+	d.release(e)
 	if d.journaled {
 		d.changes[ref.key] = MarkSettled
 	}
@@ -472,6 +507,7 @@ func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.D
 		if n, ok := d.keys[ref.key]; ok {
 			n.held = e.held // the repair acts on the difference confirmed
 		}
+		d.release(e)
 		return v, first, changed
 	}
 	e, ok := d.keys[ref.key]
