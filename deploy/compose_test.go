@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,11 @@ func TestComposeKeepsTheInvariants(t *testing.T) {
 			t.Errorf("port %s publishes the admin API beyond the VM's loopback", port)
 		}
 	}
+	limit, err := strconv.ParseInt(strings.TrimSuffix(p.MemLimit, "g"), 10, 64)
+	if err != nil {
+		t.Errorf("mem_limit %q: want whole gigabytes (\"1g\")", p.MemLimit)
+	}
+	checkBudget(t, "the compose file", cfg, limit<<30)
 	if !p.ReadOnly || p.User == "" || strings.HasPrefix(p.User, "0") || !slices.Contains(p.CapDrop, "ALL") {
 		t.Errorf("the proxy runs with a writable root, as root or with capabilities: %+v", p)
 	}

@@ -134,3 +134,13 @@ func writeFile(t *testing.T, path, text string) {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// checkBudget: the memory budget is set, and under the form's memory limit
+// by at least a tenth, which the budget does not count (stacks, buffers of
+// the stores' clients).
+func checkBudget(t *testing.T, form string, c *service.Config, limit int64) {
+	t.Helper()
+	if c.MemoryBudget <= 0 || limit <= 0 || c.MemoryBudget > limit*9/10 {
+		t.Errorf("%s: --memory-budget %d bytes against a memory limit of %d: want the budget set, at most 90%% of the limit", form, c.MemoryBudget, limit)
+	}
+}

@@ -305,11 +305,7 @@ func TestKustomizationKeepsTheInvariants(t *testing.T) {
 	if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Memory().IsZero() {
 		t.Errorf("resources %+v: want a memory request and limit", c.Resources)
 	}
-	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
-		return e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
-	}) {
-		t.Error("GOMEMLIMIT does not follow the container's memory limit")
-	}
+	checkBudget(t, "the StatefulSet", cfg, c.Resources.Limits.Memory().Value())
 
 	// The front Service has no admin port; the admin port is reached only
 	// through the headless Service Prometheus uses, and the NetworkPolicy

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,11 @@ func TestSystemdUnitKeepsTheInvariants(t *testing.T) {
 			t.Errorf("%s=%s, want %s", key, got, want)
 		}
 	}
+	limit, err := strconv.ParseInt(strings.TrimSuffix(one(t, u, "MemoryMax"), "G"), 10, 64)
+	if err != nil {
+		t.Errorf("MemoryMax=%s: want whole gigabytes (1G)", one(t, u, "MemoryMax"))
+	}
+	checkBudget(t, "the unit", cfg, limit<<30)
 	if !strings.HasPrefix(cfg.AdminListen, "127.0.0.1:") {
 		t.Errorf("--admin-listen %s: keep the admin API on loopback on a VM", cfg.AdminListen)
 	}
