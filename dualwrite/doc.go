@@ -348,7 +348,13 @@
 // more than IngestMaxLead is the last acknowledged write: it is written to
 // MongoDB and copied to Workers KV (LateApplied). One before it by as much
 // is superseded: MongoDB's newer value stands and verification brings
-// Workers KV level (LateSuperseded). Otherwise the order is not known: the
+// Workers KV level (LateSuperseded). A copy time cannot order (a batch
+// delayed past the fence is older than a window) is ordered by Workers KV,
+// authoritative until the flip: when its key is outside the settle set and
+// Workers KV holds exactly what the copy says, nothing written through the
+// Store came after it there (such a write reaches Workers KV after MongoDB
+// and holds its key in the set meanwhile), so it is the last acknowledged
+// write, and it is applied (LateApplied). Otherwise the order is not known: the
 // authoritative value stands and a Conflict record, with both sides'
 // digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
 // for the operator (LateConflict); nothing is overwritten unreported.

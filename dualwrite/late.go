@@ -1,6 +1,7 @@
 package dualwrite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -189,6 +190,9 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.touch(now)
 	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
+	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
+		outcome = LateApplied
+	}
 	if outcome != LateApplied {
 		// The key stays in the set: verification brings Workers KV level
 		// with the value that stands, after the window.
@@ -218,6 +222,32 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		out.add(s.set.copied(w.Key, now, reason != ""))
 	}
 	return out, outcome, nil
+}
+
+// primaryHoldsCopy reports whether a late copy whose order is not known is
+// the last write Workers KV acknowledged for its key: the key is outside
+// the settle set, and Workers KV holds what the copy says. A key outside
+// the set was, if this Store wrote it at all, verified alike in both
+// stores after its last write; since the flip every write through the
+// Store reaches Workers KV after MongoDB, and one still on its way holds
+// its key in the set. So nothing written through the Store came after the
+// copy's write in Workers KV, which was authoritative until the flip: the
+// copy is the last acknowledged write, and MongoDB must take it. Called
+// under the key's lock.
+func (s *Store) primaryHoldsCopy(ctx context.Context, w TeeWrite) bool {
+	if _, inSet := s.set.wroteAt(w.Key); inSet {
+		return false
+	}
+	e, err := s.get(ctx, RolePrimary, w.Key, readFor(s.withExpiry, false))
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return w.Delete
+	case err != nil || w.Delete || !bytes.Equal(e.Value, w.Value) || e.Expiration.IsZero() != w.Expiration.IsZero():
+		return false
+	}
+	// The tee computes a TTL's expiry when the binding acknowledges the
+	// write: within the trust given to its clock of Workers KV's own.
+	return !s.withExpiry || e.Expiration.Sub(w.Expiration).Abs() <= s.cfg.IngestMaxLead
 }
 
 // conflictOf builds the record of a late copy, with what the authoritative
