@@ -157,3 +157,19 @@ func TestIngestBoundsAckedAt(t *testing.T) {
 		t.Fatalf("after settling: unsettled %d, %v", st.Unsettled, nonzero(st.Verifications))
 	}
 }
+
+// A late copy that MongoDB refuses to take is not dropped either: counted
+// as failed, reported as a conflict with the error's class, and its key
+// left for repair.
+func TestLateCopyThatMongoDBRefuses(t *testing.T) {
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.Live, RepairInterval: time.Hour})
+	e.clk.Advance(2 * dualwrite.DefaultConsistencyWindow)
+	e.shadow.SetOutage(true)
+	must(t, e.store.Ingest(e.ctx(), []dualwrite.TeeWrite{{Key: "wordle:x", Value: []byte("binding"), At: e.clk.Now()}}))
+	st := e.store.Stats()
+	recs := e.sink.conflictRecords()
+	if st.LateCopies[dualwrite.LateFailed] != 1 || len(recs) != 1 || recs[0].Outcome != dualwrite.LateFailed || recs[0].Error == "" ||
+		st.Dirty+st.Unsettled != 1 || st.Fence.IngestUnverified != 1 {
+		t.Fatalf("late copies %v, conflicts %+v, dirty %d, unsettled %d, fence %+v", st.LateCopies, recs, st.Dirty, st.Unsettled, st.Fence)
+	}
+}

@@ -104,6 +104,16 @@ func (st Stats) Divergences() uint64 {
 	return n
 }
 
+// indexOf maps each of a list's values to its place, the index of its
+// counter.
+func indexOf[T comparable](all []T) map[T]int {
+	m := make(map[T]int, len(all))
+	for i, v := range all {
+		m[v] = i
+	}
+	return m
+}
+
 // maxKinds bounds the number of comparison kinds counted.
 const maxKinds = 16
 
@@ -115,21 +125,9 @@ var kindIndex = func() map[compare.Kind]int {
 	return m
 }()
 
-var dropIndex = func() map[DropReason]int {
-	m := make(map[DropReason]int)
-	for i, r := range DropReasons {
-		m[r] = i
-	}
-	return m
-}()
+var dropIndex = indexOf(DropReasons[:])
 
-var repairIndex = func() map[RepairOutcome]int {
-	m := make(map[RepairOutcome]int)
-	for i, o := range RepairOutcomes {
-		m[o] = i
-	}
-	return m
-}()
+var repairIndex = indexOf(RepairOutcomes[:])
 
 type counters struct {
 	queued             atomic.Int64
@@ -154,21 +152,9 @@ type counters struct {
 	refused            [len(IngestRefusals)]atomic.Uint64
 }
 
-var lateIndex = func() map[LateOutcome]int {
-	m := make(map[LateOutcome]int)
-	for i, o := range LateOutcomes {
-		m[o] = i
-	}
-	return m
-}()
+var lateIndex = indexOf(LateOutcomes[:])
 
-var refusalIndex = func() map[IngestRefusal]int {
-	m := make(map[IngestRefusal]int)
-	for i, r := range IngestRefusals {
-		m[r] = i
-	}
-	return m
-}()
+var refusalIndex = indexOf(IngestRefusals[:])
 
 func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
 func (c *counters) repair(o RepairOutcome)  { c.repairs[repairIndex[o]].Add(1) }
