@@ -35,8 +35,8 @@ var explanations = map[Kind]Explanation{
 		"look again after the window; not a divergence"},
 	Inconclusive: {"a newer write of the key raced the comparison",
 		"nothing; the next comparison of the key decides"},
-	Suspected: {"a sampled read differed, not yet confirmed by a read after the consistency window",
-		"wait for verification: it becomes a divergence or goes away"},
+	Suspected: {"a read differed, and the same difference has not yet held for a whole consistency window",
+		"wait for verification: it becomes a divergence (the same difference a window later) or goes away"},
 }
 
 // Explain returns what k means and what to do about it; an unknown kind

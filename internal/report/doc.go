@@ -137,9 +137,9 @@
 //   - metadata_mismatch: the same value and expiry, different Workers KV
 //     metadata (the bot never sets it; REST clients may). Do: repair (copies
 //     the metadata).
-//   - suspected: a sampled read differed, not yet confirmed by a read after
-//     the consistency window. Do: wait for verification: it becomes a
-//     divergence or goes away.
+//   - suspected: a read differed, and the same difference has not yet held
+//     for a whole consistency window. Do: wait for verification: it becomes
+//     a divergence (the same difference a window later) or goes away.
 //
 // # Values that are not text
 //
