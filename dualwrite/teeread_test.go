@@ -166,3 +166,29 @@ func TestTeeReadErrors(t *testing.T) {
 		t.Fatalf("CompareRate 0 compared %d reads", st.TeeReads)
 	}
 }
+
+// A tee's read that disagrees about a key never written here makes it a
+// suspect, which is neither in the settle set nor in the journal; once the
+// same difference holds for a window it is confirmed, and only then does
+// the key join the set, dirty, journaled, for repair.
+func TestSuspectsStayOutOfTheSetUntilConfirmed(t *testing.T) {
+	g := &gateJournal{marks: map[string]dualwrite.Mark{}}
+	p := newPair(t, dualwrite.Config{})
+	p.store.Close(context.Background())
+	p.open(dualwrite.Config{Stage: dualwrite.Shadow, CompareRate: 1, Journal: g})
+	ctx := context.Background()
+	must(t, p.primary.Store.Put(ctx, "wordle:old", []byte("v"), kv.PutOptions{})) // from before the migration
+	p.compareReads(teeRead("wordle:old", "v", time.Time{}, p.clk.Now()))
+	if st := p.store.Stats(); st.Suspects != 1 || st.Unsettled+st.Dirty != 0 || st.JournalPending != 0 {
+		t.Fatalf("after the read: suspects %d, unsettled %d, dirty %d, journal pending %d", st.Suspects, st.Unsettled, st.Dirty, st.JournalPending)
+	}
+	if n, commits := g.state(); n != 0 || commits != 0 {
+		t.Fatalf("the journal holds %d keys after %d commits", n, commits)
+	}
+	p.settle()
+	if st := p.store.Stats(); st.Confirmed != 1 || st.Suspects != 0 {
+		t.Fatalf("after the window: confirmed %d, suspects %d", st.Confirmed, st.Suspects)
+	}
+	waitFor(t, "the confirmed key in the journal", func() bool { n, _ := g.state(); return n == 1 })
+	p.repairedOnce("wordle:old", "v")
+}
