@@ -215,7 +215,7 @@ func soak(t *testing.T) int {
 // judged against both stores when it is made, every repair's write
 // against the value it replaces: no report is false, no repair moves the
 // shadow backwards, and after settling the stores are identical and every
-// set empty. KVSHADOW_SOAK=n runs n times the rounds.
+// set and journal empty. KVSHADOW_SOAK=n runs n times the rounds.
 func TestInstancesConfirmOnlyRealDivergences(t *testing.T) {
 	const (
 		window     = time.Minute
@@ -241,10 +241,12 @@ func TestInstancesConfirmOnlyRealDivergences(t *testing.T) {
 		Latency: 100 * time.Microsecond, Jitter: 2 * time.Millisecond,
 	})
 	must(t, err)
+	var journals []*journal.Journal
 	for i := range 2 {
 		j, err := journal.Open(filepath.Join(t.TempDir(), fmt.Sprintf("instance-%d.journal", i)), journal.Options{NoSync: true})
 		must(t, err)
 		t.Cleanup(func() { j.Close() }) // after the Store's Close, which runs first
+		journals = append(journals, j)
 		st, err := dualwrite.New(dualwrite.Config{
 			Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 0.25,
 			Lanes: 4, LaneDepth: 8, ConsistencyWindow: window, RepairInterval: 5 * time.Second,
@@ -333,6 +335,9 @@ func TestInstancesConfirmOnlyRealDivergences(t *testing.T) {
 		}
 	}
 	divergent := differingKeys(t, w.acks.Store, w.watch.Store)
+	for i, j := range journals {
+		waitFor(t, fmt.Sprintf("instance %d's journal to empty", i), func() bool { n, err := j.Len(); return err == nil && n == 0 })
+	}
 	var total dualwrite.Stats
 	for _, st := range w.stores {
 		s := st.Stats()
