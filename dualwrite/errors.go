@@ -22,10 +22,11 @@ var (
 	// writes) or after the dirty set overflowed. Repair, or reconcile and
 	// call AcknowledgeReconciliation, then try again.
 	ErrUnsynced = errors.New("dualwrite: the other store is not in sync")
-	// ErrIngestStage: Ingest or CompareReads was called in a stage where
-	// the primary is not authoritative or the shadow is not written (off,
-	// live, rampdown, complete): a tee copy has nowhere to go, and a tee
-	// read nothing to be compared with.
+	// ErrIngestStage: Ingest was called in off, where the shadow is not
+	// written, or CompareReads in a stage where the primary is not
+	// authoritative or the shadow is not written (off, live, rampdown,
+	// complete): a tee read has nothing to be compared with there. (From
+	// live on, Ingest takes late copies.)
 	ErrIngestStage = errors.New("dualwrite: the stage takes no ingested writes")
 	// ErrInvalidRead: CompareReads was given a read it cannot compare (no
 	// time, a digest on a read that found nothing, a length out of

@@ -40,10 +40,11 @@ type TeeRead struct {
 // that write's acknowledged-at time, or its Store time for the Store's own
 // writes), or raced by a write while queued, is compare.Inconclusive.
 //
-// Only the Shadow stage compares them. DualWrite, and any stage when
-// CompareRate is zero, compare none and return 0; a stage where the
-// primary is not authoritative or the shadow is not written returns
-// ErrIngestStage, as Ingest does. Inputs are checked before any is queued
+// Only the Shadow and Handover stages compare them (in Handover the tee
+// sends its reads through the proxy, so only an isolate on an older stage
+// still sends digests). DualWrite, and any stage when CompareRate is zero,
+// compare none and return 0; a stage where the primary is not
+// authoritative or the shadow is not written returns ErrIngestStage. Inputs are checked before any is queued
 // (ErrInvalidRead, or kv.ErrInvalidKey for a key). Reads are not sampled
 // again by CompareRate: whoever sends them sampled them.
 func (s *Store) CompareReads(ctx context.Context, reads []TeeRead) (int, error) {

@@ -29,16 +29,21 @@
 // comparison with the shadow, k not: the stage compares none, or the
 // proxy had no room for them), or an error body
 // {"error": {"code": "<word>", "message": "..."}} with 400 (a batch that
-// breaks a rule: nothing of it is handed on), 401, 404 (unknown namespace),
-// 405, 409 (the stage takes no copies: the tee then reads the stage again
-// and goes through the proxy), 413 (over a cap), 415, or 503 with
-// Retry-After.
+// breaks a rule: nothing of it is handed on; code invalid_key for a key
+// that is not valid UTF-8, raw or as a lone surrogate escape, which would
+// otherwise become U+FFFD and collide with another key), 401, 404 (unknown
+// namespace), 405, 409 (the stage takes no copies: the tee then reads the
+// stage again), 413 (over a cap), 415, or 503 with Retry-After. Every 4xx
+// is counted by its code (Handler.Refused). From live on a copy is late,
+// not refused: the dual-write store orders it and never drops it.
 //
 //	GET <mount>/stage[?namespace=<ID>]
 //
-// answers {"stage": "...", "authoritative": "primary"|"shadow", "account":
-// "...", "namespace": "..."} from a StageReader, which the tee caches to
-// know when to send its reads and writes through the proxy instead.
+// answers {"stage": "...", "generation": n, "authoritative":
+// "primary"|"shadow", "route": "proxy"|"binding", "account": "...",
+// "namespace": "..."} from a StageReader, which the tee caches: route
+// says whether it sends its reads and writes through the proxy (from the
+// handover stage on) or through its binding.
 //
 // A proxy over dual-write stores mounts it with the DualWrite sink, which
 // is also its StageReader:

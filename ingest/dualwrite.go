@@ -39,8 +39,9 @@ func (d *DualWrite) store(ns string) (*dualwrite.Store, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownNamespace, ns)
 }
 
-// Ingest implements Sink. A stage that takes no copies (the primary is not
-// authoritative, or the shadow is not written) is ErrStage.
+// Ingest implements Sink. Off, where the shadow is not written, is
+// ErrStage; from live on the copies are late copies, which the store
+// orders, counts and never drops (dualwrite.Store.Ingest).
 func (d *DualWrite) Ingest(ctx context.Context, namespace string, copies []Copy) error {
 	st, err := d.store(namespace)
 	if err != nil {

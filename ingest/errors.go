@@ -18,8 +18,8 @@ var (
 	// ErrUnknownNamespace: a Sink or StageReader does not serve the
 	// namespace named. The handler answers 404.
 	ErrUnknownNamespace = errors.New("ingest: unknown namespace")
-	// ErrStage: the Sink's stage takes no tee copies or reads (the
-	// primary is not authoritative, or the shadow is not written). A Sink
+	// ErrStage: the Sink's stage takes no tee copies (the shadow is not
+	// written) or reads (the primary is not authoritative either). A Sink
 	// wraps its own error with it; the handler answers 409 so that the tee
 	// reads the stage again.
 	ErrStage = errors.New("ingest: the stage takes no tee copies")
