@@ -93,6 +93,9 @@ type Config struct {
 	IngestMaxAge      time.Duration
 	IngestMaxLead     time.Duration
 	RepairInterval    time.Duration
+	// SweepInterval is how often each shadow database's expired documents
+	// and orphaned chunks are swept (mongokv.Store.RunSweeper).
+	SweepInterval time.Duration
 	// MaxSettle bounds each namespace's settle set (dualwrite.Config.MaxDirty).
 	MaxSettle       int
 	BreakerFailures int
@@ -171,6 +174,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.DurationVar(&c.IngestMaxAge, "ingest-max-age", dualwrite.DefaultIngestMaxAge, "")
 	fs.DurationVar(&c.IngestMaxLead, "ingest-max-lead", dualwrite.DefaultIngestMaxLead, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
+	fs.DurationVar(&c.SweepInterval, "sweep-interval", mongokv.DefaultSweepInterval, "")
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
@@ -313,8 +317,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
 	case c.MaxSettle < 1:
 		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
-	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0:
-		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout and --repair-interval take positive durations")
+	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0 || c.SweepInterval <= 0:
+		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout, --repair-interval and --sweep-interval take positive durations")
 	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
 		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
 	case c.IngestMaxAge <= 0 || c.IngestMaxLead <= 0:

@@ -9,7 +9,10 @@
 // backends (cfkv for Workers KV or any API root that speaks it, mongokv for
 // MongoDB, the control board in the same database), one instrumented
 // dual-write store per namespace in the document's stage, the Follower that
-// keeps them on it, the front, the admin API and the readiness probe.
+// keeps them on it, the front, the admin API and the readiness probe, and
+// one chunk sweeper per shadow database (mongokv's RunSweeper, every
+// --sweep-interval), which removes expired documents where the server has
+// no TTL monitor and the chunks no document points at any more.
 //
 // # Guarantees
 //

@@ -83,6 +83,8 @@ DUAL-WRITE
                               (5m); an older one is refused, its key verified instead
   --ingest-max-lead D         how far after its arrival (2s); later is refused
   --repair-interval D         how often dirty keys are repaired (1m)
+  --sweep-interval D          how often each shadow database's expired documents and
+                              orphaned chunks are swept (1m)
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full
                               shadow-report then POST /reconciliation clears it

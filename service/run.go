@@ -69,6 +69,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if len(b.Sides) != len(c.Namespaces) || b.Board == nil {
 		return fmt.Errorf("service: the backends hold %d namespaces for %d configured, board %v", len(b.Sides), len(c.Namespaces), b.Board != nil)
 	}
+	// Stopped before the backends close, which ends a sweep's client.
+	defer startSweepers(b.Sides, c.SweepInterval, log)()
 
 	// The stores start in the document's stage, so that following it is no
 	// transition; Initial counts only for the very first instance.
