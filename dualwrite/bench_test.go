@@ -40,6 +40,10 @@ var benchValue = []byte(`{"guesses":["crane","slate"],"solved":false,"streak":12
 // allocation of the process, the workers' included.
 func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()
+	// journaled: none, true (package journal), or the same journal
+	// without its Recorder, so that marks wait for the group commit as
+	// they did before the mark log (the process-death record's cost is the
+	// difference).
 	composite := func(b *testing.B, stage dualwrite.Stage, rate float64, journaled ...bool) *dualwrite.Store {
 		cfg := dualwrite.Config{
 			Primary: memory.New(memory.Config{}), Shadow: memory.New(memory.Config{}),
@@ -52,6 +56,9 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = j.Close() })
 			cfg.Journal = j
+			if !journaled[0] {
+				cfg.Journal = commitsOnly{j}
+			}
 		}
 		s, err := dualwrite.New(cfg, dualwrite.WithLogger(discardLogger()))
 		if err != nil {
@@ -110,7 +117,25 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("Put/dualwrite-journal", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0, true)) })
 	// Every write a key not yet in the settle set: each mark is committed.
 	b.Run("Put/memory-newkeys", func(b *testing.B) { put(b, memory.New(memory.Config{}), newKeys...) })
+	b.Run("Put/dualwrite-newkeys", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0), newKeys...) })
 	b.Run("Put/dualwrite-journal-newkeys", func(b *testing.B) { put(b, composite(b, dualwrite.DualWrite, 0, true), newKeys...) })
+	// The same with the mark log's record left out: what the
+	// process-death record costs a new key is the difference.
+	b.Run("Put/dualwrite-journal-newkeys-norecord", func(b *testing.B) {
+		put(b, composite(b, dualwrite.DualWrite, 0, false), newKeys...)
+	})
+}
+
+// commitsOnly is a Journal without the Recorder ability of the one it
+// wraps.
+type commitsOnly struct{ j *journal.Journal }
+
+func (c commitsOnly) Load(ctx context.Context) (map[string]dualwrite.Mark, bool, error) {
+	return c.j.Load(ctx)
+}
+
+func (c commitsOnly) Commit(ctx context.Context, changes map[string]dualwrite.Mark, reconcile bool) error {
+	return c.j.Commit(ctx, changes, reconcile)
 }
 
 // BenchmarkCallerPath measures what a Put costs its caller alone: the

@@ -53,6 +53,7 @@ type markLog struct {
 	active int    // the half records go to
 	off    int    // where the next record goes in the active half
 	gen    uint64 // the active half's generation
+	genSum uint32 // the CRC of gen, which every record's CRC begins with
 	sealed int    // the half sealed and not yet dropped, or -1
 	closed bool
 	missed uint64 // records refused for want of room
@@ -143,7 +144,7 @@ func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
 		m := dualwrite.Mark(b[off+6])
 		end := off + logRecordFixed + n
 		if n == 0 || n > 512 || end > len(b) || (m != dualwrite.MarkUnsettled && m != dualwrite.MarkDirty) ||
-			binary.LittleEndian.Uint32(b[off:]) != recordSum(gen, b[off+4:end]) {
+			binary.LittleEndian.Uint32(b[off:]) != crc32.Update(genSum(gen), castagnoli, b[off+4:end]) {
 			break
 		}
 		fn(string(b[off+logRecordFixed:end]), m)
@@ -152,10 +153,9 @@ func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
 	return off
 }
 
-func recordSum(gen uint64, rec []byte) uint32 {
-	var g [8]byte
-	binary.LittleEndian.PutUint64(g[:], gen)
-	return crc32.Update(crc32.Checksum(g[:], castagnoli), castagnoli, rec)
+// genSum is the CRC-32C of a generation, where a record's CRC begins.
+func genSum(gen uint64) uint32 {
+	return crc32.Checksum(binary.LittleEndian.AppendUint64(nil, gen), castagnoli)
 }
 
 // reset drops every record and starts half 0 afresh, after Load has
@@ -180,7 +180,7 @@ func (l *markLog) start(h int, gen uint64) {
 	copy(b, logMagic)
 	binary.LittleEndian.PutUint64(b[8:16], gen)
 	l.writeThrough(l.base(h), l.base(h)+logHeader)
-	l.active, l.off, l.gen = h, logHeader, gen
+	l.active, l.off, l.gen, l.genSum = h, logHeader, gen, genSum(gen)
 }
 
 // record appends key with mark m to the active half; false when it has no
@@ -200,7 +200,7 @@ func (l *markLog) record(key string, m dualwrite.Mark) bool {
 	binary.LittleEndian.PutUint16(b[4:], uint16(n))
 	b[6] = byte(m)
 	copy(b[logRecordFixed:], key)
-	binary.LittleEndian.PutUint32(b, recordSum(l.gen, b[4:logRecordFixed+n]))
+	binary.LittleEndian.PutUint32(b, crc32.Update(l.genSum, castagnoli, b[4:logRecordFixed+n]))
 	at := l.base(l.active) + l.off
 	l.writeThrough(at, at+logRecordFixed+n)
 	l.off += logRecordFixed + n
