@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -29,6 +30,13 @@ func openBench(b *testing.B) *Journal {
 		b.Fatal(err)
 	}
 	return j
+}
+
+// discard closes j and removes its files: a benchmark opens thousands.
+func discard(j *Journal) {
+	_ = j.Close()
+	_ = os.Remove(j.Path())
+	_ = os.Remove(j.Path() + logSuffix)
 }
 
 func size(b *testing.B, j *Journal) int64 {
@@ -61,7 +69,7 @@ func BenchmarkSettleSet(b *testing.B) {
 				}
 				b.StopTimer()
 				perKey = float64(size(b, j)) / float64(n)
-				_ = j.Close()
+				discard(j)
 				b.StartTimer()
 			}
 			b.ReportMetric(perKey, "file-B/key")
@@ -81,7 +89,7 @@ func BenchmarkSettleSet(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StopTimer()
-					_ = j.Close()
+					discard(j)
 					b.StartTimer()
 				}
 			})
@@ -126,7 +134,7 @@ func BenchmarkSettleSet(b *testing.B) {
 					b.Fatalf("Len = %d, %v", k, err)
 				}
 				empty = size(b, j)
-				_ = j.Close()
+				discard(j)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(full), "file-bytes-full")
