@@ -94,17 +94,14 @@ func fenceError(f FenceStatus, from, to Stage) error {
 }
 
 // ingestPending counts the keys whose last write came through Ingest, and
-// returns the latest of their writes.
+// returns the latest time one was marked so (an estimate that may be later
+// than the latest of those still in the set, never earlier; no scan under
+// the set's lock).
 func (d *settleSet) ingestPending() (n int, latest time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.viaIngest == 0 {
 		return 0, time.Time{}
 	}
-	for _, e := range d.keys {
-		if t := timeOf(e.ready); e.ingested && t.After(latest) {
-			latest = t
-		}
-	}
-	return d.viaIngest, latest
+	return d.viaIngest, timeOf(d.lastIngest)
 }

@@ -54,6 +54,9 @@ type settleSet struct {
 	reconcile bool
 	dirty     int // keys in MarkDirty
 	viaIngest int // keys whose last write came through Ingest (settleEntry.ingested)
+	// lastIngest is the latest ready time of a key marked as written
+	// through Ingest: the fence's estimate, kept without a scan.
+	lastIngest int64
 
 	maxSus      int
 	sus         map[string]*settleEntry
@@ -142,6 +145,9 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 // setIngested sets the origin of key's last write, keeping viaIngest.
 func (d *settleSet) setIngested(key string, ingested bool) {
 	e, ok := d.keys[key]
+	if ok && ingested {
+		d.lastIngest = max(d.lastIngest, e.ready)
+	}
 	if !ok || e.ingested == ingested {
 		return
 	}
@@ -311,6 +317,7 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	e := d.entry(key)
 	e.mark, e.gen, e.ready, e.ingested = m, d.gen, nanos(ready), true
 	d.viaIngest++
+	d.lastIngest = max(d.lastIngest, e.ready)
 	d.keys[key] = e
 	d.lines[m].insert(e)
 }
