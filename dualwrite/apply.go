@@ -21,7 +21,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 		s.dropped(j.ctx, j.op, j.target, DropTimeout)
 		return
 	}
-	done, err := s.breakers[j.target].allow(start)
+	p, err := s.breakers[j.target].allow(start)
 	if err != nil {
 		s.copyEnded(j, start, true)
 		s.dropped(j.ctx, j.op, j.target, DropBreakerOpen)
@@ -33,7 +33,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
 		return err
 	})
-	done(err)
+	p.done(err)
 	end := s.clock.Now()
 	s.slotOf(j.hash).touch(end)
 	s.copyEnded(j, end, err != nil)
@@ -120,7 +120,7 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	start := s.clock.Now()
-	done, err := s.breakers[j.target].allow(start)
+	p, err := s.breakers[j.target].allow(start)
 	if err != nil {
 		s.ctr.comparisonsSkipped.Add(1)
 		s.obs.Dropped(j.ctx, DropEvent{Op: OpCompare, Role: j.target, Reason: DropBreakerOpen})
@@ -132,7 +132,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 		e, err = s.get(ctx, j.target, j.key, readFor(c.expiry, c.meta))
 		return err
 	})
-	done(err)
+	p.done(err)
 	now := s.clock.Now()
 	read := observation(e, err, c.expiry, c.meta)
 	var readSum [32]byte

@@ -186,8 +186,12 @@ type NopObserver struct{}
 var _ Observer = NopObserver{}
 
 // AsyncContext returns context.WithoutCancel(caller): values such as the
-// trace context survive, cancellation does not.
+// trace context survive, cancellation does not. A caller's context that
+// cannot be canceled is returned as it is.
 func (NopObserver) AsyncContext(caller context.Context, _ Op) context.Context {
+	if caller.Done() == nil {
+		return caller
+	}
 	return context.WithoutCancel(caller)
 }
 func (NopObserver) OpDone(context.Context, OpEvent)        {}

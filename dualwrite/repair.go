@@ -160,7 +160,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		return RepairDeferred, nil
 	}
 	now := s.clock.Now()
-	done, err := s.breakers[j.target].allow(now)
+	p, err := s.breakers[j.target].allow(now)
 	if err != nil {
 		return RepairDeferred, err
 	}
@@ -169,7 +169,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		cur, err = s.readMany(ctx, j.target, []string{j.key})
 		return err
 	})
-	done(err)
+	p.done(err)
 	if err != nil {
 		return RepairFailed, err
 	}
@@ -198,7 +198,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
 	}
-	done, err = s.breakers[j.target].allow(now)
+	p, err = s.breakers[j.target].allow(now)
 	if err != nil {
 		return RepairDeferred, err
 	}
@@ -211,7 +211,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, md, missing)
 		return err
 	})
-	done(err)
+	p.done(err)
 	if err != nil {
 		return RepairFailed, err
 	}

@@ -186,16 +186,15 @@ func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool
 			}
 		}
 		start := s.clock.Now()
-		done := func(error) {}
+		var p pass
 		if guarded {
-			d, err := s.breakers[r].allow(start)
-			if err != nil {
+			var err error
+			if p, err = s.breakers[r].allow(start); err != nil {
 				return err
 			}
-			done = d
 		}
 		err := s.do(s.settler, ctx, start, bytes, read)
-		done(err)
+		p.done(err)
 		return err
 	}
 	many := func(ctx context.Context, keys []string) (got []kv.Entry, err error) {
