@@ -34,6 +34,8 @@ func (e *engine) report() *Report {
 		DivergencesOmitted: e.omitted,
 		BinaryInShadow:     append(e.binary[:0:0], e.binary...),
 		BinaryOmitted:      e.binOmit,
+		TooLargeForBot:     append(e.large[:0:0], e.large...),
+		TooLargeOmitted:    e.bigOmit,
 	}
 	r.Totals.Kinds = newKindCounts()
 	for _, m := range r.Modules {

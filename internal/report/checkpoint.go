@@ -35,6 +35,8 @@ type checkpoint struct {
 	Omitted     int64              `json:"omitted"`
 	Binary      []compare.Record   `json:"binary,omitempty"`
 	BinOmitted  int64              `json:"binary_omitted,omitempty"`
+	Large       []compare.Record   `json:"too_large,omitempty"`
+	LargeOmit   int64              `json:"too_large_omitted,omitempty"`
 	Repair      RepairCounts       `json:"repair"`
 	Requests    [2]Requests        `json:"requests"`
 }
@@ -125,6 +127,7 @@ func (e *engine) resume() error {
 	}
 	e.records, e.omitted = cp.Records, cp.Omitted
 	e.binary, e.binOmit = cp.Binary, cp.BinOmitted
+	e.large, e.bigOmit = cp.Large, cp.LargeOmit
 	e.repair = cp.Repair
 	if e.repair.After == nil {
 		e.repair.After = newKindCounts()
@@ -149,7 +152,7 @@ func (e *engine) maybeSave(force bool) error {
 		Version: checkpointVersion, Fingerprint: e.fingerprint, Secret: e.secret,
 		StartedAt: e.startedAt, SavedAt: now, Position: e.position,
 		Scanned: e.scanned, Module: e.module, Modules: e.modules,
-		Records: e.records, Omitted: e.omitted, Binary: e.binary, BinOmitted: e.binOmit, Repair: e.repair,
+		Records: e.records, Omitted: e.omitted, Binary: e.binary, BinOmitted: e.binOmit, Large: e.large, LargeOmit: e.bigOmit, Repair: e.repair,
 		Requests: e.requests(),
 	}
 	raw, err := json.Marshal(cp)

@@ -88,6 +88,10 @@
 //	binary_in_shadow[]        compare.Record of each key whose shadow value is not
 //	                          valid UTF-8 (any kind), up to MaxRecords; absent when none
 //	binary_omitted            such keys beyond MaxRecords
+//	too_large_for_bot[]       compare.Record of each key whose shadow value is longer
+//	                          than one MongoDB document holds (any kind), up to
+//	                          MaxRecords; absent when none
+//	too_large_omitted         such keys beyond MaxRecords
 //	repair                    present with --repair: {applied, authoritative, puts,
 //	                           deletes, expiring, failed, rechecked, verified, pending,
 //	                           remaining, after (kinds), parity_after}
@@ -96,7 +100,7 @@
 //
 // counts are {primary_keys, shadow_keys (listed in scope), compared (the
 // sampled union), kinds (every compare.Kind, zero included), divergent,
-// binary_in_shadow, parity}.
+// binary_in_shadow, too_large_for_bot, parity}.
 //
 // The kinds (the keys of "kinds", and each record's "kind"), what each
 // means and what to do about it, as every format prints them beside the
@@ -148,4 +152,11 @@
 // match by its bytes and still break the bot, so every report calls it out
 // (binary_in_shadow, a section of every format, and the verdict line) while
 // parity keeps counting it by its bytes, as the Go layer reads it.
+//
+// A value longer than one MongoDB document holds beside its key (16 MiB
+// less a little: mongokv.InlineLimit) is kept by mongokv in chunks, and the
+// bot, which reads the document's value field, reads such a key as
+// missing. Every report calls these out too, as their own kind
+// (too_large_for_bot, a section of every format, and the verdict line),
+// and parity counts them by their bytes.
 package report

@@ -35,6 +35,8 @@ type engine struct {
 	omitted  int64
 	binary   []compare.Record
 	binOmit  int64
+	large    []compare.Record
+	bigOmit  int64
 	repair   RepairCounts
 	position position
 	started  time.Time // of this process's run, for the rate
@@ -238,6 +240,13 @@ func (e *engine) commit(b *batch) {
 			e.binary = append(e.binary, r)
 		} else {
 			e.binOmit++
+		}
+	}
+	for _, r := range b.large {
+		if len(e.large) < e.cfg.MaxRecords {
+			e.large = append(e.large, r)
+		} else {
+			e.bigOmit++
 		}
 	}
 	e.repair.add(&b.repair)

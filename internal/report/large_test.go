@@ -48,3 +48,30 @@ func TestScanReadsValuesPastTheBulkLimit(t *testing.T) {
 		t.Fatalf("parity %v%%, want 100%%", p)
 	}
 }
+
+// A value longer than one MongoDB document holds is kept by mongokv in
+// chunks, which the JavaScript bot reads as a missing key: the report
+// calls it out as its own kind, beside parity, in every format.
+func TestTooLargeForTheBotIsCalledOut(t *testing.T) {
+	f := newFixture(t)
+	big := strings.Repeat("x", 16<<20)
+	put(t, f.primary, "files:big", big, 0)
+	put(t, f.shadow, "files:big", big, 0)
+	put(t, f.primary, "files:small", "s", 0)
+	put(t, f.shadow, "files:small", "s", 0)
+	cfg := f.config()
+	cfg.Scope.Prefixes = []string{"files:"}
+	r := run(t, cfg)
+	if r.Totals.TooLargeForBot != 1 || len(r.TooLargeForBot) != 1 || r.TooLargeForBot[0].Key != "files:big" || r.Totals.Parity != 100 {
+		t.Fatalf("too large for the bot: %d, records %v, parity %v; want files:big alone at 100%%", r.Totals.TooLargeForBot, r.TooLargeForBot, r.Totals.Parity)
+	}
+	for _, format := range []report.Format{report.FormatTable, report.FormatMarkdown, report.FormatHTML, report.FormatJSON} {
+		var b strings.Builder
+		if err := report.Render(&b, r, format); err != nil {
+			t.Fatal(err)
+		}
+		if out := strings.ToLower(b.String()); !strings.Contains(out, "too large for") && !strings.Contains(out, "too_large_for_bot") {
+			t.Errorf("the %s output does not call out the value too large for the bot", format)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/compare"
 )
 
@@ -41,6 +42,10 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 			m.BinaryInShadow++
 			b.binary = append(b.binary, e.redact.Record(o.key, kind, o.primary, o.shadow, now))
 		}
+		if o.shadow.Found && tooLargeForBot(o.key, o.shadow) {
+			m.TooLargeForBot++
+			b.large = append(b.large, e.redact.Record(o.key, kind, o.primary, o.shadow, now))
+		}
 		if kind.Divergent() && e.cfg.Repair.Enabled {
 			divergent = append(divergent, o)
 		}
@@ -52,6 +57,15 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 	}
 	b.keys = nil // the values go with the observations
 	return nil
+}
+
+// tooLargeForBot reports a shadow value longer than one MongoDB document
+// holds beside its key, expiry and metadata (mongokv.InlineLimit): mongokv
+// splits it into chunks, and the JavaScript bot, which reads the value
+// field of the key's document, finds none there and reads the key as
+// missing.
+func tooLargeForBot(key string, o compare.Observation) bool {
+	return len(o.Value) > mongokv.InlineLimit(mongokv.MaxDocumentSize, key, !o.Expiration.IsZero(), o.Metadata)
 }
 
 func present(o compare.Observation) int64 {

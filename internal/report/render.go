@@ -244,6 +244,9 @@ func verdict(r *Report) string {
 	if n := r.Totals.BinaryInShadow; n > 0 {
 		s += fmt.Sprintf("; %s in the shadow not UTF-8 text, which the JavaScript bot cannot read as a string", plural(n, "value"))
 	}
+	if n := r.Totals.TooLargeForBot; n > 0 {
+		s += fmt.Sprintf("; %s in the shadow too large for one document, which the JavaScript bot reads as missing", plural(n, "value"))
+	}
 	return s
 }
 
@@ -280,6 +283,20 @@ func binaryLines(r *Report) (title, note string) {
 	return title, note
 }
 
+// largeLines explain the values too large for the bot's document shape.
+func largeLines(r *Report) (title, note string) {
+	n := r.Totals.TooLargeForBot
+	if n == 0 {
+		return "", ""
+	}
+	title = fmt.Sprintf("Values too large for the JavaScript bot (%s)", group(n))
+	note = fmt.Sprintf("%s a shadow value longer than one MongoDB document holds (16 MiB with its key). kvshadow keeps it in chunks, "+
+		"and the JavaScript bot, which reads the document's value field, reads the key as missing. Parity counts these keys by their bytes, "+
+		"as the Go layer reads them; make the values smaller or keep the bot off MongoDB for them. %s listed.",
+		plural(n, "key holds"), group(int64(len(r.TooLargeForBot))))
+	return title, note
+}
+
 // plural is "1 key holds" or "3 keys hold", "1 value" or "2 values".
 func plural(n int64, what string) string {
 	if n == 1 {
@@ -290,4 +307,23 @@ func plural(n int64, what string) string {
 		return group(n) + " " + noun + "s " + strings.TrimSuffix(verb, "s")
 	}
 	return group(n) + " " + noun + "s"
+}
+
+// callOut is a section of keys the bot cannot read as the Go layer does.
+type callOut struct {
+	id, table, title, note string
+	records                []compare.Record
+}
+
+// callOuts are the report's sections of such keys, in order: values that
+// are not text, values too large for the bot's document shape.
+func callOuts(r *Report) []callOut {
+	var out []callOut
+	if title, note := binaryLines(r); title != "" {
+		out = append(out, callOut{id: "binary-in-shadow", table: "binary", title: title, note: note, records: r.BinaryInShadow})
+	}
+	if title, note := largeLines(r); title != "" {
+		out = append(out, callOut{id: "too-large-for-bot", table: "too-large", title: title, note: note, records: r.TooLargeForBot})
+	}
+	return out
 }

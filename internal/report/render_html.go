@@ -243,7 +243,10 @@ func countColumns() []column {
 func renderHTML(w io.Writer, r *Report) error {
 	bars, modAxis, inStep, more, inStepMore := moduleChart(r)
 	kinds, kindAxis := kindChart(r.Totals.Kinds, r.Totals.Compared)
-	binTitle, binNote := binaryLines(r)
+	var outs []htmlCallOut
+	for _, c := range callOuts(r) {
+		outs = append(outs, htmlCallOut{ID: c.id, Table: c.table, Title: c.title, Note: c.note, Records: c.records})
+	}
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
 		repair = &htmlRepair{
@@ -276,17 +279,22 @@ func renderHTML(w io.Writer, r *Report) error {
 		Total                []string
 		Shown, Listed        int64
 		Sides                []SideInfo
-		BinaryTitle          string
-		BinaryNote           string
+		CallOuts             []htmlCallOut
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: repairLines(r),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
 		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
-		Sides:       []SideInfo{r.Primary, r.Shadow},
-		BinaryTitle: binTitle, BinaryNote: binNote,
+		Sides:    []SideInfo{r.Primary, r.Shadow},
+		CallOuts: outs,
 	})
+}
+
+// htmlCallOut is a call-out section (see callOuts) as the page shows it.
+type htmlCallOut struct {
+	ID, Table, Title, Note string
+	Records                []compare.Record
 }
 
 // htmlRepair is the before and after of an applied repair.

@@ -47,11 +47,11 @@ func renderMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 
-	if title, note := binaryLines(r); title != "" {
-		fmt.Fprintf(bw, "\n## %s\n\n%s\n\n", title, mdText(note))
+	for _, sec := range callOuts(r) {
+		fmt.Fprintf(bw, "\n## %s\n\n%s\n\n", sec.title, mdText(sec.note))
 		mdRow(bw, []string{"Kind", "Key", "Primary", "Shadow"})
 		fmt.Fprintf(bw, "|---|---|---|---|\n")
-		for _, d := range r.BinaryInShadow {
+		for _, d := range sec.records {
 			mdRow(bw, []string{"`" + string(d.Kind) + "`", mdText(d.Key), mdText(digest(d.Primary)), mdText(digest(d.Shadow))})
 		}
 	}

@@ -99,11 +99,11 @@ func tableBody(bw *bufio.Writer, r *Report) error {
 		fmt.Fprintf(bw, "\nWhat the kinds mean, and what to do:\n  %s\n", strings.Join(lines, "\n  "))
 	}
 
-	if title, note := binaryLines(r); title != "" {
-		fmt.Fprintf(bw, "\n%s: %s\n", title, note)
+	for _, sec := range callOuts(r) {
+		fmt.Fprintf(bw, "\n%s: %s\n", sec.title, sec.note)
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KIND\tKEY\tPRIMARY\tSHADOW")
-		for _, d := range r.BinaryInShadow {
+		for _, d := range sec.records {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Kind, printable(d.Key), digest(d.Primary), digest(d.Shadow))
 		}
 		if err := tw.Flush(); err != nil {

@@ -52,7 +52,14 @@ type Report struct {
 	// match, the bot's reading does not.
 	BinaryInShadow []compare.Record `json:"binary_in_shadow,omitempty"`
 	BinaryOmitted  int64            `json:"binary_omitted,omitempty"`
-	Repair         *RepairReport    `json:"repair,omitempty"`
+	// TooLargeForBot lists the keys whose shadow value is longer than one
+	// MongoDB document holds (mongokv.InlineLimit), whatever their kind,
+	// up to MaxRecords; TooLargeOmitted counts the rest. mongokv keeps
+	// such a value in chunks, and the JavaScript bot, which reads the
+	// document's value field, reads the key as missing.
+	TooLargeForBot  []compare.Record `json:"too_large_for_bot,omitempty"`
+	TooLargeOmitted int64            `json:"too_large_omitted,omitempty"`
+	Repair          *RepairReport    `json:"repair,omitempty"`
 	// Parity is what the gate compares with MinParity: the scan's parity,
 	// or the parity after an applied repair.
 	Parity float64 `json:"parity"`
@@ -110,6 +117,10 @@ type Counts struct {
 	// UTF-8 (see Report.BinaryInShadow). They keep their kind: this is a
 	// call-out beside parity, not part of it.
 	BinaryInShadow int64 `json:"binary_in_shadow"`
+	// TooLargeForBot is the compared keys whose shadow value is too large
+	// for the bot's document shape (see Report.TooLargeForBot); a call-out
+	// beside parity too.
+	TooLargeForBot int64 `json:"too_large_for_bot"`
 	// Parity is the percentage of compared keys that agree (match, or
 	// expired on one side a moment early), 100 when none was compared.
 	// Errors count against it: an unread key is not known to agree.
@@ -162,6 +173,7 @@ func (c *Counts) add(o *Counts) {
 	c.ShadowKeys += o.ShadowKeys
 	c.Compared += o.Compared
 	c.BinaryInShadow += o.BinaryInShadow
+	c.TooLargeForBot += o.TooLargeForBot
 	if c.Kinds == nil {
 		c.Kinds = newKindCounts()
 	}

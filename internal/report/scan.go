@@ -43,6 +43,7 @@ type batch struct {
 
 	records []compare.Record
 	binary  []compare.Record // keys whose shadow value is not UTF-8
+	large   []compare.Record // keys whose shadow value passes one bot document
 	repair  RepairCounts
 }
 
