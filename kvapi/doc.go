@@ -85,7 +85,11 @@
 // NewHTTPServer wraps a Server in the HTTPServer that the emulator and the
 // proxy serve through, with the same defaults: header, read, write and idle
 // timeouts; a 64 KiB header limit; at most 64 requests at once (503 10001
-// with Retry-After beyond); a client token required unless the caller says,
+// with Retry-After beyond), of which one client (its remote address) holds at
+// most three quarters; a body that averages less than 1 KiB/s after 10 s
+// ends with 408; at most 512 open connections on the listener (past it 503,
+// and a log line); one memory budget (Config.Memory) for what the requests
+// hold, past which a request waits 2 s and then gets 503 with Retry-After; a client token required unless the caller says,
 // in so many words (ServeConfig.Unauthenticated), that it runs without one on
 // loopback, where it refuses (403) what a web page could send it: a Host that
 // is not a loopback name or address (DNS rebinding), an Origin or

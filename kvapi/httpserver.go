@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -27,8 +28,8 @@ const (
 	// a 512-byte key escaped is at most 1.5 KiB.
 	DefaultMaxHeaderBytes = 64 << 10
 	// DefaultMaxConcurrent bounds the requests served at once; one more is
-	// answered 503 with Retry-After at once. With the body limits it bounds
-	// memory: a request holds at most about MaxBulkBytes twice over.
+	// answered 503 with Retry-After at once. Memory is bounded by the
+	// Server's memory budget, not by this.
 	DefaultMaxConcurrent = 64
 )
 
@@ -49,6 +50,22 @@ type ServeConfig struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	MaxConcurrent     int
+	// MaxPerClient bounds the requests one client (ClientKey) is served at
+	// once: 0 means three quarters of MaxConcurrent, so that a client that
+	// keeps every request it can open leaves a quarter to the others.
+	MaxPerClient int
+	// ClientKey names the client of a request; nil is RemoteHost.
+	ClientKey func(*http.Request) string
+	// MinBodyRate is the least rate, in bytes a second, a body may average
+	// once BodyGrace has passed, or the request ends with 408: 0 means
+	// DefaultMinBodyRate, a negative value no minimum.
+	MinBodyRate int
+	BodyGrace   time.Duration
+	// MaxConnections bounds the connections the listener holds open at
+	// once (LimitListener): 0 means DefaultMaxConnections.
+	MaxConnections int
+	// Logger says when the connection cap is reached; nil is slog.Default().
+	Logger *slog.Logger
 	// Unauthenticated says, in so many words, that the front serves a
 	// Server without a token: allowed only on loopback (and Unix socket)
 	// listeners, and only to requests CheckLocal passes (no web page of
@@ -70,6 +87,8 @@ type HTTPServer struct {
 	srv             *http.Server
 	tls             *tls.Config
 	unauthenticated bool
+	maxConns        int
+	log             *slog.Logger
 }
 
 // NewHTTPServer returns an HTTPServer for api. It refuses a Server without
@@ -88,7 +107,17 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 	if cfg.Wrap != nil {
 		h = cfg.Wrap(h)
 	}
-	h = bound(h, or(cfg.MaxConcurrent, DefaultMaxConcurrent))
+	maxConc := or(cfg.MaxConcurrent, DefaultMaxConcurrent)
+	adm := &admission{max: maxConc, perClient: or(cfg.MaxPerClient, max(1, maxConc*3/4)), key: cfg.ClientKey,
+		rate: or(cfg.MinBodyRate, DefaultMinBodyRate), grace: or(cfg.BodyGrace, DefaultBodyGrace),
+		read: or(cfg.ReadTimeout, DefaultReadTimeout), held: map[string]int{}}
+	if cfg.MinBodyRate < 0 {
+		adm.rate = 0
+	}
+	if adm.key == nil {
+		adm.key = RemoteHost
+	}
+	h = adm.serve(h)
 	if cfg.Unauthenticated {
 		h = localOnly(h)
 	}
@@ -102,7 +131,8 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 		ConnContext:       connContext,
 		ConnState:         connState,
 	}
-	return &HTTPServer{srv: srv, tls: cfg.TLSConfig, unauthenticated: cfg.Unauthenticated}, nil
+	return &HTTPServer{srv: srv, tls: cfg.TLSConfig, unauthenticated: cfg.Unauthenticated,
+		maxConns: or(cfg.MaxConnections, DefaultMaxConnections), log: cfg.Logger}, nil
 }
 
 func or[T int | time.Duration](v, def T) T {
@@ -112,24 +142,6 @@ func or[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// bound serves at most n requests at once, refusing the next with 503.
-func bound(h http.Handler, n int) http.Handler {
-	slots := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		markServing(r)
-		select {
-		case slots <- struct{}{}:
-		default:
-			e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: too many requests at once")
-			e.retryAfter = OverloadRetryAfter
-			writeError(w, e)
-			return
-		}
-		defer func() { <-slots }()
-		h.ServeHTTP(w, r)
-	})
-}
-
 // Serve accepts connections on ln until Shutdown or Close; it returns
 // http.ErrServerClosed then. An unauthenticated front refuses a listener
 // that is not on loopback.
@@ -137,6 +149,7 @@ func (h *HTTPServer) Serve(ln net.Listener) error {
 	if h.unauthenticated && !localAddr(ln.Addr()) {
 		return fmt.Errorf("%w: an unauthenticated front listens on loopback only, not %s", ErrUnauthenticated, ln.Addr())
 	}
+	ln = LimitListener(ln, h.maxConns, h.tls != nil, h.log)
 	if h.tls != nil {
 		ln = tls.NewListener(ln, h.tls)
 	}

@@ -100,7 +100,7 @@ const auth = "Authorization: Bearer " + token + "\r\n"
 // TestConcurrencyBound: past MaxConcurrent requests at once, the next is
 // answered 503 with Retry-After at once; when one ends, one more is served.
 func TestConcurrencyBound(t *testing.T) {
-	f := newFront(t, kvapi.ServeConfig{MaxConcurrent: 2})
+	f := newFront(t, kvapi.ServeConfig{MaxConcurrent: 2, MaxPerClient: 2})
 	f.server.Faults().SetLatency(time.Second) // on the fake clock: holds requests
 	done := make(chan response, 2)
 	for range 2 {

@@ -98,7 +98,13 @@ func rawEnvelope(status int) []byte {
 	if status >= 500 {
 		code, msg = CodeInvalidRequest, "invalid request: the server does not implement what the request asks for"
 	}
+	return rawResponse(status, code, msg, "")
+}
+
+// rawResponse is a whole response, written on a connection no handler
+// serves: an envelope with one error, headers (each ending "\r\n") added.
+func rawResponse(status, code int, msg, headers string) []byte {
 	body, _ := json.Marshal(envelope{Errors: []message{{Code: code, Message: msg}}, Messages: []message{}})
-	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), len(body), body)
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%sConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), headers, body)
 }

@@ -191,6 +191,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// it hold nothing.
 	req.hold = s.memory.Hold(r.Context())
 	defer req.hold.Release()
+	defer restoreBody(r)()
 	r.Body = chargedBody{req.hold.Reader(r.Body, bodyFactor), r.Body}
 	h(s, w, r, req)
 }

@@ -63,6 +63,9 @@ type Namespace struct {
 type Config struct {
 	Listen, AdminListen string
 	TLSCert, TLSKey     string
+	// AdminTLSCert and AdminTLSKey serve the admin listener with TLS;
+	// without them it takes the front's certificate when the front has one.
+	AdminTLSCert, AdminTLSKey string
 	// PublicURL is where clients reach the front (a tunnel's hostname):
 	// what the printed client environment names.
 	PublicURL string
@@ -85,6 +88,9 @@ type Config struct {
 
 	MaxConcurrent     int
 	MemoryBudget      int64 // bytes, the whole process's (membudget)
+	MaxPerClient      int   // 0: three quarters of MaxConcurrent
+	MinBodyRate       int   // bytes a second; 0: kvapi's default
+	MaxConnections    int   // per listener
 	Lanes, LaneDepth  int
 	ShadowTimeout     time.Duration
 	CompareRate       float64
@@ -140,6 +146,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.StringVar(&c.AdminListen, "admin-listen", DefaultAdminListen, "")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "")
+	fs.StringVar(&c.AdminTLSCert, "admin-tls-cert", "", "")
+	fs.StringVar(&c.AdminTLSKey, "admin-tls-key", "", "")
 	fs.StringVar(&c.PublicURL, "public-url", "", "")
 	fs.BoolVar(&c.Unauthenticated, "unauthenticated-loopback", false, "")
 	fs.StringVar(&c.Account, "account", "", "")
@@ -165,6 +173,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxConcurrent, "max-concurrent", kvapi.DefaultMaxConcurrent, "")
 	memBudget := fmt.Sprintf("%dMiB", membudget.DefaultLimit>>20)
 	fs.StringVar(&memBudget, "memory-budget", memBudget, "")
+	fs.IntVar(&c.MaxPerClient, "max-per-client", 0, "")
+	fs.IntVar(&c.MinBodyRate, "min-body-rate", kvapi.DefaultMinBodyRate, "")
+	fs.IntVar(&c.MaxConnections, "max-connections", kvapi.DefaultMaxConnections, "")
 	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
 	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
 	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
@@ -213,6 +224,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, usage("--tls-cert and --tls-key go together")
+	}
+	if (c.AdminTLSCert == "") != (c.AdminTLSKey == "") {
+		return nil, usage("--admin-tls-cert and --admin-tls-key go together")
 	}
 	if c.Demo {
 		return c, c.demoDefaults(set, namespaces)
@@ -309,8 +323,12 @@ func parseStage(name string, demo bool) (dualwrite.Stage, error) {
 
 func (c *Config) checkNumbers() error {
 	switch {
-	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1 || c.BreakerFailures < 1:
-		return usage("--lanes, --lane-depth, --max-concurrent and --breaker-failures take positive numbers")
+	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1 || c.BreakerFailures < 1 || c.MaxConnections < 1:
+		return usage("--lanes, --lane-depth, --max-concurrent, --max-connections and --breaker-failures take positive numbers")
+	case c.MaxPerClient < 0 || c.MaxPerClient > c.MaxConcurrent:
+		return usage("--max-per-client %d: want 1..--max-concurrent (%d), or 0 for three quarters of it", c.MaxPerClient, c.MaxConcurrent)
+	case c.MinBodyRate < 1:
+		return usage("--min-body-rate takes a positive number of bytes a second")
 	case c.BreakerOpen <= 0:
 		return usage("--breaker-open-timeout takes a positive duration")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):

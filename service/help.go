@@ -36,7 +36,9 @@ SECRETS (from the environment, or a file; never a flag, which ps shows)
 
 WHERE
   --listen ADDR            the Workers KV API (default 127.0.0.1:8790)
-  --tls-cert F --tls-key F serve it over TLS
+  --tls-cert F --tls-key F serve it over TLS (the admin listener too, unless given its own)
+  --admin-tls-cert F --admin-tls-key F
+                           the admin listener's own certificate
   --public-url URL         where clients reach it (a tunnel's https://kv.example.com): the
                            root the printed client environment names (default the listener)
   --max-concurrent N       requests served at once; one more gets 503 with Retry-After (64)
@@ -44,6 +46,10 @@ WHERE
                            under way may hold together (bodies, answers, tee batches) is
                            three quarters of it; past that a request waits 2 s, then gets
                            503 with Retry-After (512MiB)
+  --max-per-client N       requests one client (remote address; the tee's apart) is served
+                           at once (default three quarters of --max-concurrent)
+  --min-body-rate B        bytes a second a body must average after 10 s, or 408 (1024)
+  --max-connections N      connections the front holds open; past it 503, and a log line (512)
   --admin-listen ADDR      the admin API (default 127.0.0.1:8791)
   --account ID             CLOUDFLARE_ACCOUNT_ID: the account clients name in paths
   --namespace ID[=DB]      namespaces served, repeatable or comma-separated

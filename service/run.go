@@ -29,6 +29,9 @@ const (
 	adminHeaderTimeout = 10 * time.Second
 	adminTimeout       = time.Minute
 	adminHeaderBytes   = 64 << 10
+	// adminMaxConnections bounds the admin listener's connections: operators,
+	// probes and one Prometheus.
+	adminMaxConnections = 64
 )
 
 // Run serves until ctx ends, then shuts down in order: it reports itself
@@ -52,13 +55,20 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
-	var cert *tls.Certificate
+	var cert, adminCert *tls.Certificate
 	if c.TLSCert != "" {
 		kp, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
 		if err != nil {
 			return usage("--tls-cert/--tls-key: %v", err)
 		}
-		cert = &kp
+		cert, adminCert = &kp, &kp
+	}
+	if c.AdminTLSCert != "" {
+		kp, err := tls.LoadX509KeyPair(c.AdminTLSCert, c.AdminTLSKey)
+		if err != nil {
+			return usage("--admin-tls-cert/--admin-tls-key: %v", err)
+		}
+		adminCert = &kp
 	}
 
 	b, err := o.open(ctx, c, Plumbing{Clock: o.clock, Logger: log})
@@ -186,7 +196,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 
-	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
+	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, MaxPerClient: c.MaxPerClient, ClientKey: clientKey,
+		MinBodyRate: c.MinBodyRate, MaxConnections: c.MaxConnections, Logger: log,
+		Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
 		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock, Memory: mem})
@@ -210,16 +222,21 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	frontSrv.HTTP().ErrorLog = errorLog
 	adminSrv := &http.Server{Handler: adm, ReadHeaderTimeout: adminHeaderTimeout, ReadTimeout: adminTimeout,
 		WriteTimeout: adminTimeout, IdleTimeout: adminTimeout, MaxHeaderBytes: adminHeaderBytes, ErrorLog: errorLog}
+	adminScheme, adminServed := "http", kvapi.LimitListener(adminLn, adminMaxConnections, adminCert != nil, log)
+	if adminCert != nil {
+		adminScheme = "https"
+		adminServed = tls.NewListener(adminServed, &tls.Config{Certificates: []tls.Certificate{*adminCert}, MinVersion: tls.VersionTLS12})
+	}
 	served := make(chan error, 2)
 	go func() { served <- frontSrv.Serve(frontLn) }()
-	go func() { served <- adminSrv.Serve(adminLn) }()
+	go func() { served <- adminSrv.Serve(adminServed) }()
 
 	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
 	probed := make(chan struct{})
 	go func() { defer close(probed); ready.run(probeCtx, c.Probe) }()
 	defer func() { stopProbe(); <-probed }()
 
-	at := Listening{Origin: scheme + "://" + frontLn.Addr().String(), Admin: "http://" + adminLn.Addr().String() + "/"}
+	at := Listening{Origin: scheme + "://" + frontLn.Addr().String(), Admin: adminScheme + "://" + adminLn.Addr().String() + "/"}
 	at.API = at.Origin + "/client/v4/"
 	printBanner(stdout, c, b, at, follower.Status())
 	if o.listening != nil {

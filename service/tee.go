@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // TeePath is where the front serves tee mode's endpoints (package ingest):
@@ -33,4 +34,14 @@ func withTee(h http.Handler) func(http.Handler) http.Handler {
 			api.ServeHTTP(w, r)
 		})
 	}
+}
+
+// clientKey is the front's ServeConfig.ClientKey: the remote address, with
+// the tee's requests a client apart, so that requests of the Workers KV API
+// from the tee's address never take the slots its batches need.
+func clientKey(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, TeePath) {
+		return "tee " + kvapi.RemoteHost(r)
+	}
+	return kvapi.RemoteHost(r)
 }

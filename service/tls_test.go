@@ -20,6 +20,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns
@@ -80,6 +81,37 @@ func TestServesTLS(t *testing.T) {
 			t.Fatalf("plain HTTP answered %d", resp.StatusCode)
 		}
 	}
+	// The admin listener serves TLS with the front's certificate: its
+	// token does not cross the network in the clear.
+	adminOverTLS(t, r, hc)
+}
+
+// adminOverTLS checks that r's admin API answers over TLS (hc trusts its
+// certificate), and not in plain HTTP.
+func adminOverTLS(t *testing.T, r *running, hc *http.Client) {
+	t.Helper()
+	if !strings.HasPrefix(r.admin, "https://127.0.0.1:") {
+		t.Fatalf("the admin API is not served over TLS: %s", r.admin)
+	}
+	cl := &admin.Client{URL: r.admin, Token: r.c.secrets.admin, HTTP: hc}
+	if _, err := cl.Stats(t.Context()); err != nil {
+		t.Fatalf("GET /stats over TLS: %v", err)
+	}
+	if resp, err := http.Get("http" + strings.TrimPrefix(r.admin, "https") + "healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("plain HTTP to the admin listener answered %d", resp.StatusCode)
+		}
+	}
+}
+
+func TestAdminServesTLSWithItsOwnCertificate(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	r := start(t, "--admin-tls-cert", certFile, "--admin-tls-key", keyFile)
+	if !strings.HasPrefix(r.api, "http://") {
+		t.Fatalf("the API should stay plain without --tls-cert: %s", r.api)
+	}
+	adminOverTLS(t, r, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}})
 }
 
 func TestBadCertificateIsAUsageError(t *testing.T) {

@@ -1,0 +1,188 @@
+package kvapi
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Fair admission. MaxConcurrent bounds the requests served at once; no one
+// client may hold more than MaxPerClient of those slots, so that what is
+// left serves the others, the tee's batches among them, however many
+// requests one client keeps open. A client is its remote address: every
+// client of a front shares its one token, which therefore names no one, and
+// a client must not earn more slots by sending tokens that are wrong. A
+// request whose body arrives slower than MinBodyRate (after BodyGrace) ends
+// with 408, so that a slot held by a body sent at a byte a second comes
+// back within seconds, not at ReadTimeout.
+
+// The defaults of the zero ServeConfig's admission.
+const (
+	// DefaultMinBodyRate is the least rate, in bytes a second, a body may
+	// average once DefaultBodyGrace has passed: a dial-up line sends 5 KiB/s.
+	DefaultMinBodyRate = 1 << 10
+	// DefaultBodyGrace is how long a body may take before its rate counts.
+	DefaultBodyGrace = 10 * time.Second
+)
+
+// ErrSlowBody reports a body that came slower than the minimum rate.
+var ErrSlowBody = errors.New("kvapi: the request body arrives slower than the minimum rate")
+
+// admission holds the slots: how many are taken, and by whom.
+type admission struct {
+	max, perClient int
+	key            func(*http.Request) string
+	rate           int
+	grace, read    time.Duration // read: the server's ReadTimeout, which a body deadline never passes
+
+	mu    sync.Mutex
+	total int
+	held  map[string]int
+}
+
+// RemoteHost is the default client key: the request's remote address
+// without its port.
+func RemoteHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// take books a slot for client, or says why it cannot.
+func (a *admission) take(client string) (ok bool, perClient bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.total >= a.max:
+		return false, false
+	case a.held[client] >= a.perClient:
+		return false, true
+	}
+	a.total++
+	a.held[client]++
+	return true, false
+}
+
+func (a *admission) give(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total--
+	if a.held[client]--; a.held[client] <= 0 {
+		delete(a.held, client)
+	}
+}
+
+// serve admits r, or answers 503 with Retry-After at once.
+func (a *admission) serve(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markServing(r)
+		client := a.key(r)
+		ok, perClient := a.take(client)
+		if !ok {
+			msg := "service temporarily unavailable: too many requests at once"
+			if perClient {
+				msg = "service temporarily unavailable: this client holds its share of the requests served at once"
+			}
+			e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "%s", msg)
+			e.retryAfter = OverloadRetryAfter
+			if r.ContentLength != 0 {
+				// Unread, the body would be read before the answer is
+				// sent, as slowly as the client sends it.
+				w.Header().Set("Connection", "close")
+			}
+			writeError(w, e)
+			return
+		}
+		defer a.give(client)
+		if r.Body == nil || r.Body == http.NoBody || a.rate <= 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		gw := &guardedWriter{ResponseWriter: w}
+		defer restoreBody(r)()
+		r.Body = &paced{ReadCloser: r.Body, w: gw, rc: http.NewResponseController(w), start: time.Now(), a: a}
+		h.ServeHTTP(gw, r)
+	})
+}
+
+// paced is a body that must keep the minimum rate: each read gets a
+// deadline by which one more byte must have come for the average to hold.
+// Deadlines are the connection's, on the system clock.
+type paced struct {
+	io.ReadCloser
+	w     *guardedWriter
+	rc    *http.ResponseController
+	start time.Time
+	n     int64
+	a     *admission
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	due := p.start.Add(p.a.grace + time.Duration(float64(p.n+1)/float64(p.a.rate)*float64(time.Second)))
+	if end := p.start.Add(p.a.read); p.a.read > 0 && end.Before(due) {
+		due = end
+	}
+	_ = p.rc.SetReadDeadline(due)
+	n, err := p.ReadCloser.Read(b)
+	p.n += int64(n)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		p.w.refuse(p.a.rate)
+		return n, ErrSlowBody
+	}
+	return n, err
+}
+
+// guardedWriter is the handler's ResponseWriter once its body may be cut
+// off: after the 408, what the handler writes goes nowhere.
+type guardedWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (g *guardedWriter) refuse(rate int) {
+	if g.done {
+		return
+	}
+	g.done = true
+	g.ResponseWriter.Header().Set("Connection", "close")
+	writeError(g.ResponseWriter, errorf(http.StatusRequestTimeout, CodeInvalidRequest,
+		"request timeout: the body came slower than %s bytes a second", strconv.Itoa(rate)))
+}
+
+func (g *guardedWriter) Header() http.Header {
+	if g.done {
+		return http.Header{}
+	}
+	return g.ResponseWriter.Header()
+}
+
+func (g *guardedWriter) WriteHeader(status int) {
+	if !g.done {
+		g.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (g *guardedWriter) Write(b []byte) (int, error) {
+	if g.done {
+		return len(b), nil
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (g *guardedWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+// restoreBody returns what puts r's body back: net/http, once the handler
+// returns, looks at the body it made to tell whether the rest of it is
+// worth reading (a small rest is, to keep the connection) or not (a large
+// one; a wrapper of its body would have it read all of it).
+func restoreBody(r *http.Request) func() {
+	body := r.Body
+	return func() { r.Body = body }
+}
