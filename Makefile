@@ -21,6 +21,16 @@ demo:
 	@echo "make demo: running the migration (about 70 seconds)"
 	@$(DEMO_BIN)/kvshadow-demo -dir $(CURDIR)/.demo $(DEMO_FLAGS)
 
+# The bot team's guide (docs/bot-guide.md) on one machine: the bot Worker in
+# tee mode and the bridge in workerd (miniflare), kvshadow-proxy over the
+# bridge and the embedded MongoDB-compatible server, every stage through the
+# handover to live and back, then complete, ending with a parity report.
+rehearse: workers-deps
+	@echo "make rehearse: building (the first time takes a few minutes: it compiles the embedded MongoDB-compatible server)"
+	@cd tests && $(GO) build -o $(CURDIR)/bin/rehearse ./rehearse
+	@echo "make rehearse: running the guide's steps (about five minutes: the fence before each flip to live waits 65 s)"
+	@$(CURDIR)/bin/rehearse -workers $(CURDIR)/workers
+
 # The embedded MongoDB-compatible server alone, for experiments: prints its
 # URI and serves until Ctrl-C.
 mongo:
