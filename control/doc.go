@@ -14,14 +14,19 @@
 // # Changing the stage
 //
 // Follower.SetStage is the one way to change the Document. It applies the
-// dual-write store's transition rules (dualwrite.CheckTransition), and it
-// refuses a flip of the authoritative store (shadow to live, rampdown to dualwrite...)
-// unless every instance that counts reports itself drained and clean:
+// dual-write store's stage machine (dualwrite.CheckTransition: one step
+// along the stages, never out of complete), and it refuses the flip of the
+// authoritative store (handover to live, or back) unless every instance
+// that counts reports itself drained, clean and past its handover fence:
 //
 //   - a live instance (its heartbeat younger than LiveFor) must report
 //     drained lanes, no dirty key and no pending reconciliation, and run
 //     the current generation; its unsettled keys (copies sent, not yet
 //     verified) it verifies itself after the consistency window;
+//   - any instance whose heartbeat says its fence holds: a copy of a binding
+//     write arrived less than its fence interval ago (QuietUntil), or keys
+//     such a copy wrote last are not verified yet (IngestUnverified);
+//     Follower.FlipHold says which, and for how long, for GET /stage;
 //   - an instance that stopped, or whose heartbeat went stale, blocks a
 //     flip if its last report had dirty or unsettled keys: its journal
 //     still holds keys to settle, and nobody settles them until it comes
