@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,23 +20,14 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/kvapi"
-	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
-const (
-	account      = "0123456789abcdef0123456789abcdef"
-	namespace    = "fedcba9876543210fedcba9876543210"
-	primaryToken = "primary-token"
-	clientToken  = "client-token"
-	adminToken   = "admin-token"
-	// job is the scrape job's name, which the alert rules select on.
-	job = "kvshadow-proxy"
-)
+// job is the scrape job's name, which the alert rules select on.
+const job = "kvshadow-proxy"
 
 func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 	if testing.Short() {
@@ -50,26 +39,17 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 
 	// The primary: an emulated Workers KV account; the shadow: the embedded
 	// server, through a relay the test can cut.
-	primary := memory.New(memory.Config{})
-	emu, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: primary}, AccountID: account, Token: primaryToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(emu)
-	t.Cleanup(hs.Close)
+	primary := proxytest.NewPrimary(t)
 	cut, uri := newRelay(t)
 	db := srv.Database(t)
-	p := startProxy(t, map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
-		"CLOUDFLARE_BASE_URL": hs.URL + "/client/v4/", "MONGODB_URI": uri, "MONGODB_DB": db,
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}, "--stage", "shadow", "--journal-dir", filepath.Join(dir, "journal"), "--consistency-window", "0", "--compare-rate", "1",
+	p := proxytest.Start(t, primary.Environment(uri, db), "--instance", "prometheus-test",
+		"--stage", "shadow", "--journal-dir", filepath.Join(dir, "journal"), "--consistency-window", "0", "--compare-rate", "1",
 		"--shadow-timeout", "1s", "--breaker-failures", "3", "--breaker-open-timeout", "30s", "--probe-interval", "1s", "--repair-interval", "1s")
 
-	prom := startPrometheus(t, dir, p.admin)
+	prom := startPrometheus(t, dir, p.Admin)
 
 	// Bot traffic from now to the end, through cloudflare-go.
-	client, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: clientToken, BaseURL: p.api, MaxRetries: -1})
+	client, err := cfkv.New(cfkv.Config{AccountID: proxytest.Account, NamespaceID: proxytest.Namespace, APIToken: proxytest.ClientToken, BaseURL: p.API, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +57,7 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 
 	// A divergence written around the layer, suspected by a comparison and
 	// confirmed by verification.
-	adm := &admin.Client{URL: p.admin, Token: adminToken}
+	adm := &admin.Client{URL: p.Admin, Token: proxytest.AdminToken}
 	if err := client.Put(ctx, "wordle:diverged", []byte("through the proxy"), kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,38 +112,6 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 	}
 }
 
-// proxy is kvshadow-proxy, running in the test's process.
-type proxy struct{ api, admin string }
-
-func startProxy(t *testing.T, env map[string]string, args ...string) proxy {
-	t.Helper()
-	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "prometheus-test"}, args...)
-	c, err := service.Parse(args, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	up := make(chan service.Listening, 1)
-	go func() {
-		done <- service.Run(ctx, c, io.Discard, io.Discard, service.WithListening(func(l service.Listening) { up <- l }))
-	}()
-	select {
-	case at := <-up:
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("the proxy stopped with %v", err)
-			}
-		})
-		return proxy{api: at.API, admin: at.Admin}
-	case err := <-done:
-		cancel()
-		t.Fatalf("the proxy did not start: %v", err)
-	}
-	return proxy{}
-}
-
 // bot writes, reads, lists and deletes through the proxy until the test
 // ends; the result counts the errors it saw.
 func bot(t *testing.T, st *cfkv.Store) func() int {
@@ -212,7 +160,7 @@ func startPrometheus(t *testing.T, dir, adminURL string) *prometheus {
 		t.Fatal(err)
 	}
 	token := filepath.Join(dir, "admin-token")
-	write(t, token, adminToken)
+	write(t, token, proxytest.AdminToken)
 	rules := regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(read(t, "../../deploy/prometheus/kvshadow-alerts.yml")), "$1 5s")
 	write(t, filepath.Join(dir, "kvshadow-alerts.yml"), rules)
 	write(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:

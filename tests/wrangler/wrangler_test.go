@@ -1,50 +1,23 @@
 package wrangler_test
 
 import (
-	"bytes"
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
-	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/kvapi"
-	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 var srv *mongotest.Server
 
 func TestMain(m *testing.M) { mongotest.Main(m, &srv) }
-
-const (
-	account      = "0123456789abcdef0123456789abcdef"
-	namespace    = "fedcba9876543210fedcba9876543210"
-	primaryToken = "primary-token"
-	clientToken  = "client-token"
-	adminToken   = "admin-token"
-)
-
-// syncBuffer is the proxy's standard output, read while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestWranglerThroughTheProxy(t *testing.T) {
 	bin := filepath.Join("node_modules", ".bin", "wrangler")
@@ -52,53 +25,20 @@ func TestWranglerThroughTheProxy(t *testing.T) {
 		t.Fatal("tests/wrangler/node_modules lacks wrangler: run npm ci there (make integration does)")
 	}
 	ctx := t.Context()
-	primary := memory.New(memory.Config{})
-	emu, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: primary}, AccountID: account, Token: primaryToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(emu)
-	t.Cleanup(hs.Close)
+	primary := proxytest.NewPrimary(t)
 	db := srv.Database(t)
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
-		"CLOUDFLARE_BASE_URL": hs.URL + "/client/v4/", "MONGODB_URI": srv.URI(), "MONGODB_DB": db,
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
-	c, err := service.Parse([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--stage", "dualwrite",
-		"--journal-dir", t.TempDir()}, func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out syncBuffer
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	up := make(chan struct{})
-	go func() {
-		done <- service.Run(runCtx, c, &out, &syncBuffer{}, service.WithListening(func(service.Listening) { close(up) }))
-	}()
-	select {
-	case <-up:
-	case err := <-done:
-		cancel()
-		t.Fatalf("the proxy did not start: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the proxy stopped with %v", err)
-		}
-	})
+	p := proxytest.Start(t, primary.Environment(srv.URI(), db), "--stage", "dualwrite", "--journal-dir", t.TempDir())
+	out := p.Stdout()
 
 	// Only what the proxy printed, and the token it says to add.
-	printed := regexp.MustCompile(`(?m)^export (.+)$`).FindAllStringSubmatch(out.String(), -1)
+	printed := regexp.MustCompile(`(?m)^export (.+)$`).FindAllStringSubmatch(out, -1)
 	if len(printed) != 1 {
-		t.Fatalf("the proxy printed %d export lines:\n%s", len(printed), out.String())
+		t.Fatalf("the proxy printed %d export lines:\n%s", len(printed), out)
 	}
-	if !strings.Contains(out.String(), "CLOUDFLARE_API_TOKEN set to the clients' token") {
-		t.Fatalf("the proxy does not say which token clients use:\n%s", out.String())
+	if !strings.Contains(out, "CLOUDFLARE_API_TOKEN set to the clients' token") {
+		t.Fatalf("the proxy does not say which token clients use:\n%s", out)
 	}
-	clientEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLOUDFLARE_API_TOKEN=" + clientToken,
+	clientEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLOUDFLARE_API_TOKEN=" + proxytest.ClientToken,
 		"WRANGLER_SEND_METRICS=false", "WRANGLER_HIDE_BANNER=true", "FORCE_COLOR=0", "CI=true"}
 	clientEnv = append(clientEnv, strings.Fields(printed[0][1])...)
 	wrangler := func(args ...string) (string, error) {
@@ -108,7 +48,7 @@ func TestWranglerThroughTheProxy(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
-	ns := "--namespace-id=" + namespace
+	ns := "--namespace-id=" + proxytest.Namespace
 
 	if out, err := wrangler("kv", "key", "put", ns, "wordle:games:1", `{"g":1}`, "--remote"); err != nil {
 		t.Fatalf("wrangler kv key put: %v\n%s", err, out)
@@ -120,7 +60,7 @@ func TestWranglerThroughTheProxy(t *testing.T) {
 		t.Errorf("wrangler kv key list: %v\n%s", err, out)
 	}
 	// The write went to Workers KV, and its copy to MongoDB.
-	if v, err := primary.Get(ctx, "wordle:games:1"); err != nil || string(v) != `{"g":1}` {
+	if v, err := primary.Store.Get(ctx, "wordle:games:1"); err != nil || string(v) != `{"g":1}` {
 		t.Errorf("the primary holds %q, %v", v, err)
 	}
 	mc, err := mongokv.NewClient(mongokv.ClientConfig{URI: srv.URI()})
@@ -150,7 +90,7 @@ func TestWranglerThroughTheProxy(t *testing.T) {
 		t.Errorf("wrangler kv key put --ttl=30: %v\n%s", err, out)
 	}
 	if out, err := wrangler("kv", "namespace", "create", "another"); err == nil ||
-		!strings.Contains(out, "kvshadow-proxy serves a fixed set of namespaces ("+namespace+")") || !strings.Contains(out, "--namespace") {
+		!strings.Contains(out, "kvshadow-proxy serves a fixed set of namespaces ("+proxytest.Namespace+")") || !strings.Contains(out, "--namespace") {
 		t.Errorf("wrangler kv namespace create: %v\n%s", err, out)
 	}
 }

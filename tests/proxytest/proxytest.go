@@ -1,0 +1,108 @@
+// Package proxytest starts what the tests that run kvshadow-proxy as a team
+// runs it need: an emulated Workers KV account as the primary, and the
+// service itself in the test's process, configured by its command line and
+// environment as the binary would be.
+package proxytest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/service"
+)
+
+// The emulated account's names and the tokens of a proxy's environment.
+const (
+	Account      = "0123456789abcdef0123456789abcdef"
+	Namespace    = "fedcba9876543210fedcba9876543210"
+	PrimaryToken = "primary-token"
+	ClientToken  = "client-token"
+	AdminToken   = "admin-token"
+)
+
+// Primary is the emulated Workers KV account: its store, and the API root
+// that serves it.
+type Primary struct {
+	Store *memory.Store
+	URL   string
+}
+
+// NewPrimary serves an emulated account until the test ends.
+func NewPrimary(t testing.TB) *Primary {
+	t.Helper()
+	st := memory.New(memory.Config{})
+	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{Namespace: st}, AccountID: Account, Token: PrimaryToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
+	t.Cleanup(hs.Close)
+	return &Primary{Store: st, URL: hs.URL + "/client/v4/"}
+}
+
+// Environment is what a proxy over p and the MongoDB at uri (database db)
+// reads.
+func (p *Primary) Environment(uri, db string) map[string]string {
+	return map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": Account, "CLOUDFLARE_KV_NAMESPACE_ID": Namespace, "CLOUDFLARE_API_TOKEN": PrimaryToken,
+		"CLOUDFLARE_BASE_URL": p.URL, "MONGODB_URI": uri, "MONGODB_DB": db,
+		"KVSHADOW_TOKEN": ClientToken, "KVSHADOW_ADMIN_TOKEN": AdminToken,
+	}
+}
+
+// Proxy is a running kvshadow-proxy.
+type Proxy struct {
+	service.Listening
+	out buffer
+}
+
+// Stdout is what the proxy has printed.
+func (p *Proxy) Stdout() string { return p.out.String() }
+
+// Start runs the service with env and args (after free loopback
+// listeners) until the test ends, and fails the test if it does not start
+// or does not stop cleanly.
+func Start(t testing.TB, env map[string]string, args ...string) *Proxy {
+	t.Helper()
+	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
+	c, err := service.Parse(args, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	up := make(chan service.Listening, 1)
+	go func() {
+		done <- service.Run(ctx, c, &p.out, io.Discard, service.WithListening(func(l service.Listening) { up <- l }))
+	}()
+	select {
+	case p.Listening = <-up:
+	case err := <-done:
+		cancel()
+		t.Fatalf("the proxy did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the proxy stopped with %v", err)
+		}
+	})
+	return p
+}
+
+// buffer is written by the service and read by the test.
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
+func (b *buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
