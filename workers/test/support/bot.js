@@ -11,14 +11,25 @@ import { bridgeWorker, packageRoot } from "./bridge.js";
  * @param {{bridgeToken?: string}} [o]
  */
 export async function startBot(vars, o = {}) {
+  return startBots({ bot: vars }, o);
+}
+
+/**
+ * Runs one bot Worker per name, each its own isolate (its own module
+ * state, so its own cached stage) with its own settings, all over one KV
+ * namespace; with bridgeToken, the bridge Worker beside them.
+ * @param {Record<string, Record<string, string>>} bots name -> KVSHADOW_* settings
+ * @param {{bridgeToken?: string}} [o]
+ */
+export async function startBots(bots, o = {}) {
   const ns = "bot-primary";
   const bridge = o.bridgeToken ? [bridgeWorker({ token: o.bridgeToken, kvNamespace: ns })] : [];
   const mf = new Miniflare({
     ...(o.bridgeToken ? { host: "127.0.0.1", port: 0 } : {}),
     workers: [
       ...bridge,
-      {
-        name: "bot",
+      ...Object.entries(bots).map(([name, vars]) => ({
+        name,
         modules: true,
         modulesRoot: packageRoot,
         modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
@@ -26,7 +37,7 @@ export async function startBot(vars, o = {}) {
         compatibilityDate: "2025-01-01",
         kvNamespaces: { KV: ns },
         bindings: vars,
-      },
+      })),
     ],
   });
   const url = await mf.ready;

@@ -9,16 +9,60 @@ import { createStore } from "../seed/create-store.js";
  * @param {any} env
  * @param {ExecutionContext} ctx
  */
-function pickKV(env, ctx, sampleRate = Number(env.KVSHADOW_SAMPLE ?? 0.05)) {
+function pickKV(env, ctx, sampleRate = Number(env.KVSHADOW_SAMPLE ?? 0.05), hold = "") {
   if (env.KVSHADOW_MODE === "direct") return env.KV; // the bot before kvshadow
   if (env.KVSHADOW_MODE === "tee") {
-    return kvshadowTee(env.KV, { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate }, ctx);
+    /** @type {any} */
+    const cfg = { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate };
+    if (env.KVSHADOW_STAGE_TTL_MS) cfg.stageTtlMs = Number(env.KVSHADOW_STAGE_TTL_MS);
+    if (env.KVSHADOW_STAGE_TIMEOUT_MS) cfg.stageTimeoutMs = Number(env.KVSHADOW_STAGE_TIMEOUT_MS);
+    if (hold) cfg.fetch = holding(hold);
+    return kvshadowTee(env.KV, cfg, ctx);
   }
   return kvshadowBinding({ url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, accountId: env.KVSHADOW_ACCOUNT, namespaceId: env.KVSHADOW_NAMESPACE });
 }
 
+/**
+ * A fetch for the tee whose batches first wait for `url` to answer: the
+ * flip test holds a copy back that way, past the fence, for as long as it
+ * wants and no longer.
+ * @param {string} url
+ */
+function holding(url) {
+  return async (/** @type {any} */ input, /** @type {any} */ init) => {
+    if (String(input).endsWith("/kvshadow/v1/ingest")) await (await fetch(url)).text();
+    return fetch(input, init);
+  };
+}
+
+/**
+ * The flip test's operations, one store call each through the tee:
+ * put (its copy held back until op.hold answers, when given), get, and
+ * incr, a read-modify-write of a counter.
+ * @param {any} op
+ * @param {any} env
+ * @param {ExecutionContext} ctx
+ */
+async function operate(op, env, ctx) {
+  const KV = pickKV(env, ctx, 0, op.hold ?? "");
+  switch (op.op) {
+    case "put":
+      await KV.put(op.key, op.value);
+      return { ok: true };
+    case "get":
+      return { ok: true, value: await KV.get(op.key) };
+    case "incr": {
+      const n = Number((await KV.get(op.key)) ?? 0) + 1;
+      await KV.put(op.key, String(n));
+      return { ok: true, value: n };
+    }
+  }
+  throw new Error(`unknown op ${op.op}`);
+}
+
 /** One update: a guess in wordle, a trade, an emoji round, a cooldown. */
 async function handle(update, env, ctx) {
+  if (typeof update.op === "string") return operate(update, env, ctx);
   if (typeof update.read === "string") {
     // The tests' probe: one read of a full key, always reported to the proxy.
     return { found: (await pickKV(env, ctx, 1).get(update.read)) !== null };

@@ -1,0 +1,49 @@
+// For the Go flip test: runs bot Workers bot1..botN (KVSHADOW_BOTS, 3 by
+// default), each its own isolate in tee mode with a short stage lease,
+// and the bridge Worker, all over one miniflare KV namespace; prints
+// {"bridge"}. Then each line of its standard input is one operation, JSON
+// {"bot": "bot1", "op": "put"|"get"|"incr", "key", "value", "hold"}, run
+// in order, and answered by one line: {"ok": true, "value"} or {"ok":
+// false, "error", "code"}. It keeps the Workers up until its standard
+// input closes. Settings from the environment: KVSHADOW_URL (the proxy's
+// origin), KVSHADOW_TOKEN, KVSHADOW_NAMESPACE, KVSHADOW_BRIDGE_TOKEN,
+// KVSHADOW_STAGE_TTL_MS, KVSHADOW_STAGE_TIMEOUT_MS.
+import { createInterface } from "node:readline";
+import { startBots } from "./bot.js";
+
+const env = process.env;
+const vars = {
+  KVSHADOW_MODE: "tee",
+  KVSHADOW_URL: env.KVSHADOW_URL ?? "",
+  KVSHADOW_TOKEN: env.KVSHADOW_TOKEN ?? "",
+  KVSHADOW_NAMESPACE: env.KVSHADOW_NAMESPACE ?? "ns",
+  KVSHADOW_STAGE_TTL_MS: env.KVSHADOW_STAGE_TTL_MS ?? "1000",
+  KVSHADOW_STAGE_TIMEOUT_MS: env.KVSHADOW_STAGE_TIMEOUT_MS ?? "500",
+};
+const names = Array.from({ length: Number(env.KVSHADOW_BOTS ?? 3) }, (_, i) => `bot${i + 1}`);
+const mf = await startBots(Object.fromEntries(names.map((n) => [n, vars])), { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN });
+const workers = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await mf.getWorker(n)])));
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await mf.dispose();
+  process.exit(0);
+}
+process.on("SIGTERM", stop);
+process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL ?? "" }) + "\n");
+const lines = createInterface({ input: process.stdin });
+lines.on("close", stop);
+for await (const line of lines) {
+  const op = JSON.parse(line);
+  let answer;
+  try {
+    const r = await workers[op.bot].fetch("http://bot/", { method: "POST", body: JSON.stringify(op) });
+    const text = await r.text();
+    answer = r.status === 200 ? JSON.parse(text) : { ok: false, error: text };
+  } catch (e) {
+    answer = { ok: false, error: String(e?.message ?? e) };
+  }
+  process.stdout.write(JSON.stringify(answer) + "\n");
+}
