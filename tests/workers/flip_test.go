@@ -168,7 +168,7 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
 		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
 	}, "--listen", listen, "--stage", "shadow", "--consistency-window", "0", "--fence-interval", "3s",
-		"--poll-interval", "100ms", "--heartbeat-interval", "100ms")
+		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms")
 	adm := &admin.Client{URL: adminURL, Token: adminToken}
 	b := &bots{node: node, acked: map[string]string{}}
 	must := func(err error) {
