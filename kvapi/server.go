@@ -57,6 +57,9 @@ type Config struct {
 	// pay for is answered 503 with Retry-After. Nil means a budget of the
 	// Server's own of membudget.DefaultLimit; a process shares one.
 	Memory *membudget.Budget
+	// unguarded charges nothing to a memory budget: what the benchmark that
+	// prices the budget compares with.
+	unguarded bool
 }
 
 // ErrConfig reports a Config that New refuses.
@@ -120,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 		f = &Faults{}
 	}
 	mem := cfg.Memory
-	if mem == nil {
+	if mem == nil && !cfg.unguarded {
 		var err error
 		if mem, err = membudget.New(membudget.Config{}); err != nil {
 			return nil, err
@@ -187,12 +190,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if s.memory == nil { // unguarded: nothing charged
+		h(s, w, r, req)
+		return
+	}
 	// Charged after the token is checked: bytes declared by someone without
 	// it hold nothing.
 	req.hold = s.memory.Hold(r.Context())
 	defer req.hold.Release()
-	defer restoreBody(r)()
-	r.Body = chargedBody{req.hold.Reader(r.Body, bodyFactor), r.Body}
+	if r.Body != nil && r.Body != http.NoBody {
+		defer restoreBody(r)()
+		r.Body = chargedBody{req.hold.Reader(r.Body, bodyFactor), r.Body}
+	}
 	h(s, w, r, req)
 }
 

@@ -62,9 +62,10 @@ type Budget struct {
 	clock            clock.Clock
 	refused          atomic.Uint64
 
-	mu    sync.Mutex
-	inUse int64
-	freed chan struct{} // closed and replaced whenever bytes come back
+	mu      sync.Mutex
+	inUse   int64
+	waiting int           // Acquire calls waiting on freed
+	freed   chan struct{} // closed and replaced when bytes come back to a waiter
 }
 
 // New returns a Budget for cfg.
@@ -125,14 +126,23 @@ func (b *Budget) Acquire(ctx context.Context, n int64) error {
 		}
 		select {
 		case <-freed:
+			b.unwait()
 		case <-timer.C():
+			b.unwait()
 			b.refused.Add(1)
 			return ErrExhausted
 		case <-ctx.Done():
+			b.unwait()
 			timer.Stop()
 			return ctx.Err()
 		}
 	}
+}
+
+func (b *Budget) unwait() {
+	b.mu.Lock()
+	b.waiting--
+	b.mu.Unlock()
 }
 
 // TryAcquire takes n bytes if they are free now, and reports whether it did.
@@ -141,15 +151,20 @@ func (b *Budget) TryAcquire(n int64) bool {
 	if b == nil || n <= 0 {
 		return true
 	}
-	if _, ok := b.take(n); ok {
-		return true
+	b.mu.Lock()
+	ok := b.inUse+n <= b.grantable
+	if ok {
+		b.inUse += n
 	}
-	b.refused.Add(1)
-	return false
+	b.mu.Unlock()
+	if !ok {
+		b.refused.Add(1)
+	}
+	return ok
 }
 
 // take takes n bytes if they fit, or returns the channel closed when some
-// come back.
+// come back, counted as waited on until unwait.
 func (b *Budget) take(n int64) (<-chan struct{}, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -157,6 +172,7 @@ func (b *Budget) take(n int64) (<-chan struct{}, bool) {
 		b.inUse += n
 		return nil, true
 	}
+	b.waiting++
 	return b.freed, false
 }
 
@@ -167,10 +183,14 @@ func (b *Budget) Release(n int64) {
 	}
 	b.mu.Lock()
 	b.inUse -= n
-	freed := b.freed
-	b.freed = make(chan struct{})
+	var freed chan struct{}
+	if b.waiting > 0 {
+		freed, b.freed = b.freed, make(chan struct{})
+	}
 	b.mu.Unlock()
-	close(freed)
+	if freed != nil {
+		close(freed)
+	}
 }
 
 // InUse returns the bytes granted and not yet given back.
@@ -202,6 +222,7 @@ func (b *Budget) Refused() uint64 {
 
 // Hold is what one request holds of a Budget: it grows as the request needs
 // more and gives everything back at once. It is not safe for concurrent use.
+// A nil *Hold holds nothing and grants everything.
 type Hold struct {
 	b   *Budget
 	ctx context.Context
@@ -214,6 +235,9 @@ func (b *Budget) Hold(ctx context.Context) *Hold { return &Hold{b: b, ctx: ctx} 
 
 // Grow takes n more bytes for the request (Acquire's errors).
 func (h *Hold) Grow(n int64) error {
+	if h == nil {
+		return nil
+	}
 	if err := h.b.Acquire(h.ctx, n); err != nil {
 		if h.err == nil {
 			h.err = err
@@ -228,13 +252,26 @@ func (h *Hold) Grow(n int64) error {
 
 // Err returns the first error Grow returned, nil if none did: what a
 // decoder that reads through Reader may have turned into its own error.
-func (h *Hold) Err() error { return h.err }
+func (h *Hold) Err() error {
+	if h == nil {
+		return nil
+	}
+	return h.err
+}
 
 // GrowTo takes what the request needs beyond what it holds to hold n.
-func (h *Hold) GrowTo(n int64) error { return h.Grow(n - h.n) }
+func (h *Hold) GrowTo(n int64) error {
+	if h == nil {
+		return nil
+	}
+	return h.Grow(n - h.n)
+}
 
 // Release gives back all the request holds.
 func (h *Hold) Release() {
+	if h == nil {
+		return
+	}
 	h.b.Release(h.n)
 	h.n = 0
 }
