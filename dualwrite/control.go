@@ -55,6 +55,11 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 			return from, fmt.Errorf("dualwrite: stage %s to %s: draining the lanes: %w", from, to, err)
 		}
 		if f := s.fenceAt(from, s.clock.Now()); !f.Clear() {
+			if f.IngestUnverified > 0 {
+				// Verify them now rather than at the next interval, so
+				// that the flip asked again can go.
+				s.kickSettle()
+			}
 			return from, fenceError(f, from, to)
 		}
 	}

@@ -46,11 +46,16 @@ func (s *Store) repairLoop() {
 // repaired in turn.
 func (s *Store) RepairDirty() int {
 	n := s.repairDirty()
+	s.kickSettle()
+	return n
+}
+
+// kickSettle asks the Store's loop for a verification pass now.
+func (s *Store) kickSettle() {
 	select {
 	case s.settleKick <- struct{}{}:
 	default:
 	}
-	return n
 }
 
 func (s *Store) repairDirty() int {
