@@ -30,7 +30,8 @@ type FenceStatus struct {
 	// Remaining estimates how long until the fence lets a flip go: the
 	// quiet interval's end, or the consistency window after the latest
 	// write of an unverified key; RepairInterval (the next verification
-	// pass) when only that pass or a repair can clear it. Zero when clear.
+	// pass) when only that pass or a repair can clear it, though a flip
+	// the fence refuses asks for that pass at once. Zero when clear.
 	Remaining time.Duration
 	// HeldBy says, in words, what holds the flip back; empty when clear.
 	HeldBy []string
