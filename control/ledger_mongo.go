@@ -93,13 +93,9 @@ func (d overflowDoc) overflow() Overflow {
 }
 
 func (b *MongoBoard) overflows(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]Overflow, error) {
-	cur, err := b.db.Collection(OverflowsCollection).Find(ctx, filter, opts...)
+	docs, err := findAll[overflowDoc](ctx, b.db.Collection(OverflowsCollection), filter, "reading the overflows", opts...)
 	if err != nil {
-		return nil, boardErr("reading the overflows", err)
-	}
-	var docs []overflowDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, boardErr("reading the overflows", err)
+		return nil, err
 	}
 	out := make([]Overflow, 0, len(docs))
 	for _, d := range docs {

@@ -134,13 +134,9 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 
 // Instances implements Board, in instance order.
 func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
-	cur, err := b.db.Collection(InstancesCollection).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	docs, err := findAll[beatDoc](ctx, b.db.Collection(InstancesCollection), bson.D{}, "reading the heartbeats", options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
-		return nil, boardErr("reading the heartbeats", err)
-	}
-	var docs []beatDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, boardErr("reading the heartbeats", err)
+		return nil, err
 	}
 	out := make([]Heartbeat, 0, len(docs))
 	for _, d := range docs {
@@ -156,6 +152,20 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 		})
 	}
 	return out, nil
+}
+
+// findAll decodes every document of coll that filter matches; its error
+// says what it was doing.
+func findAll[D any](ctx context.Context, coll *mongo.Collection, filter bson.D, what string, opts ...options.Lister[options.FindOptions]) ([]D, error) {
+	cur, err := coll.Find(ctx, filter, opts...)
+	if err != nil {
+		return nil, boardErr(what, err)
+	}
+	var docs []D
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, boardErr(what, err)
+	}
+	return docs, nil
 }
 
 // Forget implements Board.
