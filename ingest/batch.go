@@ -181,6 +181,12 @@ type wireKey struct {
 }
 
 func (k *wireKey) UnmarshalJSON(raw []byte) error {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		// No escape: the literal is the key (the decoder checked the
+		// syntax already), one allocation.
+		k.s, k.invalid = string(raw[1:len(raw)-1]), !utf8.Valid(raw)
+		return nil
+	}
 	if err := json.Unmarshal(raw, &k.s); err != nil {
 		return err
 	}
