@@ -69,6 +69,12 @@ type Config struct {
 	// beyond it is dropped as if its lane were full. Default
 	// DefaultMaxQueueBytes.
 	MaxQueueBytes int64
+	// Memory, when set, is the process's memory budget: the values of the
+	// copies waiting in the lanes draw from it too, so that they and the
+	// requests being served never hold more than it together. A copy it
+	// cannot pay for at once is dropped as past MaxQueueBytes (lane_full,
+	// its key marked dirty). Nil: the lanes answer to MaxQueueBytes alone.
+	Memory MemoryBudget
 
 	// MaxBacklog bounds the copies of bulk writes (PutMany, DeleteMany)
 	// that wait, over all lanes, for room in a full lane instead of being
@@ -298,4 +304,11 @@ func (c Config) resolve() (settings, error) {
 func sameStore(a, b kv.Store) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
+}
+
+// MemoryBudget is the process's memory budget as the lanes use it (a
+// *membudget.Budget): bytes taken without waiting, and given back.
+type MemoryBudget interface {
+	TryAcquire(n int64) bool
+	Release(n int64)
 }

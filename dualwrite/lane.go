@@ -111,17 +111,35 @@ func (s *Store) enqueue(j job) bool {
 		return true
 	default:
 		s.ctr.queued.Add(-1)
-		s.ctr.queuedBytes.Add(-j.size)
+		s.releaseBytes(j.size)
 		return false
 	}
 }
 
 func (s *Store) reserveBytes(n int64) bool {
-	if n > 0 && s.ctr.queuedBytes.Add(n) > s.cfg.MaxQueueBytes {
+	if n <= 0 {
+		return true
+	}
+	if s.ctr.queuedBytes.Add(n) > s.cfg.MaxQueueBytes {
+		s.ctr.queuedBytes.Add(-n)
+		return false
+	}
+	if s.cfg.Memory != nil && !s.cfg.Memory.TryAcquire(n) {
 		s.ctr.queuedBytes.Add(-n)
 		return false
 	}
 	return true
+}
+
+// releaseBytes gives back what reserveBytes took.
+func (s *Store) releaseBytes(n int64) {
+	if n <= 0 {
+		return
+	}
+	s.ctr.queuedBytes.Add(-n)
+	if s.cfg.Memory != nil {
+		s.cfg.Memory.Release(n)
+	}
 }
 
 // enqueueCopy offers the copy of a write to its lane without blocking.
@@ -148,7 +166,7 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 			return false, false
 		}
 		if delta < 0 {
-			s.ctr.queuedBytes.Add(delta)
+			s.releaseBytes(-delta)
 		}
 		c.op, c.value, c.exp, c.md, c.size, c.ctx, c.acked = j.op, j.value, j.exp, j.md, j.size, j.ctx, j.acked
 		s.ctr.coalesced.Add(1)
@@ -184,7 +202,7 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	{
 		l.qmu.Unlock()
 		s.ctr.queued.Add(-1)
-		s.ctr.queuedBytes.Add(-j.size)
+		s.releaseBytes(j.size)
 		*c = cell{}
 		cells.Put(c)
 		return false, false
@@ -306,7 +324,7 @@ func (s *Store) run(l *lane, j *job) {
 	}
 	defer func() {
 		s.ctr.queued.Add(-1)
-		s.ctr.queuedBytes.Add(-j.size)
+		s.releaseBytes(j.size)
 	}()
 	switch {
 	case s.aborted.Load():

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // A shadow far slower than the writes fills the lanes: memory stays within
@@ -98,4 +99,39 @@ func TestAcknowledgeReconciliationAt(t *testing.T) {
 	if !e.store.AcknowledgeReconciliationAt(e.store.Stats().DirtyOverflow) || e.store.Stats().ReconciliationNeeded {
 		t.Fatal("not cleared at the current count")
 	}
+}
+
+// The copies waiting in the lanes draw from the process's memory budget: one
+// it cannot pay for is dropped as lane_full and its key marked dirty, and
+// the bytes come back as the copies are applied.
+func TestLanesDrawFromTheMemoryBudget(t *testing.T) {
+	mem, err := membudget.New(membudget.Config{Limit: 64 << 20, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := mem.Limit() - 3<<10 // the requests under way leave room for three copies of 1 KiB
+	if err := mem.Acquire(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.DualWrite, Memory: mem,
+		ConsistencyWindow: -1, ShadowTimeout: never, RepairInterval: never,
+	})
+	e.shadow.SetLatency(time.Hour, 0) // stuck until the clock moves
+	value := strings.Repeat("x", 1<<10)
+	const writes = 10
+	for i := range writes {
+		e.put(key(i), value, kv.PutOptions{})
+	}
+	st := e.store.Stats()
+	if dropped := st.Drops[dualwrite.DropLaneFull]; dropped != writes-3 || st.Dirty != writes-3 || mem.InUse() != held+3<<10 {
+		t.Fatalf("dropped %d, dirty %d, in use %d: want %d dropped and dirty, the budget full", dropped, st.Dirty, mem.InUse(), writes-3)
+	}
+	e.shadow.SetLatency(0, 0)
+	e.drive(time.Hour)
+	if mem.InUse() != held {
+		t.Fatalf("in use %d after the copies were applied, want %d", mem.InUse(), held)
+	}
+	e.repair()
+	sameContents(t, e.pmem, e.smem)
 }

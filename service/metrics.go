@@ -65,7 +65,7 @@ func watchInstance(mp metric.MeterProvider, r *readiness) (metric.Registration, 
 func watchMemory(mp metric.MeterProvider, b *membudget.Budget) (metric.Registration, error) {
 	m := mp.Meter(meterName)
 	inUse, err1 := m.Int64ObservableGauge(MetricMemoryInUse, metric.WithUnit("By"),
-		metric.WithDescription("Bytes the requests under way hold of the memory budget: bodies being read, values being answered, tee batches."))
+		metric.WithDescription("Bytes held of the memory budget: bodies being read, values being answered, tee batches, copies waiting in the lanes."))
 	limit, err2 := m.Int64ObservableGauge(MetricMemoryLimit, metric.WithUnit("By"),
 		metric.WithDescription("Bytes the requests may hold together: --memory-budget less the reserve the process keeps for itself."))
 	refused, err3 := m.Int64ObservableCounter(MetricMemoryRefused, metric.WithUnit("{request}"),

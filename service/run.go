@@ -107,7 +107,16 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if c.JournalDir == "" {
 		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
 	}
-	fl, err := newFleet(dualwrite.Config{
+	// One memory budget for the whole process: the front's requests, the
+	// tee's batches, the copies waiting in the lanes.
+	mem, err := membudget.New(membudget.Config{Limit: c.MemoryBudget})
+	if err != nil {
+		return usage("--memory-budget: %v", err)
+	}
+	if o.processLimit {
+		mem.SetProcessLimit()
+	}
+	fl, err := newFleet(dualwrite.Config{Memory: mem,
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
@@ -153,15 +162,6 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer func() { _ = gauges.Unregister() }()
-	// One memory budget for every request the process serves: the front's,
-	// the tee's batches.
-	mem, err := membudget.New(membudget.Config{Limit: c.MemoryBudget})
-	if err != nil {
-		return usage("--memory-budget: %v", err)
-	}
-	if o.processLimit {
-		mem.SetProcessLimit()
-	}
 	memGauges, err := watchMemory(tel.MeterProvider, mem)
 	if err != nil {
 		return err
