@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 # deployment forms' tests (deploy/: the Kubernetes and kustomize libraries).
 MODULES := . tests demo deploy
 
-.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps wrangler-deps integration fuzz bench
+.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps wrangler-deps integration fuzz bench bench-all
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -147,7 +147,33 @@ fuzz:
 	@echo "make test: a short fuzz pass over every fuzz target ($(FUZZTIME) executions each, a few minutes)"
 	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-bench: workers-deps
+# make bench records the proxy's, the composite's and the settle set's
+# figures: each benchmark BENCHCOUNT times (6: benchstat needs 6 for an interval), then min/median/max
+# of every metric (scripts/benchsum, with what the composite adds over the
+# store it wraps, run by run) and benchstat's medians with their confidence
+# intervals. The raw runs are kept in .bench/. make bench-all runs every
+# benchmark of every module once, and the JavaScript package's.
+BENCHCOUNT ?= 6
+PROXY_BENCHTIME ?= 2000x
+BENCHDIR := $(CURDIR)/.bench
+BENCHSUM := $(CURDIR)/bin/benchsum
+BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+bench:
+	@mkdir -p $(BENCHDIR) && $(GO) build -o $(BENCHSUM) ./scripts/benchsum
+	@echo "make bench: the proxy against direct calls and the floor, at 0 and 3 ms ($(BENCHCOUNT) runs of $(PROXY_BENCHTIME))"
+	@set -o pipefail; cd tests && $(GO) test -run '^$$' -bench '^BenchmarkProxyLatency$$' -benchtime $(PROXY_BENCHTIME) -count $(BENCHCOUNT) ./proxy/ | tee $(BENCHDIR)/proxy.txt
+	@echo "make bench: the composite against the memory store alone (-cpu 1, so that the copies' work is counted)"
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkOverhead$$' -benchmem -cpu 1 -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./dualwrite/ | tee $(BENCHDIR)/composite.txt
+	@echo "make bench: the settle set at 1k to 1M keys, in memory and in the journal"
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSettleSet' -benchmem -count $(BENCHCOUNT) ./dualwrite/ ./journal/ | tee $(BENCHDIR)/settle.txt
+	@echo "make bench: min/median/max over $(BENCHCOUNT) runs"
+	@$(BENCHSUM) -diff dualwrite.Overhead/Put/dualwrite=dualwrite.Overhead/Put/memory \
+		-diff dualwrite.Overhead/Get/dualwrite-shadow-rate0=dualwrite.Overhead/Get/memory \
+		$(BENCHDIR)/proxy.txt $(BENCHDIR)/composite.txt $(BENCHDIR)/settle.txt | tee $(BENCHDIR)/summary.txt
+	@echo "make bench: benchstat (medians, 95% confidence intervals)"
+	@for f in proxy composite settle; do $(BENCHSTAT) $(BENCHDIR)/$$f.txt || exit 1; done
+
+bench-all: workers-deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 	@if [ -f tests/go.mod ]; then cd tests && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...; fi
 	cd workers && npm run bench

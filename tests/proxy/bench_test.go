@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -23,9 +24,11 @@ import (
 // in-memory shadow: what a caller waits for is the primary alone). The
 // emulator adds 0 or 3 ms to every request, as a remote Workers KV would.
 
-// benchRig is one emulator, one proxy over it, and a client of each.
+// benchRig is one emulator, one proxy over it, a client of each, and the
+// floor (floor_test.go).
 type benchRig struct {
 	direct, proxied kv.Store
+	floor           *floor
 }
 
 func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
@@ -56,9 +59,9 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &benchRig{direct: direct, proxied: in.client(b, nil)}
+	r := &benchRig{direct: direct, proxied: in.client(b, nil), floor: startFloor(b)}
 	for i := range benchKeys {
-		if err := direct.Put(b.Context(), benchKey(i), []byte(`{"word":"apple","guesses":3}`), kv.PutOptions{}); err != nil {
+		if err := direct.Put(b.Context(), benchKey(i), []byte(benchValue), kv.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -86,52 +89,72 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
 
-// BenchmarkProxyLatency alternates the direct and the proxied call, so that
-// both see the same machine, and reports p50 and p99 of each, the p50 ratio,
-// the time the proxy adds at p50, and the allocations the proxy's side
-// makes per request (all allocations of the process per proxied call, less
-// those of a direct call: what the proxy's front, its dual-write store and
-// its own client to the primary cost).
+// BenchmarkProxyLatency alternates the direct call, the proxied call and
+// the floor (a bare net/http round trip to another process with the same
+// payload, floor_test.go), so that all three see the same machine, and
+// reports p50 and p99 of each call, the p50 ratio, the time the proxy adds
+// at p50, that time in floors (added-floors: how many bare cross-process
+// round trips the proxy's hop costs), and what the proxy's side makes per
+// request: its allocations (all allocations of the process per proxied
+// call, less those of a direct call: the proxy's front, its dual-write
+// store and its own client to the primary) and the goroutines it starts
+// (proxy-goroutines/req, the same difference: net/http's server starts one
+// per request to watch the connection while the handler runs).
 func BenchmarkProxyLatency(b *testing.B) {
 	for _, latency := range []time.Duration{0, 3 * time.Millisecond} {
 		r := newBenchRig(b, latency)
 		for _, op := range benchOps {
 			b.Run(fmt.Sprintf("emulator=%s/%s", latency, op.name), func(b *testing.B) {
 				ctx := context.Background()
-				var direct, proxied []time.Duration
+				sides := []*benchSide{
+					{do: func(i int) error { return op.do(ctx, r.direct, i) }},
+					{do: func(i int) error { return op.do(ctx, r.proxied, i) }},
+					{do: func(i int) error { return r.floor.do(ctx, op.name, i) }},
+				}
+				direct, proxied, floor := sides[0], sides[1], sides[2]
 				var ms runtime.MemStats
-				var directAllocs, proxiedAllocs uint64
+				created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 				i := 0
 				for b.Loop() {
-					for _, side := range []struct {
-						s      kv.Store
-						d      *[]time.Duration
-						allocs *uint64
-					}{{r.direct, &direct, &directAllocs}, {r.proxied, &proxied, &proxiedAllocs}} {
+					for _, side := range sides {
 						runtime.ReadMemStats(&ms)
-						before := ms.Mallocs
+						metrics.Read(created)
+						mallocs, goroutines := ms.Mallocs, created[0].Value.Uint64()
 						start := time.Now()
-						if err := op.do(ctx, side.s, i); err != nil {
+						if err := side.do(i); err != nil {
 							b.Fatal(err)
 						}
-						*side.d = append(*side.d, time.Since(start))
+						side.d = append(side.d, time.Since(start))
 						runtime.ReadMemStats(&ms)
-						*side.allocs += ms.Mallocs - before
+						metrics.Read(created)
+						side.allocs += ms.Mallocs - mallocs
+						side.goroutines += created[0].Value.Uint64() - goroutines
 					}
 					i++
 				}
-				n := float64(len(direct))
-				dp50, pp50 := quantile(direct, 0.5), quantile(proxied, 0.5)
+				n := float64(len(direct.d))
+				dp50, pp50, fp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5)
 				b.ReportMetric(float64(dp50.Microseconds()), "direct-p50-µs")
-				b.ReportMetric(float64(quantile(direct, 0.99).Microseconds()), "direct-p99-µs")
+				b.ReportMetric(float64(quantile(direct.d, 0.99).Microseconds()), "direct-p99-µs")
 				b.ReportMetric(float64(pp50.Microseconds()), "proxy-p50-µs")
-				b.ReportMetric(float64(quantile(proxied, 0.99).Microseconds()), "proxy-p99-µs")
+				b.ReportMetric(float64(quantile(proxied.d, 0.99).Microseconds()), "proxy-p99-µs")
+				b.ReportMetric(float64(fp50.Microseconds()), "floor-p50-µs")
 				b.ReportMetric(float64(pp50)/float64(dp50), "p50-ratio")
 				b.ReportMetric(float64((pp50 - dp50).Microseconds()), "added-p50-µs")
-				b.ReportMetric((float64(proxiedAllocs)-float64(directAllocs))/n, "proxy-allocs/req")
+				b.ReportMetric(float64(pp50-dp50)/float64(fp50), "added-floors")
+				b.ReportMetric((float64(proxied.allocs)-float64(direct.allocs))/n, "proxy-allocs/req")
+				b.ReportMetric((float64(proxied.goroutines)-float64(direct.goroutines))/n, "proxy-goroutines/req")
 			})
 		}
 	}
+}
+
+// benchSide is one of the calls BenchmarkProxyLatency alternates, with
+// what it measured.
+type benchSide struct {
+	do                 func(i int) error
+	d                  []time.Duration
+	allocs, goroutines uint64
 }
 
 // BenchmarkProxySaturation drives each side with as many concurrent

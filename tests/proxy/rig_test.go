@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,12 @@ import (
 
 var srv *mongotest.Server
 
-func TestMain(m *testing.M) { mongotest.Main(m, &srv) }
+func TestMain(m *testing.M) {
+	if os.Getenv(floorEnv) != "" {
+		serveFloor()
+	}
+	mongotest.Main(m, &srv)
+}
 
 const (
 	account      = "0123456789abcdef0123456789abcdef"
