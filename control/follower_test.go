@@ -285,7 +285,7 @@ func TestFenceOfEveryInstance(t *testing.T) {
 	b.beat(t.Context())
 	h, ok, err := a.FlipHold(t.Context())
 	if err != nil || !ok || len(h.HeldBy) != 1 || h.Remaining != time.Minute ||
-		!strings.Contains(h.HeldBy[0], `instance "b" (live): the fence waits 40s more for binding copies, 3 keys last written by a binding copy not verified yet`) {
+		!strings.Contains(h.HeldBy[0], `instance "b" (alive): the fence waits 40s more for binding copies, 3 keys last written by a binding copy not verified yet`) {
 		t.Fatalf("FlipHold: %+v, %v, %v", h, ok, err)
 	}
 	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "binding copy") {

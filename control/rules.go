@@ -65,7 +65,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		if len(why) == 0 {
 			return
 		}
-		state := "live"
+		state := "alive" // its heartbeat is fresh: not the stage live
 		switch {
 		case h.Stopped:
 			state = "stopped; restart it on its journal, or reconcile and forget it"

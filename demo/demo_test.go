@@ -24,7 +24,8 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{"breaker closed -> open (expected: MongoDB is down on purpose", "injected 5 divergences",
 		"The gate holds the cutover back here, as expected", "parity 100.00%", "skipped while the breaker was open",
-		"OK: the bot never felt the shadow"} {
+		"stage live: MongoDB is authoritative", "stage shadow: back where the flip started", "(2 of 2 flips made)",
+		"OK: the bot never felt the shadow nor the flip to live and back"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -11,7 +11,9 @@
 // the proxy over HTTP with cloudflare-go, as any Workers KV client would;
 // walks the stages through the proxy's admin API; takes the shadow down half
 // way and brings it back (the breaker opens, dirty keys pile up, the breaker
-// closes, repair catches up); injects a few divergences by writing around the layer; and
+// closes, repair catches up); flips to live (MongoDB authoritative) under
+// traffic once the dirty keys are repaired, and back to shadow; injects a
+// few divergences by writing around the layer; and
 // ends with shadow-report over both stores: a terminal summary and an HTML
 // page. It exits 0 only when everything behaved as designed, so the demo is
 // also a test.

@@ -59,6 +59,9 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		"--shadow-timeout", "2s", "--compare-rate", "0.25", "--consistency-window", (cfg.window + time.Second).String(),
 		"--repair-interval", "2s", "--breaker-failures", "5", "--breaker-open-timeout", "2s",
 		"--poll-interval", "500ms", "--heartbeat-interval", "1s", "--journal-dir", journalDir,
+		// The bot goes through the proxy (no tee writes a binding), so the
+		// flip needs no fence interval.
+		"--fence-interval", "0",
 	}, func(k string) string { return env[k] })
 	if err != nil {
 		return nil, err

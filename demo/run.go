@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvfault"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // run is the whole demo; it returns an error when any guarantee failed.
@@ -133,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := px.stop(); err != nil {
 		return fmt.Errorf("stop kvshadow-proxy: %w", err)
 	}
-	return verdictAndReport(ctx, cfg, stdout, w, stats, directKV, mongo, red)
+	return verdictAndReport(ctx, cfg, stdout, w, stats, int(st.flips.Load()), directKV, mongo, red)
 }
 
 // timeline walks the stages and the outage while the workload runs.
@@ -149,26 +151,60 @@ func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store,
 		}
 	}
 	st.event("stage dualwrite: every write goes to Workers KV, then is copied to MongoDB")
-	if err := at(0.2); err != nil {
+	if err := at(0.15); err != nil {
 		return err
 	}
 	if err := px.setStage(ctx, dualwrite.Shadow); err != nil {
 		return err
 	}
 	st.event("stage shadow: reads are compared with MongoDB for 25%% of the keys")
-	if err := at(0.4); err != nil {
+	if err := at(0.3); err != nil {
 		return err
 	}
 	st.outage.Store(true)
 	shadow.SetOutage(true)
 	st.event("MongoDB is down (planned): copies fail, the breaker will open and keys are marked dirty")
-	if err := at(0.6); err != nil {
+	if err := at(0.45); err != nil {
 		return err
 	}
 	shadow.SetOutage(false)
 	st.outage.Store(false)
 	st.event("MongoDB is back: the breaker probes, closes, and repair copies the dirty keys")
+	if err := at(0.55); err != nil {
+		return err
+	}
+	// The flip, under traffic, and the way back.
+	for _, f := range []struct {
+		to   dualwrite.Stage
+		what string
+	}{
+		{dualwrite.Handover, "stage handover: Workers KV still authoritative; the flip is fenced from here (no tee in this demo: the bot goes through the proxy)"},
+		{dualwrite.Live, "stage live: MongoDB is authoritative; the bot reads MongoDB, writes go to MongoDB, then to Workers KV"},
+	} {
+		if err := flip(ctx, px, st, f.to, f.what); err != nil {
+			return err
+		}
+	}
+	// The flip waits for the outage's dirty keys to be repaired, so live
+	// gets a span of its own from the moment it began.
+	if err := hold(ctx, cfg.duration/8); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		to   dualwrite.Stage
+		what string
+	}{
+		{dualwrite.Handover, "stage handover: the way back; Workers KV authoritative again, every lane drained first"},
+		{dualwrite.Shadow, "stage shadow: back where the flip started"},
+	} {
+		if err := flip(ctx, px, st, f.to, f.what); err != nil {
+			return err
+		}
+	}
 	if err := at(0.8); err != nil {
+		return err
+	}
+	if err := hold(ctx, cfg.duration/20); err != nil {
 		return err
 	}
 	if err := inject(context.WithoutCancel(ctx), primary, mongo); err != nil {
@@ -179,6 +215,52 @@ func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store,
 		st.event("    %-28s %s", in.key, in.kind)
 	}
 	return at(1)
+}
+
+// hold waits d, or until ctx ends.
+func hold(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// flip moves the stage; one the proxy holds back (409: dirty keys left by
+// the outage, lanes not drained) is said once, repaired and asked again,
+// as an operator would after reading GET /stage.
+func flip(ctx context.Context, px *proxy, st *status, to dualwrite.Stage, what string) error {
+	said := false
+	for {
+		_, err := px.client.SetStage(ctx, to)
+		var refused *admin.Error
+		switch {
+		case err == nil:
+			st.event("%s", what)
+			if to == dualwrite.Live || to == dualwrite.Shadow && st.flips.Load() > 0 {
+				st.flips.Add(1)
+			}
+			return nil
+		case !errors.As(err, &refused) || refused.Status != http.StatusConflict:
+			return err
+		case !said:
+			st.event("the move to %s is held back (expected: it waits for every key to be clean): %s", to, refused.Message)
+			said = true
+		}
+		if err := px.repair(ctx); err != nil {
+			return err
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // settle waits until the proxy's lanes are drained and no key is dirty,

@@ -24,6 +24,8 @@ type status struct {
 	start time.Time
 	// outage is set while the demo holds MongoDB down on purpose.
 	outage atomic.Bool
+	// flips counts the flips of authority made: to live, and back.
+	flips atomic.Int32
 
 	mu          sync.Mutex
 	lastBreaker dualwrite.BreakerState

@@ -16,9 +16,12 @@ import (
 
 // verdictAndReport checks what the bot saw, runs shadow-report over both
 // stores, writes its pages, repairs and checks again.
-func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workload, stats dualwrite.Stats,
+func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workload, stats dualwrite.Stats, flips int,
 	primary, shadow kv.Store, red *compare.Redactor) error {
 	var problems []string
+	if flips < 2 {
+		problems = append(problems, fmt.Sprintf("%d of the 2 flips of authority (to live, and back) were made", flips))
+	}
 	if n := w.errs.Load(); n > 0 {
 		problems = append(problems, fmt.Sprintf("the bot saw %d errors (first: %v)", n, w.firstErr))
 	}
@@ -32,8 +35,9 @@ func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workloa
 		problems = append(problems, fmt.Sprintf("the layer reported %d divergences of its own making", n))
 	}
 
-	fmt.Fprintf(out, "\nThe bot made %d operations (%d reads, %d writes, %d deletes, %d listings) and saw %d errors.\n",
+	fmt.Fprintf(out, "\nThe bot made %d operations (%d reads, %d writes, %d deletes, %d listings) and saw %d errors,\n",
 		w.ops.Load(), w.reads.Load(), w.writes.Load(), w.deletes.Load(), w.lists.Load(), w.errs.Load())
+	fmt.Fprintf(out, "through the flip to live (MongoDB authoritative) and back to shadow (%d of 2 flips made).\n", flips)
 	fmt.Fprintf(out, "Shadow copies not made, each key marked dirty: %s.\n", countsLine(stats.Drops, dualwrite.DropReasons[:], dropWords))
 	fmt.Fprintf(out, "Repair of the dirty keys: %s.\n\n", countsLine(stats.Repairs, dualwrite.RepairOutcomes[:], repairWords))
 
@@ -89,7 +93,7 @@ func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workloa
 		fmt.Fprintf(out, "\nFAILED:\n  - %s\n", strings.Join(problems, "\n  - "))
 		return errVerdict
 	}
-	fmt.Fprintln(out, "\nOK: the bot never felt the shadow, repair restored parity, and the report found exactly the injected divergences.")
+	fmt.Fprintln(out, "\nOK: the bot never felt the shadow nor the flip to live and back, repair restored parity, and the report found exactly the injected divergences.")
 	return nil
 }
 

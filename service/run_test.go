@@ -279,7 +279,7 @@ func TestStageThroughTheAdminAPI(t *testing.T) {
 	eventually(t, "a dirty key", func() bool { return r.stats(t).Total.Dirty == 1 })
 	var refused map[string]any
 	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &refused); code != http.StatusConflict ||
-		!strings.Contains(refused["error"].(string), `instance "demo" (live): 1 dirty`) || refused["stage"] != "handover" {
+		!strings.Contains(refused["error"].(string), `instance "demo" (alive): 1 dirty`) || refused["stage"] != "handover" {
 		t.Fatalf("PUT live with a dirty key: %d %v", code, refused)
 	}
 	r.shadows[DemoNamespace].SetOutage(false)

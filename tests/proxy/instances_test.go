@@ -78,7 +78,7 @@ func TestInstancesFollowOneStageDocument(t *testing.T) {
 	}
 	eventually(t, "b runs handover", b.runs(t, "handover", 5))
 	code, out := a.setStage(t, "live")
-	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "b" (live)`) || !strings.Contains(msg, "dirty") {
+	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "b" (alive)`) || !strings.Contains(msg, "dirty") {
 		t.Fatalf("flip with b dirty: %d %v", code, out)
 	}
 
