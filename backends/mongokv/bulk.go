@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,7 +48,10 @@ func batches[T any](s []T) [][]T {
 }
 
 // GetMany implements kv.BulkGetter with one $in query per collection and
-// batch of keys. Chunked values cost their own reads.
+// batch of keys. Chunked values cost their own reads. MongoDB sends a
+// query's documents in replies of at most 16 MiB; a server that answers in
+// one reply past the driver's 48 MB (FerretDB does, for three documents of
+// 16 MiB) has the batch asked again in halves.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err
@@ -63,46 +68,76 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	now := s.clock.Now()
 	for _, c := range order {
 		for _, batch := range batches(byColl[c]) {
-			filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: batch}}}, notExpired(now)}
-			// At most len(batch) documents match; a batch one larger lets
-			// the server see the end and close the cursor in the first
-			// reply.
-			opts := options.Find().SetLimit(int64(len(batch))).SetBatchSize(int32(len(batch) + 1))
-			cur, err := db.Collection(c).Find(ctx, filter, opts)
-			if err != nil {
-				return nil, s.client.opError(ctx, "get many", err)
-			}
-			var chunked []string
-			for cur.Next(ctx) {
-				d, err := decodeDoc(cur.Current)
-				if err != nil {
-					cur.Close(context.WithoutCancel(ctx))
-					return nil, err
-				}
-				if d.chunks != nil {
-					chunked = append(chunked, d.key)
-					continue
-				}
-				out = append(out, d.entry())
-			}
-			err = cur.Err()
-			cur.Close(context.WithoutCancel(ctx))
-			if err != nil {
-				return nil, s.client.opError(ctx, "get many", err)
-			}
-			for _, k := range chunked {
-				e, err := s.getEntry(ctx, db, k)
-				if errors.Is(err, kv.ErrNotFound) {
-					continue // deleted since the batch was read
-				}
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, e)
+			if out, err = s.getBatch(ctx, db, c, batch, now, out); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// getBatch reads one batch of keys of collection c and appends their
+// entries to out.
+func (s *Store) getBatch(ctx context.Context, db *mongo.Database, c string, batch []string, now time.Time, out []kv.Entry) ([]kv.Entry, error) {
+	filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: batch}}}, notExpired(now)}
+	// At most len(batch) documents match; a batch one larger lets the
+	// server see the end and close the cursor in the first reply.
+	opts := options.Find().SetLimit(int64(len(batch))).SetBatchSize(int32(len(batch) + 1))
+	split := func() ([]kv.Entry, error) {
+		half := len(batch) / 2
+		out, err := s.getBatch(ctx, db, c, batch[:half], now, out)
+		if err != nil {
+			return nil, err
+		}
+		return s.getBatch(ctx, db, c, batch[half:], now, out)
+	}
+	cur, err := db.Collection(c).Find(ctx, filter, opts)
+	if replyTooLarge(err) && len(batch) > 1 && ctx.Err() == nil {
+		return split()
+	}
+	if err != nil {
+		return nil, s.client.opError(ctx, "get many", err)
+	}
+	var chunked []string
+	var found []kv.Entry
+	for cur.Next(ctx) {
+		d, err := decodeDoc(cur.Current)
+		if err != nil {
+			cur.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		if d.chunks != nil {
+			chunked = append(chunked, d.key)
+			continue
+		}
+		found = append(found, d.entry())
+	}
+	err = cur.Err()
+	cur.Close(context.WithoutCancel(ctx))
+	if replyTooLarge(err) && len(batch) > 1 && ctx.Err() == nil {
+		return split()
+	}
+	if err != nil {
+		return nil, s.client.opError(ctx, "get many", err)
+	}
+	out = append(out, found...)
+	for _, k := range chunked {
+		e, err := s.getEntry(ctx, db, k)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue // deleted since the batch was read
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// replyTooLarge reports the driver's refusal of a reply longer than its
+// 48 MB message limit (its error is not exported; the driver is pinned).
+func replyTooLarge(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "length of read message too large")
 }
 
 // PutMany implements kv.BulkPutter: per collection, unordered BulkWrites of

@@ -112,5 +112,7 @@
 // its chunks. Bulk writes go through the collection's BulkWrite (never the
 // client-level bulkWrite, which FerretDB lacks), unordered, 1,000 keys a
 // command: PutMany of 10,000 keys of one module is ten round trips. GetMany
-// is one $in query per collection and 1,000 keys.
+// is one $in query per collection and 1,000 keys; a server that answers
+// one in a reply past the driver's 48 MB (FerretDB, for three documents of
+// 16 MiB; MongoDB sends replies of 16 MiB) has it asked again in halves.
 package mongokv
