@@ -20,7 +20,8 @@ var (
 	// ErrUnsynced: SetStage refused to change which store is authoritative
 	// while keys are dirty (the store about to become authoritative missed
 	// writes) or after the dirty set overflowed. Repair, or reconcile and
-	// call AcknowledgeReconciliation, then try again.
+	// call AcknowledgeReconciliation (AcknowledgeReconciliationAt, or
+	// kvshadow-proxy's POST /reconciliation), then try again.
 	ErrUnsynced = errors.New("dualwrite: the other store is not in sync")
 	// ErrIngestStage: Ingest was called in off, where the shadow is not
 	// written, or CompareReads in a stage where the primary is not
