@@ -8,10 +8,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kvapi"
 )
 
@@ -94,7 +94,7 @@ func TestSlowBodyEnds408(t *testing.T) {
 // ones count), a new one is answered 503 at once, and the log says the cap
 // was reached; when one closes, connections are taken again.
 func TestConnectionCap(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	f := newFront(t, kvapi.ServeConfig{MaxConnections: 3, Logger: log})
 	var open []net.Conn
@@ -137,22 +137,4 @@ func TestConnectionCap(t *testing.T) {
 	for _, c := range open[1:] {
 		c.Close()
 	}
-}
-
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
