@@ -99,10 +99,11 @@
 // 26 MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a
 // bulk/get request, 64 KiB elsewhere (GET, HEAD and DELETE of a value
 // included); bulk bodies are decoded one element at
-// a time and refused at the element past the count limit; bulk/get builds at
-// most 25 MiB of values (Cloudflare's own simulator's limit). A Server
-// served some other way (httptest, a service's own http.Server) has its
-// body limits but none of the rest.
+// a time and refused at the element past the count limit; bulk/get answers
+// at most 25 MiB of values (Cloudflare's own simulator's limit), encoding
+// them as it writes them. A Server served some other way (httptest, a
+// service's own http.Server) has its body limits and its memory budget but
+// none of the rest.
 //
 // # Faults
 //
