@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
@@ -63,5 +64,18 @@ func TestSumAddsEveryCount(t *testing.T) {
 	}
 	if sum.Fence.IngestUnverified != 2 {
 		t.Errorf("Sum: Fence.IngestUnverified = %d, want 2", sum.Fence.IngestUnverified)
+	}
+}
+
+// The summary counts every late copy, whatever its outcome, and the
+// conflicts among them.
+func TestSummaryCountsLateCopies(t *testing.T) {
+	total := dualwrite.Stats{LateCopies: map[dualwrite.LateOutcome]uint64{}, Conflicts: 1}
+	for _, o := range dualwrite.LateOutcomes {
+		total.LateCopies[o] = 2
+	}
+	s := summaryOf(control.Status{}, total, Operations{})
+	if want := uint64(2 * len(dualwrite.LateOutcomes)); s.LateCopies != want || s.Conflicts != 1 {
+		t.Fatalf("summary late copies %d, conflicts %d; want %d and 1", s.LateCopies, s.Conflicts, want)
 	}
 }

@@ -182,13 +182,18 @@ type SummaryView struct {
 	Generation uint64 `json:"generation"`
 	// Operations are the Workers KV API requests the front answered;
 	// Errors those answered 500 or above.
-	Operations           uint64            `json:"operations"`
-	Errors               uint64            `json:"errors"`
-	Breaker              string            `json:"breaker"`
-	Dirty                int               `json:"dirty"`
-	Unsettled            int               `json:"unsettled"`
-	Divergences          DivergenceSummary `json:"divergences"`
-	ReconciliationNeeded bool              `json:"reconciliation_needed"`
+	Operations  uint64            `json:"operations"`
+	Errors      uint64            `json:"errors"`
+	Breaker     string            `json:"breaker"`
+	Dirty       int               `json:"dirty"`
+	Unsettled   int               `json:"unsettled"`
+	Divergences DivergenceSummary `json:"divergences"`
+	// LateCopies are the tee's copies that arrived while MongoDB was
+	// authoritative (every outcome); Conflicts those whose order could not
+	// be known, for the operator (GET /conflicts).
+	LateCopies           uint64 `json:"late_copies"`
+	Conflicts            uint64 `json:"conflicts"`
+	ReconciliationNeeded bool   `json:"reconciliation_needed"`
 }
 
 // StatsView answers GET /stats: the summary first, then the counters summed
@@ -258,8 +263,17 @@ func summaryOf(st control.Status, total dualwrite.Stats, ops Operations) Summary
 			Confirmed: total.Divergences(),
 			Suspected: total.Comparisons[compare.Suspected] + total.Verifications[compare.Suspected],
 		},
+		LateCopies: sumCounts(total.LateCopies), Conflicts: total.Conflicts,
 		ReconciliationNeeded: total.ReconciliationNeeded,
 	}
+}
+
+func sumCounts[K comparable](m map[K]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func statsOf(s dualwrite.Stats) StoreStats {

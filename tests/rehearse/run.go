@@ -302,8 +302,8 @@ func (r *rig) traffic(ctx context.Context) error {
 		return err
 	}
 	s := st.Summary
-	r.say("    bot: %d updates, %d writes | proxy: stage=%s ops=%d errors=%d breaker=%s dirty=%d unsettled=%d divergences confirmed=%d suspected=%d",
-		done.Invocations, done.Writes, s.Stage, s.Operations, s.Errors, s.Breaker, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected)
+	r.say("    bot: %d updates, %d writes | proxy: stage=%s ops=%d errors=%d breaker=%s dirty=%d unsettled=%d divergences confirmed=%d suspected=%d late copies=%d",
+		done.Invocations, done.Writes, s.Stage, s.Operations, s.Errors, s.Breaker, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected, s.LateCopies)
 	return nil
 }
 
