@@ -339,7 +339,8 @@
 //
 // Late copies. A copy that arrives from Live on (an isolate that missed
 // every signal, a batch delayed past the fence) is never dropped. It is
-// counted (Stats.LateCopies), its key stays in the settle set, and it is
+// counted (Stats.LateCopies), its key stays in the settle set (in complete,
+// where Workers KV is no longer written, MongoDB alone decides), and it is
 // ordered against the last write of its key that this Store saw: in the
 // settle set, its time there; not in the set, a write at least a
 // consistency window old (a key leaves the set only a window after its

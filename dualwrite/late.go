@@ -193,10 +193,15 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
 		outcome = LateApplied
 	}
+	// In complete Workers KV is neither written nor settled any more:
+	// MongoDB alone takes (or keeps) the value, and no key enters the set.
+	settles := st.mirrors()
 	if outcome != LateApplied {
 		// The key stays in the set: verification brings Workers KV level
 		// with the value that stands, after the window.
-		out = s.markIngested(w.Key, time.Time{}, now, 0)
+		if settles {
+			out = s.markIngested(w.Key, time.Time{}, now, 0)
+		}
 		if outcome == LateSuperseded {
 			return out, outcome, nil
 		}
@@ -205,15 +210,18 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	}
 	// Marked, with its copy counted, before MongoDB takes the write, as
 	// the Store's own writes are (see premark).
-	out = s.markIngested(w.Key, at, now, 1)
+	if settles {
+		out = s.markIngested(w.Key, at, now, 1)
+	}
 	if err := s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
-		out.add(s.set.copied(w.Key, now, uncertain(err)))
+		if settles {
+			out.add(s.set.copied(w.Key, now, uncertain(err)))
+		}
 		c := s.conflictOf(ctx, w, at, last, now, LateFailed)
 		c.Error = compare.ErrorClass(err)
 		return out, LateFailed, &c
 	}
-	if !st.mirrors() {
-		out.add(s.set.copied(w.Key, now, false))
+	if !settles {
 		return out, outcome, nil
 	}
 	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)

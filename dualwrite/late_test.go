@@ -176,3 +176,23 @@ func TestLateCopyThatMongoDBRefuses(t *testing.T) {
 		t.Fatalf("late copies %v, conflicts %+v, dirty %d, unsettled %d, fence %+v", st.LateCopies, recs, st.Dirty, st.Unsettled, st.Fence)
 	}
 }
+
+// In complete Workers KV is neither written nor settled: a late copy that
+// came last goes to MongoDB alone, and no key enters the settle set, where
+// nothing would ever settle it.
+func TestLateCopyInComplete(t *testing.T) {
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Complete})
+	ctx := context.Background()
+	p.clk.Advance(2 * window)
+	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:c", Value: []byte("binding"), At: p.clk.Now()}}))
+	p.flush()
+	if v, err := p.shadow.Store.Get(ctx, "wordle:c"); err != nil || string(v) != "binding" {
+		t.Fatalf("shadow: %q, %v", v, err)
+	}
+	if _, err := p.primary.Store.Get(ctx, "wordle:c"); !isNotFound(err) {
+		t.Fatalf("Workers KV was written in complete: %v", err)
+	}
+	if st := p.store.Stats(); st.LateCopies[dualwrite.LateApplied] != 1 || st.Unsettled+st.Dirty != 0 {
+		t.Fatalf("late copies %v, unsettled %d, dirty %d", st.LateCopies, st.Unsettled, st.Dirty)
+	}
+}
