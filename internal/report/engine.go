@@ -228,31 +228,26 @@ func (e *engine) commit(b *batch) {
 		}
 		m.add(c)
 	}
-	for _, r := range b.records {
-		if len(e.records) < e.cfg.MaxRecords {
-			e.records = append(e.records, r)
-		} else {
-			e.omitted++
-		}
-	}
-	for _, r := range b.binary {
-		if len(e.binary) < e.cfg.MaxRecords {
-			e.binary = append(e.binary, r)
-		} else {
-			e.binOmit++
-		}
-	}
-	for _, r := range b.large {
-		if len(e.large) < e.cfg.MaxRecords {
-			e.large = append(e.large, r)
-		} else {
-			e.bigOmit++
-		}
-	}
+	e.records = keepRecords(e.records, &e.omitted, b.records, e.cfg.MaxRecords)
+	e.binary = keepRecords(e.binary, &e.binOmit, b.binary, e.cfg.MaxRecords)
+	e.large = keepRecords(e.large, &e.bigOmit, b.large, e.cfg.MaxRecords)
 	e.repair.add(&b.repair)
 	e.scanned += b.consumed
 	if b.last != "" || b.consumed > 0 {
 		e.module = b.last
 	}
 	e.position = b.pos
+}
+
+// keepRecords appends add to kept up to max records, and counts the rest in
+// omitted.
+func keepRecords(kept []compare.Record, omitted *int64, add []compare.Record, max int) []compare.Record {
+	for _, r := range add {
+		if len(kept) < max {
+			kept = append(kept, r)
+		} else {
+			*omitted++
+		}
+	}
+	return kept
 }

@@ -271,30 +271,28 @@ func kindLines(r *Report) []string {
 
 // binaryLines explain the values the shadow holds as BSON Binary.
 func binaryLines(r *Report) (title, note string) {
-	n := r.Totals.BinaryInShadow
-	if n == 0 {
-		return "", ""
-	}
-	title = fmt.Sprintf("Values the JavaScript bot cannot read (%s)", group(n))
-	note = fmt.Sprintf("%s a shadow value that is not valid UTF-8. MongoDB stores it as BSON Binary, which the JavaScript bot "+
-		"reads as an object, not a string. Parity counts these keys by their bytes, as the Go layer reads them; "+
-		"rewrite them as text or keep the bot off MongoDB for them. %s listed.",
-		plural(n, "key holds"), group(int64(len(r.BinaryInShadow))))
-	return title, note
+	return callOutLines(r.Totals.BinaryInShadow, len(r.BinaryInShadow), "Values the JavaScript bot cannot read",
+		"a shadow value that is not valid UTF-8. MongoDB stores it as BSON Binary, which the JavaScript bot "+
+			"reads as an object, not a string", "rewrite them as text")
 }
 
 // largeLines explain the values too large for the bot's document shape.
 func largeLines(r *Report) (title, note string) {
-	n := r.Totals.TooLargeForBot
+	return callOutLines(r.Totals.TooLargeForBot, len(r.TooLargeForBot), "Values too large for the JavaScript bot",
+		"a shadow value longer than one MongoDB document holds (16 MiB with its key). kvshadow keeps it in chunks, "+
+			"and the JavaScript bot, which reads the document's value field, reads the key as missing", "make the values smaller")
+}
+
+// callOutLines are the title and note of a call-out of n keys, listed of
+// them, each of which holds what, the bot's problem; do is the first
+// remedy.
+func callOutLines(n int64, listed int, title, what, do string) (string, string) {
 	if n == 0 {
 		return "", ""
 	}
-	title = fmt.Sprintf("Values too large for the JavaScript bot (%s)", group(n))
-	note = fmt.Sprintf("%s a shadow value longer than one MongoDB document holds (16 MiB with its key). kvshadow keeps it in chunks, "+
-		"and the JavaScript bot, which reads the document's value field, reads the key as missing. Parity counts these keys by their bytes, "+
-		"as the Go layer reads them; make the values smaller or keep the bot off MongoDB for them. %s listed.",
-		plural(n, "key holds"), group(int64(len(r.TooLargeForBot))))
-	return title, note
+	return fmt.Sprintf("%s (%s)", title, group(n)),
+		fmt.Sprintf("%s %s. Parity counts these keys by their bytes, as the Go layer reads them; %s or keep the bot off MongoDB for them. %s listed.",
+			plural(n, "key holds"), what, do, group(int64(listed)))
 }
 
 // plural is "1 key holds" or "3 keys hold", "1 value" or "2 values".
