@@ -37,7 +37,7 @@
 // makes 15 allocations with the record as without it (newkeys against
 // newkeys-norecord). Open replays the log into the file (Recovered says
 // how many marks only the log held) and empties it. The log has two
-// halves (DefaultLogSize, 4 MiB each): the store seals one just before it
+// halves (DefaultLogSize, 8 MiB each): the store seals one just before it
 // takes a group of changes, and the commit of that group drops it. A half
 // full before its commit refuses records, which the store counts as
 // journal errors; those marks wait for the commit as they did before.

@@ -25,12 +25,16 @@ func marksOf(n int, m dualwrite.Mark) map[string]dualwrite.Mark {
 
 func openBench(b *testing.B) *Journal {
 	b.Helper()
-	j, err := Open(filepath.Join(b.TempDir(), "settle.db"), Options{})
+	// A small mark log: these benchmarks record nothing, and open
+	// thousands of journals.
+	j, err := Open(filepath.Join(b.TempDir(), "settle.db"), Options{LogSize: benchLogSize})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return j
 }
+
+const benchLogSize = 64 << 10
 
 // discard closes j and removes its files: a benchmark opens thousands.
 func discard(j *Journal) {
@@ -103,7 +107,7 @@ func BenchmarkSettleSet(b *testing.B) {
 			_ = j.Close()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				j, err := Open(path, Options{})
+				j, err := Open(path, Options{LogSize: benchLogSize})
 				if err != nil {
 					b.Fatal(err)
 				}
