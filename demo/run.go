@@ -174,32 +174,22 @@ func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store,
 		return err
 	}
 	// The flip, under traffic, and the way back.
-	for _, f := range []struct {
-		to   dualwrite.Stage
-		what string
-	}{
-		{dualwrite.Handover, "stage handover: Workers KV still authoritative; the flip is fenced from here (no tee in this demo: the bot goes through the proxy)"},
-		{dualwrite.Live, "stage live: MongoDB is authoritative; the bot reads MongoDB, writes go to MongoDB, then to Workers KV"},
-	} {
-		if err := flip(ctx, px, st, f.to, f.what); err != nil {
-			return err
-		}
+	if err := walk(ctx, px, st,
+		move{dualwrite.Handover, "stage handover: Workers KV still authoritative; the flip is fenced from here (no tee in this demo: the bot goes through the proxy)"},
+		move{dualwrite.Live, "stage live: MongoDB is authoritative; the bot reads MongoDB, writes go to MongoDB, then to Workers KV"},
+	); err != nil {
+		return err
 	}
 	// The flip waits for the outage's dirty keys to be repaired, so live
 	// gets a span of its own from the moment it began.
 	if err := hold(ctx, cfg.duration/8); err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		to   dualwrite.Stage
-		what string
-	}{
-		{dualwrite.Handover, "stage handover: the way back; Workers KV authoritative again, every lane drained first"},
-		{dualwrite.Shadow, "stage shadow: back where the flip started"},
-	} {
-		if err := flip(ctx, px, st, f.to, f.what); err != nil {
-			return err
-		}
+	if err := walk(ctx, px, st,
+		move{dualwrite.Handover, "stage handover: the way back; Workers KV authoritative again, every lane drained first"},
+		move{dualwrite.Shadow, "stage shadow: back where the flip started"},
+	); err != nil {
+		return err
 	}
 	if err := at(0.8); err != nil {
 		return err
@@ -215,6 +205,22 @@ func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store,
 		st.event("    %-28s %s", in.key, in.kind)
 	}
 	return at(1)
+}
+
+// move is one step of the stage machine and what the demo says of it.
+type move struct {
+	to   dualwrite.Stage
+	what string
+}
+
+// walk makes the moves in order.
+func walk(ctx context.Context, px *proxy, st *status, moves ...move) error {
+	for _, m := range moves {
+		if err := flip(ctx, px, st, m.to, m.what); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hold waits d, or until ctx ends.
