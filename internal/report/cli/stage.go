@@ -77,7 +77,10 @@ func decideTruth(o *options, sv *stageView) (report.Role, report.Truth, error) {
 		given.Reason = fmt.Sprintf("the stage document in database %s cannot be read (%v): %s", sv.db, sv.err, o.auth)
 		return o.auth, given, nil
 	case sv.doc.Generation == 0:
-		given.Reason = fmt.Sprintf("%s; database %s holds no stage document (no kvshadow-proxy has run a stage there)", given.Reason, sv.db)
+		given.Reason = fmt.Sprintf("database %s holds no stage document (no kvshadow-proxy has run a stage there): the primary (Workers KV), as before the migration", sv.db)
+		if o.authSet {
+			given.Reason = fmt.Sprintf("--authoritative %s; database %s holds no stage document to say otherwise", o.auth, sv.db)
+		}
 		return o.auth, given, nil
 	}
 	want, store := report.Primary, "Workers KV"
