@@ -199,14 +199,12 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	case park:
 		s.ctr.backlog.Add(-1)
 	}
-	{
-		l.qmu.Unlock()
-		s.ctr.queued.Add(-1)
-		s.releaseBytes(j.size)
-		*c = cell{}
-		cells.Put(c)
-		return false, false
-	}
+	l.qmu.Unlock()
+	s.ctr.queued.Add(-1)
+	s.releaseBytes(j.size)
+	*c = cell{}
+	cells.Put(c)
+	return false, false
 }
 
 // refill moves the head of the backlog into ch while it has room.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,28 @@ func TestCopyTimeoutGrowsWithTheValue(t *testing.T) {
 	if v, err := e.smem.Get(context.Background(), "m:large"); err != nil || len(v) != 2<<20 {
 		t.Fatalf("the large copy: %d bytes, %v", len(v), err)
 	}
+}
+
+// A repair reads the key's current copy before it writes it, and a store
+// whose bulk read cannot return a value past its limit even alone (Workers
+// KV, the copy in the live stage: a 25 MiB value with metadata) has it read
+// with its own read, and repaired (kvfault's MaxBulkBytes stands for the
+// 25 MiB).
+func TestRepairOfAValuePastTheBulkLimit(t *testing.T) {
+	const limit = 100
+	e := newEnv(t, dualwrite.Config{
+		Stage: dualwrite.DualWrite, ConsistencyWindow: -1, RepairInterval: never,
+		Breaker: dualwrite.BreakerConfig{FailuresToOpen: 100},
+	}, func(s *setup) { s.sc.MaxBulkBytes = limit })
+	e.put("m:huge", strings.Repeat("x", limit+1), kv.PutOptions{})
+	e.flush()
+	e.shadow.SetOutage(true)
+	e.put("m:huge", strings.Repeat("y", limit+1), kv.PutOptions{})
+	e.flush()
+	e.shadow.SetOutage(false)
+	e.repair()
+	if st := e.store.Stats(); st.Repairs[dualwrite.RepairFailed] != 0 {
+		t.Fatalf("repairs %v", st.Repairs)
+	}
+	sameContents(t, e.pmem, e.smem)
 }

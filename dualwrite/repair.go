@@ -171,7 +171,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	}
 	var cur []kv.Entry
 	err = s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
-		cur, err = s.readMany(ctx, j.target, []string{j.key})
+		cur, err = s.readOne(ctx, j.target, j.key)
 		return err
 	})
 	p.done(err)
@@ -236,4 +236,20 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 func (s *Store) repaired(ctx context.Context, key string, o RepairOutcome) {
 	s.ctr.repair(o)
 	s.obs.Repaired(ctx, RepairEvent{Outcome: o, Namespace: kv.ModuleOf(key)})
+}
+
+// readOne reads key from store r as readMany does, and alone with its own
+// read when a bulk read of it alone is refused as too large (Workers KV: a
+// 25 MiB value with metadata).
+func (s *Store) readOne(ctx context.Context, r Role, key string) (cur []kv.Entry, err error) {
+	many := func(ctx context.Context, keys []string) ([]kv.Entry, error) { return s.readMany(ctx, r, keys) }
+	one := func(ctx context.Context, key string) (kv.Entry, error) { return s.get(ctx, r, key, readEntry) }
+	split := kv.ReadSplit(ctx, []string{key}, many, one, func(_ []string, got []kv.Entry, rerr error) error {
+		cur, err = got, rerr
+		return nil
+	})
+	if split != nil {
+		return nil, split
+	}
+	return cur, err
 }
