@@ -289,6 +289,7 @@ func lastLine(s string) string {
 // traffic runs a burst of bot updates through the tee and says what the
 // proxy counted.
 func (r *rig) traffic(ctx context.Context) error {
+	began := time.Now()
 	r.bot.say("go")
 	var done struct {
 		Writes      int `json:"writes"`
@@ -297,13 +298,16 @@ func (r *rig) traffic(ctx context.Context) error {
 	if err := r.bot.next(&done, 5*time.Minute); err != nil {
 		return err
 	}
+	// What an update took, on this machine, four at a time: the binding's
+	// latency until handover, the proxy's round trip from then on.
+	took := time.Since(began) / time.Duration(max(done.Invocations, 1)) * 4
 	st, err := r.admin.Stats(ctx)
 	if err != nil {
 		return err
 	}
 	s := st.Summary
-	r.say("    bot: %d updates, %d writes | proxy: stage=%s ops=%d errors=%d breaker=%s dirty=%d unsettled=%d divergences confirmed=%d suspected=%d late copies=%d",
-		done.Invocations, done.Writes, s.Stage, s.Operations, s.Errors, s.Breaker, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected, s.LateCopies)
+	r.say("    bot: %d updates, %d writes, %s an update | proxy: stage=%s ops=%d errors=%d breaker=%s dirty=%d unsettled=%d divergences confirmed=%d suspected=%d late copies=%d",
+		done.Invocations, done.Writes, took.Round(time.Millisecond), s.Stage, s.Operations, s.Errors, s.Breaker, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected, s.LateCopies)
 	return nil
 }
 
