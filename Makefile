@@ -42,6 +42,9 @@ mongo:
 # scripts/testlog, which names each package and slow test as it ends, the
 # tests still running every 30 s, and a failed test's whole output.
 TESTLOG := $(CURDIR)/bin/testlog
+# Tests that skip under the race detector (values of tens of MiB through
+# FerretDB): make integration runs them once without it.
+LARGE_TESTS := ^(TestLargeValuesSettleThroughTheProxy|TestLargeCopyToASlowShadow|TestGetManyPastOneReply)$$
 test: lint unit workers integration alerts deploy fuzz
 	@echo "make test: every step passed"
 
@@ -79,6 +82,8 @@ integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	  else echo "make test: chromium or chromedriver is missing: the HTML report's layout test is SKIPPED here (CI fails it instead; apt-get install chromium chromium-driver)"; fi; \
 	fi
 	@if [ -f tests/go.mod ]; then set -o pipefail; cd tests && $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
+	@echo "make test: the large-value tests, which the race detector makes too slow for FerretDB (tens of MiB), once without it (about a minute)"
+	@set -o pipefail; cd tests && $(GO) test -count=1 -timeout 15m -json -run '$(LARGE_TESTS)' ./proxy/ ./mongokv/ | $(TESTLOG)
 	@echo "make test: the demo, shortened, as a test (about a minute)"
 	@set -o pipefail; cd demo && $(GO) test -race -count=1 -timeout 10m -json ./... | $(TESTLOG)
 
