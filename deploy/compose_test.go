@@ -99,7 +99,9 @@ func TestComposeKeepsTheInvariants(t *testing.T) {
 
 	prom, ok := c.Services["prometheus"]
 	if !ok || !slices.ContainsFunc(prom.Volumes, func(v string) bool { return strings.Contains(v, "kvshadow-alerts.yml") }) ||
-		!slices.ContainsFunc(prom.Volumes, func(v string) bool { return strings.HasPrefix(v, "./secrets/prometheus-admin-token:/etc/prometheus/admin-token:") }) {
+		!slices.ContainsFunc(prom.Volumes, func(v string) bool {
+			return strings.HasPrefix(v, "./secrets/prometheus-admin-token:/etc/prometheus/admin-token:")
+		}) {
 		t.Errorf("Prometheus does not get the alert rules and the admin token: %v", prom.Volumes)
 	}
 }
