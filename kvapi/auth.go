@@ -45,13 +45,13 @@ func (s *Server) authorize(r *http.Request) *apiError {
 		}
 		return errorf(http.StatusBadRequest, CodeMissingAuth, "Missing X-Auth-Key, X-Auth-Email or Authorization headers")
 	}
-	m := bearer.FindStringSubmatch(h)
-	if m == nil {
+	if !bearer.MatchString(h) {
 		e := errorf(http.StatusBadRequest, CodeInvalidHeaders, "Invalid request headers")
 		e.chain = []message{{Code: CodeBadAuthFormat, Message: "Invalid format for Authorization header"}}
 		return e
 	}
-	if subtle.ConstantTimeCompare([]byte(m[1]), s.token) != 1 {
+	// The match is the whole header: the token is what follows "Bearer ".
+	if subtle.ConstantTimeCompare([]byte(h[len("Bearer "):]), s.token) != 1 {
 		return errorf(http.StatusForbidden, CodeAuthentication, "Authentication error")
 	}
 	return nil

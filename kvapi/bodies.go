@@ -63,6 +63,11 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit int64) *apiError {
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
+	if r.Body == nil || r.Body == http.NoBody {
+		// Nothing to bound: left as it is, a GET's body costs no reader of
+		// its own nor the memory budget's (ServeHTTP charges only a body).
+		return nil
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	return nil
 }

@@ -25,11 +25,15 @@ func (s *Server) getValue(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, storeError(err))
 		return
 	}
+	// The headers' values share one allocation (Header.Set makes a slice
+	// for each); each is capped at its one element, so that appending to
+	// one never writes over the next.
+	vals := &[3]string{"application/octet-stream", strconv.Itoa(len(e.Value))}
 	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Content-Length", strconv.Itoa(len(e.Value)))
+	h["Content-Type"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
 	if !e.Expiration.IsZero() {
-		h.Set("Expiration", strconv.FormatInt(e.Expiration.Unix(), 10))
+		vals[2] = strconv.FormatInt(e.Expiration.Unix(), 10)
+		h["Expiration"] = vals[2:3:3]
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(e.Value)

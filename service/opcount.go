@@ -2,6 +2,7 @@ package service
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -23,14 +24,22 @@ func (c *opCounter) counts() admin.Operations {
 // wrap counts what h answers.
 func (c *opCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		rec := statusWriters.Get().(*statusWriter)
+		*rec = statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
 		c.ops.Add(1)
 		if rec.status >= 500 {
 			c.errs.Add(1)
 		}
+		// net/http holds no handler's writer once the handler returned.
+		*rec = statusWriter{}
+		statusWriters.Put(rec)
 	})
 }
+
+// statusWriters are reused from one request to the next: a request costs
+// no writer of its own.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
 
 // statusWriter keeps the status a handler answered with.
 type statusWriter struct {

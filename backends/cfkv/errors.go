@@ -160,10 +160,16 @@ func (s *Store) retryAfter(h http.Header) time.Duration {
 // readBody reads and closes a response body.
 func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 && resp.ContentLength <= limit {
-		buf.Grow(int(resp.ContentLength))
+	if n := resp.ContentLength; n >= 0 && n <= limit {
+		// A declared length is all net/http's body yields: read into one
+		// slice of that size, with no buffer growing past it.
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
 	}
+	var buf bytes.Buffer
 	_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit))
 	return buf.Bytes(), err
 }

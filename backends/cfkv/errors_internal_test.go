@@ -2,6 +2,7 @@ package cfkv
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -102,4 +103,26 @@ func TestScrubIgnoresCase(t *testing.T) {
 // body is an error envelope with one error.
 func body(code int, msg string) []byte {
 	return []byte(`{"success":false,"errors":[{"code":` + strconv.Itoa(code) + `,"message":"` + msg + `"}],"messages":[],"result":null}`)
+}
+
+// TestReadBodyOfDeclaredLength holds that a body whose length the response
+// declares is read into one slice of that length (it took a reader and a
+// buffer grown twice), and that a short one is an error.
+func TestReadBodyOfDeclaredLength(t *testing.T) {
+	body := strings.NewReader("")
+	resp := &http.Response{ContentLength: 7, Body: io.NopCloser(body)}
+	allocs := testing.AllocsPerRun(100, func() {
+		body.Reset("a value")
+		got, err := readBody(resp, 1<<20)
+		if err != nil || string(got) != "a value" {
+			t.Fatalf("readBody = %q, %v", got, err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("readBody allocates %v times for a declared length, want 1", allocs)
+	}
+	resp.Body = io.NopCloser(strings.NewReader("short"))
+	if _, err := readBody(resp, 1<<20); err == nil {
+		t.Error("a body shorter than its declared length was read without an error")
+	}
 }

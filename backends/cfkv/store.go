@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -87,8 +88,11 @@ type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
 // every answer is read and classified here: on a 2xx the response is
 // returned with its body unread; anything else is an outcome.
 func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Response, outcome) {
-	var resp *http.Response
-	err := call(ctx, option.WithResponseBodyInto(&resp))
+	slot := responseSlots.Get().(*responseSlot)
+	err := call(ctx, slot.into)
+	resp := slot.resp
+	slot.resp = nil // the SDK keeps no option once the call returned
+	responseSlots.Put(slot)
 	if resp == nil {
 		if err == nil {
 			err = errors.New("no response")
@@ -105,6 +109,20 @@ func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Respon
 	}
 	return resp, outcome{}
 }
+
+// responseSlot is where the SDK puts a call's raw response, with the option
+// that tells it to, made once: a call costs neither the option's closure
+// nor a response pointer of its own.
+type responseSlot struct {
+	resp *http.Response
+	into option.RequestOption
+}
+
+var responseSlots = sync.Pool{New: func() any {
+	slot := new(responseSlot)
+	slot.into = option.WithResponseBodyInto(&slot.resp)
+	return slot
+}}
 
 // The most this package reads of an error body and of an envelope.
 const (

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
@@ -96,6 +97,7 @@ type Store struct {
 	system   string
 	module   string // the inner store's own module, when it is namespaced
 	tracer   trace.Tracer
+	untraced bool // the tracer is OpenTelemetry's no-op one
 	redactor *compare.Redactor
 	inst     *instruments
 }
@@ -146,6 +148,7 @@ func newStore(s kv.Store, cfg Config, opts []Option) (*Store, error) {
 		tracer:   o.tp.Tracer(ScopeName),
 		redactor: red,
 	}
+	_, st.untraced = st.tracer.(tracenoop.Tracer)
 	if m, ok := s.(interface{ Module() string }); ok {
 		st.module = m.Module()
 	}

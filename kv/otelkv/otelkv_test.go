@@ -10,8 +10,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/compare"
@@ -255,4 +257,26 @@ func names(rec *telemetrytest.Recorder) []string {
 		out = append(out, s.Name())
 	}
 	return out
+}
+
+// TestNoopTracerCostsNothing holds that with OpenTelemetry's no-op tracer
+// (what the service runs with when no collector is configured) an
+// operation allocates what the wrapped store does and no more: the no-op
+// span and its context are skipped (they cost two allocations a call).
+func TestNoopTracerCostsNothing(t *testing.T) {
+	mem := memory.New(memory.Config{})
+	s, err := otelkv.New(mem, otelkv.Config{System: otelkv.SystemMemory},
+		otelkv.WithTracerProvider(tracenoop.NewTracerProvider()), otelkv.WithMeterProvider(metricnoop.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "wordle:a", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bare := testing.AllocsPerRun(100, func() { _, _ = mem.Get(ctx, "wordle:a") })
+	wrapped := testing.AllocsPerRun(100, func() { _, _ = s.Get(ctx, "wordle:a") })
+	if wrapped > bare {
+		t.Errorf("Get through otelkv with no-op providers allocates %v times, the store alone %v", wrapped, bare)
+	}
 }
