@@ -2,13 +2,16 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // GET /stats opens with a summary an operator reads at a glance: stage,
@@ -80,5 +83,51 @@ func TestAProxyThatCannotListenIsNeverOnTheBoard(t *testing.T) {
 	beats, err := board.Instances(t.Context())
 	if err != nil || len(beats) != 0 {
 		t.Fatalf("the board holds %+v (%v), want no instance", beats, err)
+	}
+}
+
+// A confirmed divergence is logged with namespace= once: the key's module,
+// as the kv layer's lines name it; the Workers KV namespace the instance
+// serves is kv_namespace=.
+func TestDivergenceLinesNameTheNamespaceOnce(t *testing.T) {
+	r := start(t, "--repair-interval", "200ms")
+	ctx := t.Context()
+	// A key copied and still unsettled when its shadow value is changed
+	// around the layer: its verification must find the difference. One
+	// verified before the change is settled and never read again, so
+	// another key is tried.
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("wordle:games:%d", i)
+		if err := r.client(t, DemoNamespace).Put(ctx, key, []byte("v1"), kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the copy in the shadow", func() bool {
+			v, err := r.shadows[DemoNamespace].Inner().Get(ctx, key)
+			return err == nil && string(v) == "v1"
+		})
+		if err := r.shadows[DemoNamespace].Inner().Put(ctx, key, []byte("changed"), kv.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var unsettled admin.DirtyView
+		r.call(t, "GET", "/unsettled?keys=plain", "", &unsettled)
+		if slices.Contains(unsettled.Namespaces[DemoNamespace].Keys, key) {
+			break
+		}
+	}
+	eventually(t, "the divergence confirmed", func() bool { return r.stats(t).Summary.Divergences.Confirmed > 0 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.SplitSeq(r.stderr, "\n") {
+		if strings.Contains(l, "dualwrite: divergence") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no divergence line in:\n%s", r.stderr)
+	}
+	if strings.Count(line, " namespace=") != 1 || !strings.Contains(line, " namespace=wordle") || !strings.Contains(line, "kv_namespace="+DemoNamespace) {
+		t.Errorf("divergence line %q: want namespace=wordle once and kv_namespace=%s", line, DemoNamespace)
 	}
 }
