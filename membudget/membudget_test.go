@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,40 @@ func TestHoldReaderChargesWhatIsRead(t *testing.T) {
 	var none *membudget.Budget
 	if err := none.Acquire(context.Background(), 1<<40); err != nil || none.Limit() != 0 {
 		t.Fatal("a nil Budget refuses")
+	}
+}
+
+func TestTransportChargesResponseBodies(t *testing.T) {
+	b, err := membudget.New(membudget.Config{Limit: 64 * mib, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 10*mib))
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: b.Transport(http.DefaultTransport, 4)}
+	res, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(res.Body); !errors.Is(err, membudget.ErrExhausted) {
+		t.Fatalf("a 10 MiB answer at four times, with 32 MiB to grant: %v", err)
+	}
+	res.Body.Close()
+	if b.InUse() != 0 {
+		t.Fatalf("in use %d after the body was closed", b.InUse())
+	}
+	hc = &http.Client{Transport: b.Transport(http.DefaultTransport, 2)}
+	res, err = hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, res.Body); err != nil || n != 10*mib || b.InUse() != 20*mib {
+		t.Fatalf("read %d, %v; in use %d, want 20 MiB while open", n, err, b.InUse())
+	}
+	res.Body.Close()
+	if b.InUse() != 0 {
+		t.Fatalf("in use %d after Close", b.InUse())
 	}
 }

@@ -71,7 +71,16 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		adminCert = &kp
 	}
 
-	b, err := o.open(ctx, c, Plumbing{Clock: o.clock, Logger: log})
+	// One memory budget for the whole process: the front's requests, the
+	// tee's batches, the copies waiting in the lanes, the primary's answers.
+	mem, err := membudget.New(membudget.Config{Limit: c.MemoryBudget})
+	if err != nil {
+		return usage("--memory-budget: %v", err)
+	}
+	if o.processLimit {
+		mem.SetProcessLimit()
+	}
+	b, err := o.open(ctx, c, Plumbing{Clock: o.clock, Logger: log, Memory: mem})
 	if err != nil {
 		return err
 	}
@@ -106,15 +115,6 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}()
 	if c.JournalDir == "" {
 		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
-	}
-	// One memory budget for the whole process: the front's requests, the
-	// tee's batches, the copies waiting in the lanes.
-	mem, err := membudget.New(membudget.Config{Limit: c.MemoryBudget})
-	if err != nil {
-		return usage("--memory-budget: %v", err)
-	}
-	if o.processLimit {
-		mem.SetProcessLimit()
 	}
 	fl, err := newFleet(dualwrite.Config{Memory: mem,
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,

@@ -23,6 +23,7 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // Sides are one namespace's two stores.
@@ -61,6 +62,24 @@ func (b *Backends) Close(ctx context.Context) error {
 type Plumbing struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Memory is the process's memory budget, which the answers of a store
+	// reached over HTTP are charged to as they are read (primaryClient).
+	Memory *membudget.Budget
+}
+
+// primaryAnswerFactor is what a primary's answer costs for each byte read:
+// the JSON as read, the envelope's result and each value's raw JSON cut
+// from it, the values decoded (cfkv's bulk get).
+const primaryAnswerFactor = 3
+
+// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's own
+// settings (idle connections for concurrent callers), its answers charged
+// to the memory budget. A bulk get of values that are not UTF-8 answers six
+// times their size, which nothing else would count.
+func primaryClient(mem *membudget.Budget) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: mem.Transport(t, primaryAnswerFactor)}
 }
 
 // Opener opens the Backends for a Config; see WithBackends.
@@ -86,7 +105,8 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	}
 	b.Closers = append(b.Closers, client.Close)
 	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL, Clock: clk})
+		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL, Clock: clk,
+			HTTPClient: primaryClient(p.Memory)})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
@@ -154,7 +174,8 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk})
+		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,
+			HTTPClient: primaryClient(p.Memory)})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(context.Background()))
 		}
