@@ -12,10 +12,8 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
-	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
-	"github.com/kvshadow/kvshadow/service"
 )
 
 // The benchmarks put the same call side by side in one run, through the
@@ -41,20 +39,7 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	}
 	hs := httptest.NewServer(api)
 	b.Cleanup(hs.Close)
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
-		"CLOUDFLARE_BASE_URL": hs.URL + "/client/v4/", "MONGODB_URI": "mongodb://127.0.0.1:1/unused",
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
-	memShadow := func(ctx context.Context, c *service.Config, p service.Plumbing) (*service.Backends, error) {
-		primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: hs.URL + "/client/v4/"})
-		if err != nil {
-			return nil, err
-		}
-		return &service.Backends{Board: control.NewMemoryBoard(),
-			Sides: []service.Sides{{ID: namespace, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: "memory"}}}, nil
-	}
-	in := startInProcess(b, env, []string{"--stage", "dualwrite", "--max-concurrent", "1024"}, service.WithBackends(memShadow))
+	in := startOverMemoryShadow(b, hs.URL+"/client/v4/", []string{"--stage", "dualwrite", "--max-concurrent", "1024"})
 	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: hs.URL + "/client/v4/", MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,12 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
-	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
-	"github.com/kvshadow/kvshadow/service"
 )
 
 // requestLog records the requests an emulated Workers KV account serves, as
@@ -65,20 +61,7 @@ func TestEveryRouteCostsThePrimaryOneRequestOfItsKind(t *testing.T) {
 	var log requestLog
 	hs := httptest.NewServer(log.wrap(api))
 	t.Cleanup(hs.Close)
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
-		"CLOUDFLARE_BASE_URL": hs.URL + "/client/v4/", "MONGODB_URI": "mongodb://127.0.0.1:1/unused",
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
-	memShadow := func(ctx context.Context, c *service.Config, p service.Plumbing) (*service.Backends, error) {
-		primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: hs.URL + "/client/v4/"})
-		if err != nil {
-			return nil, err
-		}
-		return &service.Backends{Board: control.NewMemoryBoard(),
-			Sides: []service.Sides{{ID: namespace, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: "memory"}}}, nil
-	}
-	in := startInProcess(t, env, []string{"--stage", "dualwrite", "--compare-rate", "0", "--consistency-window", "1h"}, service.WithBackends(memShadow))
+	in := startOverMemoryShadow(t, hs.URL+"/client/v4/", []string{"--stage", "dualwrite", "--compare-rate", "0", "--consistency-window", "1h"})
 
 	exp := time.Now().Add(2 * time.Hour).Truncate(time.Second)
 	if err := store.PutEntry(t.Context(), kv.Entry{Key: "wordle:a", Value: []byte{0xff, 'x'}, Expiration: exp, Metadata: []byte(`{"m":1}`)}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
@@ -198,4 +199,25 @@ func shadowStore(t testing.TB, db string, clk clock.Clock) *mongokv.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// startOverMemoryShadow runs an in-process proxy whose primary is the REST
+// API at primaryURL (its /client/v4/ root) and whose shadow is a memory
+// store: what a caller waits for is the primary alone.
+func startOverMemoryShadow(t testing.TB, primaryURL string, args []string) *instance {
+	t.Helper()
+	env := map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
+		"CLOUDFLARE_BASE_URL": primaryURL, "MONGODB_URI": "mongodb://127.0.0.1:1/unused",
+		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
+	}
+	memShadow := func(ctx context.Context, c *service.Config, p service.Plumbing) (*service.Backends, error) {
+		primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primaryURL})
+		if err != nil {
+			return nil, err
+		}
+		return &service.Backends{Board: control.NewMemoryBoard(),
+			Sides: []service.Sides{{ID: namespace, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: "memory"}}}, nil
+	}
+	return startInProcess(t, env, args, service.WithBackends(memShadow))
 }
