@@ -42,7 +42,7 @@ func TestTheFenceHoldsTheFlipOnEveryInstance(t *testing.T) {
 		t.Fatalf("ingest on b: %d %s", resp.StatusCode, raw)
 	}
 
-	held := `instance "b" (live): 1 keys last written by a binding copy not verified yet`
+	held := `instance "b" (alive): 1 keys last written by a binding copy not verified yet`
 	eventually(t, "b's heartbeat to carry its fence", func() bool {
 		f := a.stage(t).Flip
 		return f != nil && !f.Clear && strings.Contains(strings.Join(f.HeldBy, "; "), held)
