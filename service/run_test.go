@@ -368,8 +368,13 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 		put("wordle:x"+string(rune('a'+i)), "e")
 	}
 	eventually(t, "the breaker open", func() bool { return r.stats(t).Total.Drops["breaker_open"] > 0 })
-
-	scrape := r.scrape(t)
+	// The breaker's transition is counted by the Store's event loop, which
+	// may not have run yet when the first copy is refused.
+	var scrape string
+	eventually(t, "the breaker's transition in the scrape", func() bool {
+		scrape = r.scrape(t)
+		return strings.Contains(scrape, "\nkvshadow_dualwrite_breaker_transitions_total{")
+	})
 	raw, err := os.ReadFile("../deploy/grafana/kvshadow-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
