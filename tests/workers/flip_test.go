@@ -99,9 +99,10 @@ const counterKey = "flip:counter"
 // gate is an HTTP endpoint whose requests wait until it is opened: the
 // bot's held copy asks it before it is sent.
 type gate struct {
-	URL  string
-	open chan struct{}
-	hits chan struct{}
+	URL    string
+	open   chan struct{}
+	opened sync.Once
+	hits   chan struct{}
 }
 
 func newGate(t *testing.T) *gate {
@@ -113,10 +114,15 @@ func newGate(t *testing.T) *gate {
 		case <-r.Context().Done():
 		}
 	}))
-	t.Cleanup(srv.Close)
+	// Opened before the server closes, which waits for the held request:
+	// a test that fails before it opens the gate still ends.
+	t.Cleanup(func() { g.release(); srv.Close() })
 	g.URL = srv.URL + "/hold"
 	return g
 }
+
+// release lets the held requests go.
+func (g *gate) release() { g.opened.Do(func() { close(g.open) }) }
 
 // flip moves the stage one step through the admin API, asking again while
 // it is refused (the fence, a lane not drained) until it is applied.
@@ -184,7 +190,11 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 	// One of bot2's writes goes to its binding now; its copy waits.
 	hold := newGate(t)
 	must(b.put("bot2", "late:k", "bot2 in shadow, copied after live", hold.URL))
-	<-hold.hits // the copy is held
+	select { // the copy is held
+	case <-hold.hits:
+	case <-time.After(time.Minute):
+		t.Fatal("bot2's copy never reached the gate")
+	}
 
 	stop := make(chan struct{})
 	traffic := make(chan error, 1)
@@ -210,7 +220,7 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 	}()
 	flip(t, adm, "handover")
 	flip(t, adm, "live")
-	close(hold.open) // the held copy arrives now, in live: a late copy
+	hold.release() // the held copy arrives now, in live: a late copy
 	late := until(time.Minute, func() bool {
 		st, err := adm.Stats(context.Background())
 		must(err)
