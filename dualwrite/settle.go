@@ -355,10 +355,12 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	}
 }
 
+// has reports whether key is dirty. The entry is read under the lock: once
+// the key leaves the set its entry may be reused (release).
 func (d *settleSet) has(key string) bool {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	e, ok := d.keys[key]
-	d.mu.Unlock()
 	return ok && e.mark == MarkDirty
 }
 

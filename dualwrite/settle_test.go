@@ -296,3 +296,37 @@ func TestJournalGroupCommitOffTheCallersPath(t *testing.T) {
 		t.Fatalf("after recovery: ok %v, pending %d", st.JournalOK, st.JournalPending)
 	}
 }
+
+// Sampled reads check their key's mark while verification settles keys and
+// reuses their entries: under the race detector this finds a mark read
+// outside the set's lock.
+func TestComparisonsBesideSettling(t *testing.T) {
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Shadow, CompareRate: 1, ConsistencyWindow: -1})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				k := fmt.Sprintf("wordle:w%d-%d", w, i%8)
+				must(t, p.store.Put(ctx, k, []byte(fmt.Sprint(i)), kv.PutOptions{}))
+				if _, err := p.store.Get(ctx, k); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 200 {
+			if _, err := p.store.Settle(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+}
