@@ -259,12 +259,8 @@ func flip(ctx context.Context, px *proxy, st *status, to dualwrite.Stage, what s
 		if err := px.repair(ctx); err != nil {
 			return err
 		}
-		t := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, 500*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -284,14 +280,22 @@ func settle(ctx context.Context, px *proxy, cfg config) error {
 		if err := px.repair(ctx); err != nil {
 			return err
 		}
-		t := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, 500*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
 
 var errVerdict = errors.New("the demo did not behave as designed")
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
