@@ -2,34 +2,22 @@ package deploy_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/internal/tools"
 	"github.com/kvshadow/kvshadow/service"
 )
 
-// need makes sure the commands are there, installing their Debian packages
-// with the project's scripts/need.sh where they are missing ("cmd:package"
-// pairs). Where they cannot be installed the test is skipped, saying why,
-// unless KVSHADOW_REQUIRE_DEPLOY_TOOLS=1 (CI) makes that a failure.
+// need makes sure the commands are there (tools.Need).
 func need(t *testing.T, pairs ...string) {
 	t.Helper()
-	out, err := exec.Command("../scripts/need.sh", pairs...).CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return
-	case errors.As(err, &exit) && exit.ExitCode() == 3 && os.Getenv("KVSHADOW_REQUIRE_DEPLOY_TOOLS") != "1":
-		t.Skipf("skipped: %s", strings.TrimSpace(string(out)))
-	}
-	t.Fatalf("scripts/need.sh %s: %v\n%s", strings.Join(pairs, " "), err, out)
+	tools.Need(t, "../scripts/need.sh", pairs...)
 }
 
 // stopTime is what a deployment form must give the proxy between SIGTERM

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/internal/tools"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
@@ -350,18 +350,8 @@ func write(t *testing.T, path, text string) {
 	}
 }
 
-// need makes sure the commands are there (scripts/need.sh installs their
-// Debian packages where missing) or skips, saying why, unless
-// KVSHADOW_REQUIRE_DEPLOY_TOOLS=1 (CI) makes that a failure.
+// need makes sure the commands are there (tools.Need).
 func need(t *testing.T, pairs ...string) {
 	t.Helper()
-	out, err := exec.Command("../../scripts/need.sh", pairs...).CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return
-	case errors.As(err, &exit) && exit.ExitCode() == 3 && os.Getenv("KVSHADOW_REQUIRE_DEPLOY_TOOLS") != "1":
-		t.Skipf("skipped: %s", strings.TrimSpace(string(out)))
-	}
-	t.Fatalf("scripts/need.sh %s: %v\n%s", strings.Join(pairs, " "), err, out)
+	tools.Need(t, "../../scripts/need.sh", pairs...)
 }
