@@ -3,48 +3,45 @@ package proxy_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"runtime"
-	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // The benchmarks put the same call side by side in one run, through the
-// same client (cloudflare-go through cfkv): directly to the REST emulator,
-// and through the proxy whose primary is that emulator (stage dualwrite, an
-// in-memory shadow: what a caller waits for is the primary alone). The
-// emulator adds 0 or 3 ms to every request, as a remote Workers KV would.
+// same client (cloudflare-go through cfkv): directly to the emulated
+// Workers KV, and through the proxy whose primary is that emulator (stage
+// dualwrite, an in-memory shadow: what a caller waits for is the primary
+// alone). The emulator, the proxy and the floor each run in a process of
+// their own (children_test.go), as in a deployment, so that the proxy's hop
+// costs what it costs there: a loopback round trip to another process and
+// back, whose threads sleep while they wait. The emulator adds 0 or 3 ms to
+// every request, as a remote Workers KV would.
 
 // benchRig is one emulator, one proxy over it, a client of each, and the
-// floor (floor_test.go).
+// floor.
 type benchRig struct {
 	direct, proxied kv.Store
 	floor           *floor
+	probe           string // the proxy's counters (see serveProxy)
 }
 
 func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	b.Helper()
-	faults := &kvapi.Faults{}
-	faults.SetLatency(latency)
-	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: memory.New(memory.Config{})}, AccountID: account, Token: primaryToken, Faults: faults})
+	primary := startChild(b, "emulator", latencyEnv+"="+latency.String())[0]
+	proxy := startChild(b, "proxy", primaryEnv+"="+primary)
+	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
-	b.Cleanup(hs.Close)
-	in := startOverMemoryShadow(b, hs.URL+"/client/v4/", []string{"--stage", "dualwrite", "--max-concurrent", "1024"})
-	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: hs.URL + "/client/v4/", MaxRetries: -1})
+	proxied, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: clientToken, BaseURL: proxy[0], MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &benchRig{direct: direct, proxied: in.client(b, nil), floor: startFloor(b)}
+	r := &benchRig{direct: direct, proxied: proxied, floor: startFloor(b), probe: proxy[1]}
 	for i := range benchKeys {
 		if err := direct.Put(b.Context(), benchKey(i), []byte(benchValue), kv.PutOptions{}); err != nil {
 			b.Fatal(err)
@@ -79,12 +76,13 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // payload, floor_test.go), so that all three see the same machine, and
 // reports p50 and p99 of each call, the p50 ratio, the time the proxy adds
 // at p50, that time in floors (added-floors: how many bare cross-process
-// round trips the proxy's hop costs), and what the proxy's side makes per
-// request: its allocations (all allocations of the process per proxied
-// call, less those of a direct call: the proxy's front, its dual-write
-// store and its own client to the primary) and the goroutines it starts
-// (proxy-goroutines/req, the same difference: net/http's server starts one
-// per request to watch the connection while the handler runs).
+// round trips the proxy's hop costs; its own hop is one of them), and what
+// the proxy's process makes per proxied call, read from its probe before
+// and after the loop: its allocations (proxy-allocs/req: the front, the
+// dual-write store, the copy to the shadow and the proxy's own client to
+// the primary, and whatever the process did in the background meanwhile)
+// and the goroutines it starts (proxy-goroutines/req: net/http's server
+// starts one per request to watch the connection while the handler runs).
 func BenchmarkProxyLatency(b *testing.B) {
 	for _, latency := range []time.Duration{0, 3 * time.Millisecond} {
 		r := newBenchRig(b, latency)
@@ -97,27 +95,20 @@ func BenchmarkProxyLatency(b *testing.B) {
 					{do: func(i int) error { return r.floor.do(ctx, op.name, i) }},
 				}
 				direct, proxied, floor := sides[0], sides[1], sides[2]
-				var ms runtime.MemStats
-				created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+				before := probe(b, r.probe)
 				i := 0
 				for b.Loop() {
 					for _, side := range sides {
-						runtime.ReadMemStats(&ms)
-						metrics.Read(created)
-						mallocs, goroutines := ms.Mallocs, created[0].Value.Uint64()
 						start := time.Now()
 						if err := side.do(i); err != nil {
 							b.Fatal(err)
 						}
 						side.d = append(side.d, time.Since(start))
-						runtime.ReadMemStats(&ms)
-						metrics.Read(created)
-						side.allocs += ms.Mallocs - mallocs
-						side.goroutines += created[0].Value.Uint64() - goroutines
 					}
 					i++
 				}
-				n := float64(len(direct.d))
+				after := probe(b, r.probe)
+				n := float64(len(proxied.d))
 				dp50, pp50, fp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5)
 				b.ReportMetric(float64(dp50.Microseconds()), "direct-p50-µs")
 				b.ReportMetric(float64(quantile(direct.d, 0.99).Microseconds()), "direct-p99-µs")
@@ -127,8 +118,8 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(pp50)/float64(dp50), "p50-ratio")
 				b.ReportMetric(float64((pp50 - dp50).Microseconds()), "added-p50-µs")
 				b.ReportMetric(float64(pp50-dp50)/float64(fp50), "added-floors")
-				b.ReportMetric((float64(proxied.allocs)-float64(direct.allocs))/n, "proxy-allocs/req")
-				b.ReportMetric((float64(proxied.goroutines)-float64(direct.goroutines))/n, "proxy-goroutines/req")
+				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
+				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})
 		}
 	}
@@ -137,9 +128,8 @@ func BenchmarkProxyLatency(b *testing.B) {
 // benchSide is one of the calls BenchmarkProxyLatency alternates, with
 // what it measured.
 type benchSide struct {
-	do                 func(i int) error
-	d                  []time.Duration
-	allocs, goroutines uint64
+	do func(i int) error
+	d  []time.Duration
 }
 
 // BenchmarkProxySaturation drives each side with as many concurrent

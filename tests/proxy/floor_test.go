@@ -1,14 +1,10 @@
 package proxy_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,25 +17,15 @@ import (
 // such hop to a direct call, plus its own work; BenchmarkProxyLatency
 // measures the floor beside both, in the same loop.
 
-// floorEnv makes the test binary serve the floor instead of running tests.
-const floorEnv = "KVSHADOW_BENCH_FLOOR"
-
 // benchValue is the value every benchmark key holds.
 const benchValue = `{"word":"apple","guesses":3}`
 
 var floorEnvelope = []byte(`{"success":true,"errors":[],"messages":[],"result":null}`)
 
-// serveFloor is the child process: it prints its address, serves until its
-// standard input closes (the parent exited or stopped it), then exits.
-func serveFloor() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "floor:", err)
-		os.Exit(1)
-	}
-	fmt.Println(ln.Addr().String())
+// serveFloor is the floor's process (see serveChild).
+func serveFloor() ([]string, func(), error) {
 	value := []byte(benchValue)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url, stop, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := value
 		_, _ = io.Copy(io.Discard, r.Body)
 		h := w.Header()
@@ -51,10 +37,8 @@ func serveFloor() {
 		}
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 		_, _ = w.Write(body)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
+	}))
+	return []string{url}, stop, err
 }
 
 // floor is the parent's side: the child process and a client of its own.
@@ -65,28 +49,10 @@ type floor struct {
 
 func startFloor(b *testing.B) *floor {
 	b.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), floorEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("the floor's process did not start: %v", err)
-	}
+	url := startChild(b, "floor")[0]
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	b.Cleanup(tr.CloseIdleConnections)
-	return &floor{url: "http://" + strings.TrimSpace(addr) + "/client/v4/accounts/" + account + "/storage/kv/namespaces/" + namespace + "/values/",
+	return &floor{url: url + "/client/v4/accounts/" + account + "/storage/kv/namespaces/" + namespace + "/values/",
 		client: &http.Client{Transport: tr}}
 }
 

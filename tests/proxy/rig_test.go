@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +24,7 @@ import (
 var srv *mongotest.Server
 
 func TestMain(m *testing.M) {
-	if os.Getenv(floorEnv) != "" {
-		serveFloor()
-	}
+	serveChild()
 	mongotest.Main(m, &srv)
 }
 
@@ -206,6 +203,13 @@ func shadowStore(t testing.TB, db string, clk clock.Clock) *mongokv.Store {
 // store: what a caller waits for is the primary alone.
 func startOverMemoryShadow(t testing.TB, primaryURL string, args []string) *instance {
 	t.Helper()
+	env, backends := overMemoryShadow(primaryURL)
+	return startInProcess(t, env, args, service.WithBackends(backends))
+}
+
+// overMemoryShadow is the environment and backends of a proxy whose primary
+// is the emulator at primaryURL and whose shadow is a memory store.
+func overMemoryShadow(primaryURL string) (map[string]string, service.Opener) {
 	env := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
 		"CLOUDFLARE_BASE_URL": primaryURL, "MONGODB_URI": "mongodb://127.0.0.1:1/unused",
@@ -219,5 +223,5 @@ func startOverMemoryShadow(t testing.TB, primaryURL string, args []string) *inst
 		return &service.Backends{Board: control.NewMemoryBoard(),
 			Sides: []service.Sides{{ID: namespace, Primary: primary, Shadow: memory.New(memory.Config{}), ShadowSystem: "memory"}}}, nil
 	}
-	return startInProcess(t, env, args, service.WithBackends(memShadow))
+	return env, memShadow
 }

@@ -1,0 +1,208 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
+	"github.com/kvshadow/kvshadow/service"
+)
+
+// The benchmarks run each party in a process of its own, as a deployment
+// does: the emulated Workers KV (its latency set by the benchmark), the
+// proxy over it, and the floor (floor_test.go). The test binary is each
+// child: childEnv names the role, and the child prints its addresses on
+// one line, then serves until its standard input closes (the parent exited
+// or is done with it).
+
+// childEnv makes the test binary serve a benchmark's role instead of
+// running tests.
+const childEnv = "KVSHADOW_BENCH_CHILD"
+
+// The children's parameters.
+const (
+	latencyEnv = "KVSHADOW_BENCH_LATENCY" // the emulator's added latency
+	primaryEnv = "KVSHADOW_BENCH_PRIMARY" // the proxy's primary
+	// profileEnv names a file for the proxy child's CPU profile, taken
+	// over its whole life: set it when running the benchmark to see where
+	// the proxy's time goes (go tool pprof FILE).
+	profileEnv = "KVSHADOW_BENCH_PROXY_PROFILE"
+)
+
+// serveChild runs the role the environment names, if any, and exits.
+func serveChild() {
+	role := os.Getenv(childEnv)
+	if role == "" {
+		return
+	}
+	var (
+		addrs []string
+		stop  func()
+		err   error
+	)
+	switch role {
+	case "floor":
+		addrs, stop, err = serveFloor()
+	case "emulator":
+		addrs, stop, err = serveEmulator(os.Getenv(latencyEnv))
+	case "proxy":
+		addrs, stop, err = serveProxy(os.Getenv(primaryEnv))
+		if path := os.Getenv(profileEnv); err == nil && path != "" {
+			stop, err = profiled(path, stop)
+		}
+	default:
+		err = fmt.Errorf("no role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchmark child %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	fmt.Println(strings.Join(addrs, " "))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop()
+	os.Exit(0)
+}
+
+// profiled starts a CPU profile into path that stop ends.
+func profiled(path string, stop func()) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	return func() { stop(); pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// serve answers h on a loopback port of its own.
+func serve(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// serveEmulator is Workers KV emulated over the memory store, each request
+// delayed by latency.
+func serveEmulator(latency string) ([]string, func(), error) {
+	d, err := time.ParseDuration(latency)
+	if err != nil {
+		return nil, nil, err
+	}
+	faults := &kvapi.Faults{}
+	faults.SetLatency(d)
+	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: memory.New(memory.Config{})}, AccountID: account, Token: primaryToken, Faults: faults})
+	if err != nil {
+		return nil, nil, err
+	}
+	url, stop, err := serve(api)
+	return []string{url + "/client/v4/"}, stop, err
+}
+
+// serveProxy is kvshadow-proxy over primary in stage dualwrite, with its
+// default settings and a memory shadow (what a caller waits for is the
+// primary alone), and a probe that reports the process's allocations and
+// goroutines started so far (see probe).
+func serveProxy(primary string) ([]string, func(), error) {
+	env, backends := overMemoryShadow(primary)
+	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", "dualwrite", "--max-concurrent", "1024"}
+	c, err := service.Parse(args, func(k string) string { return env[k] })
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	up := make(chan service.Listening, 1)
+	go func() {
+		done <- service.Run(ctx, c, io.Discard, io.Discard, service.WithBackends(backends), service.WithListening(func(l service.Listening) { up <- l }))
+	}()
+	var at service.Listening
+	select {
+	case at = <-up:
+	case err := <-done:
+		cancel()
+		return nil, nil, fmt.Errorf("the service did not start: %w", err)
+	}
+	probeURL, stopProbe, err := serve(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, readCounters())
+	}))
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return []string{at.API, probeURL}, func() { stopProbe(); cancel(); <-done }, nil
+}
+
+// counters is what the proxy's probe reports: the process's heap
+// allocations (runtime.MemStats.Mallocs, what -benchmem counts) and the
+// goroutines it has started.
+type counters struct{ allocs, goroutines uint64 }
+
+func (c counters) String() string { return fmt.Sprintf("%d %d", c.allocs, c.goroutines) }
+
+func readCounters() counters {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(created)
+	return counters{allocs: ms.Mallocs, goroutines: created[0].Value.Uint64()}
+}
+
+// probe reads a proxy child's counters.
+func probe(b *testing.B, url string) counters {
+	b.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c counters
+	if _, err := fmt.Fscan(resp.Body, &c.allocs, &c.goroutines); err != nil {
+		b.Fatalf("the proxy's probe: %v", err)
+	}
+	return c
+}
+
+// startChild starts the test binary in role with env, and returns the
+// addresses it printed. The child stops when the benchmark ends.
+func startChild(b *testing.B, role string, env ...string) []string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the benchmark's %s process did not start: %v", role, err)
+	}
+	return strings.Fields(line)
+}
