@@ -76,7 +76,9 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // payload, floor_test.go), so that all three see the same machine, and
 // reports p50 and p99 of each call, the p50 ratio, the time the proxy adds
 // at p50, that time in floors (added-floors: how many bare cross-process
-// round trips the proxy's hop costs; its own hop is one of them), and what
+// round trips the proxy's hop costs; its own hop is one of them), the
+// floor-ratio (the p50 ratio of a hop that costs one floor and does
+// nothing: the direct call plus the floor, over the direct call), and what
 // the proxy's process makes per proxied call, read from its probe before
 // and after the loop: its allocations (proxy-allocs/req: the front, the
 // dual-write store, the copy to the shadow and the proxy's own client to
@@ -116,6 +118,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(quantile(proxied.d, 0.99).Microseconds()), "proxy-p99-µs")
 				b.ReportMetric(float64(fp50.Microseconds()), "floor-p50-µs")
 				b.ReportMetric(float64(pp50)/float64(dp50), "p50-ratio")
+				b.ReportMetric(float64(dp50+fp50)/float64(dp50), "floor-ratio")
 				b.ReportMetric(float64((pp50 - dp50).Microseconds()), "added-p50-µs")
 				b.ReportMetric(float64(pp50-dp50)/float64(fp50), "added-floors")
 				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
