@@ -21,19 +21,20 @@ func (s *Store) runWrite(l *lane, j *job) {
 		s.dropped(j.ctx, j.op, j.target, DropTimeout)
 		return
 	}
-	p, err := s.breakers[j.target].allow(start)
-	if err != nil {
+	var ctx context.Context // the Observer's, once the breaker let the copy run
+	var moved bool
+	ran, err := s.breakers[j.target].run(start, func() error {
+		ctx = s.asyncContext(j.ctx, j.op)
+		return s.do(l, ctx, start, j.size, func(ctx context.Context) (err error) {
+			moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
+			return err
+		})
+	})
+	if !ran {
 		s.copyEnded(j, start, true)
 		s.dropped(j.ctx, j.op, j.target, DropBreakerOpen)
 		return
 	}
-	ctx := s.asyncContext(j.ctx, j.op)
-	var moved bool
-	err = s.do(l, ctx, start, j.size, func(ctx context.Context) (err error) {
-		moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
-		return err
-	})
-	p.done(err)
 	end := s.clock.Now()
 	s.slotOf(j.hash).touch(end)
 	s.copyEnded(j, end, err != nil)
@@ -120,19 +121,20 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	start := s.clock.Now()
-	p, err := s.breakers[j.target].allow(start)
-	if err != nil {
+	var ctx context.Context // the Observer's, once the breaker let the read run
+	var e kv.Entry
+	ran, err := s.breakers[j.target].run(start, func() error {
+		ctx = s.asyncContext(j.ctx, OpCompare)
+		return s.do(l, ctx, start, int64(len(c.seen.Value)), func(ctx context.Context) (err error) {
+			e, err = s.get(ctx, j.target, j.key, readFor(c.expiry, c.meta))
+			return err
+		})
+	})
+	if !ran {
 		s.ctr.comparisonsSkipped.Add(1)
 		s.obs.Dropped(j.ctx, DropEvent{Op: OpCompare, Role: j.target, Reason: DropBreakerOpen})
 		return
 	}
-	ctx := s.asyncContext(j.ctx, OpCompare)
-	var e kv.Entry
-	err = s.do(l, ctx, start, int64(len(c.seen.Value)), func(ctx context.Context) (err error) {
-		e, err = s.get(ctx, j.target, j.key, readFor(c.expiry, c.meta))
-		return err
-	})
-	p.done(err)
 	now := s.clock.Now()
 	read := observation(e, err, c.expiry, c.meta)
 	var readSum [32]byte

@@ -19,13 +19,13 @@ var errBreakerOpen = errors.New("dualwrite: circuit breaker open")
 // not been timed yet: it counts as open.
 const tripping = math.MaxInt64
 
-// breaker wraps gobreaker's two-step breaker. gobreaker counts failures and
+// breaker wraps gobreaker's breaker. gobreaker counts failures and
 // runs the half-open probes; the open period is timed here, on the Store's
 // clock, because gobreaker reads the wall clock: gobreaker's own Timeout is
 // a nanosecond, and while openUntil lies ahead nothing reaches gobreaker.
 type breaker struct {
 	role    Role
-	cb      *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb      *gobreaker.CircuitBreaker[struct{}]
 	clock   clock.Clock
 	openFor time.Duration
 	// openUntil is the end of the open period in unix ns; 0 when the
@@ -40,7 +40,7 @@ type breaker struct {
 func newBreaker(role Role, cfg BreakerConfig, clk clock.Clock, events chan<- BreakerEvent, lost *atomic.Uint64, closed chan<- struct{}) *breaker {
 	b := &breaker{role: role, clock: clk, openFor: cfg.OpenTimeout, events: events, lost: lost, closed: closed}
 	failures := uint32(cfg.FailuresToOpen)
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:          role.String(),
 		MaxRequests:   uint32(cfg.HalfOpenRequests),
 		Interval:      cfg.CountInterval,
@@ -104,40 +104,33 @@ func (b *breaker) isOpen(now time.Time) bool {
 	return u != 0 && now.UnixNano() < u
 }
 
-// pass is an operation the breaker let run; its done reports the outcome.
-// A value, not a closure, so that asking costs no allocation beyond
-// gobreaker's own. The zero pass's done does nothing.
-type pass struct {
-	b      *breaker
-	report func(error)
-}
-
-// done reports the operation's error to the breaker.
-func (p pass) done(err error) {
-	if p.report == nil {
-		return
-	}
-	p.report(err)
-	p.b.settle()
-}
-
-// allow asks whether an operation may run. When it may, the pass's done
-// must be called with the operation's error.
-func (b *breaker) allow(now time.Time) (pass, error) {
+// run runs op if the breaker lets it and reports op's error to the
+// breaker. ran is false when the breaker refused: err is then the refusal
+// and op did not run.
+//
+// gobreaker's Execute only calls the func it is given, so the closure
+// below stays on the stack: asking the breaker allocates nothing, where
+// the two-step form's Allow returned a new closure per call.
+func (b *breaker) run(now time.Time, op func() error) (ran bool, err error) {
 	if b.isOpen(now) {
-		return pass{}, b.refusal(now)
+		return false, b.refusal(now)
 	}
-	report, err := b.cb.Allow()
-	if err != nil {
-		return pass{}, b.refusal(now)
+	_, err = b.cb.Execute(func() (struct{}, error) {
+		if b.isOpen(now) {
+			// Another operation tripped the breaker between the check
+			// above and gobreaker's admission: this one must not become
+			// a probe. errBreakerOpen is excluded, so gobreaker counts
+			// nothing for it.
+			return struct{}{}, errBreakerOpen
+		}
+		ran = true
+		return struct{}{}, op()
+	})
+	b.settle()
+	if !ran {
+		return false, b.refusal(now)
 	}
-	if b.isOpen(now) {
-		// Another operation tripped the breaker between the check and
-		// Allow: this one must not become a probe.
-		report(errBreakerOpen)
-		return pass{}, b.refusal(now)
-	}
-	return pass{b: b, report: report}, nil
+	return true, err
 }
 
 // settle times the open period of a breaker that has just tripped. It runs

@@ -165,17 +165,17 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 		return RepairDeferred, nil
 	}
 	now := s.clock.Now()
-	p, err := s.breakers[j.target].allow(now)
-	if err != nil {
-		return RepairDeferred, err
-	}
 	var cur []kv.Entry
-	err = s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
-		cur, err = s.readOne(ctx, j.target, j.key)
-		return err
+	ran, err := s.breakers[j.target].run(now, func() error {
+		return s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
+			cur, err = s.readOne(ctx, j.target, j.key)
+			return err
+		})
 	})
-	p.done(err)
-	if err != nil {
+	switch {
+	case !ran:
+		return RepairDeferred, err
+	case err != nil:
 		return RepairFailed, err
 	}
 	var srcErr error
@@ -203,21 +203,21 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
 	}
-	p, err = s.breakers[j.target].allow(now)
-	if err != nil {
-		return RepairDeferred, err
-	}
 	var moved bool
-	err = s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
-		md := e.Metadata
-		if !s.metadata {
-			md = nil
-		}
-		moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, md, missing)
-		return err
+	ran, err = s.breakers[j.target].run(now, func() error {
+		return s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
+			md := e.Metadata
+			if !s.metadata {
+				md = nil
+			}
+			moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, md, missing)
+			return err
+		})
 	})
-	p.done(err)
-	if err != nil {
+	switch {
+	case !ran:
+		return RepairDeferred, err
+	case err != nil:
 		return RepairFailed, err
 	}
 	end := s.clock.Now()

@@ -186,15 +186,10 @@ func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool
 			}
 		}
 		start := s.clock.Now()
-		var p pass
-		if guarded {
-			var err error
-			if p, err = s.breakers[r].allow(start); err != nil {
-				return err
-			}
+		if !guarded {
+			return s.do(s.settler, ctx, start, bytes, read)
 		}
-		err := s.do(s.settler, ctx, start, bytes, read)
-		p.done(err)
+		_, err := s.breakers[r].run(start, func() error { return s.do(s.settler, ctx, start, bytes, read) })
 		return err
 	}
 	many := func(ctx context.Context, keys []string) (got []kv.Entry, err error) {

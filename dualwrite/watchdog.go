@@ -66,7 +66,7 @@ func (w *watchdog) expire(now time.Time) int64 {
 		l.mu.Lock()
 		c, d := l.cancel, l.deadline
 		if c != nil && d <= now.UnixNano() {
-			l.cancel = nil
+			l.claimLocked()
 		}
 		l.mu.Unlock()
 		switch {
