@@ -37,9 +37,10 @@ func TestConformance(t *testing.T) {
 				},
 				// Time moves only once the lanes are idle, so that no copy
 				// is written late.
-				Advance: func(d time.Duration) { current.flush(); clk.Advance(d) },
-				Now:     clk.Now,
-				Writers: 4,
+				Advance:   func(d time.Duration) { current.flush(); clk.Advance(d) },
+				Now:       clk.Now,
+				ListsInfo: true,
+				Writers:   4,
 			})
 		})
 	}

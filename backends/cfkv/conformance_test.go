@@ -19,7 +19,8 @@ func TestConformance(t *testing.T) {
 			// the suite should need one.
 			return newRig(t, clk, func(c *cfkv.Config) { c.MaxRetries = -1 }).store
 		},
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 }

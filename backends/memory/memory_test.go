@@ -16,9 +16,10 @@ import (
 func TestConformance(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	kvtest.Run(t, kvtest.Harness{
-		New:     func(*testing.T) kv.Store { return memory.New(memory.Config{Clock: clk}) },
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		New:       func(*testing.T) kv.Store { return memory.New(memory.Config{Clock: clk}) },
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 }
 

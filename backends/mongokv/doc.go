@@ -20,8 +20,9 @@
 // A Store is a kv.MetadataStore: a key's Workers KV metadata, which the bot
 // never writes, is one more field, metadata, holding the JSON text as a
 // string (as value holds the bot's JSON), written by PutEntry and PutMany,
-// returned by GetEntry and GetMany, and removed by Put, so that a document
-// without metadata keeps the seed's shape:
+// returned by GetEntry, GetMetadata (without the value), GetMany and List
+// (ListResult.Info), and removed by Put, so that a document without
+// metadata keeps the seed's shape:
 //
 //	{ _id: "wordle:games:42", value: "...", metadata: "{\"author\":\"wrangler\"}" }
 //
@@ -98,11 +99,20 @@
 // that another application's collection with a module-like name (the bot's
 // trades) lends no keys. Cursors are kv.EncodeCursor of the last key.
 //
+// Each listed key comes with its expiry and metadata (kv.ListResult.Info,
+// as Workers KV lists them), from the same find: its projection brings _id,
+// expiresAt and metadata, never the value nor a chunk reference, which a
+// listing of chunked values thus never reads either (a key's expiry and
+// metadata are in its own document, chunked or not). A caller such as the
+// REST front needs no second read for them. GetMetadata reads a key's
+// document with the same projection.
+//
 // # Round trips
 //
-// Get, Delete, Put of a value that fits in its document, and a List page under a
-// module prefix cost one round trip each (a prefix without ":" also lists
-// the collections, then reads each reachable one). Single-key reads and
+// Get, Delete, Put of a value that fits in its document, GetMetadata
+// whatever the value's size, and a List page under a module prefix (with
+// each key's expiry and metadata) cost one round trip each (a prefix
+// without ":" also lists the collections, then reads each reachable one). Single-key reads and
 // writes filter on the bare _id, an index point lookup on MongoDB and the
 // only filter FerretDB pushes down to its storage instead of decoding every
 // document. A Put

@@ -99,6 +99,12 @@ func notExpired(now time.Time) bson.E {
 	return bson.E{Key: fieldExpires, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$lte", Value: now}}}}}
 }
 
+// infoProjection brings what a listing or a metadata read returns of a
+// document: never the value nor a chunk reference, whatever the value's
+// size. The chunks of a chunked value carry no expiry or metadata of their
+// own (the key's document has both), so nothing else is read.
+var infoProjection = bson.D{{Key: fieldID, Value: 1}, {Key: fieldExpires, Value: 1}, {Key: fieldMetadata, Value: 1}}
+
 // hasChunks matches documents whose value lives in ChunkCollection.
 var hasChunks = bson.E{Key: fieldChunks, Value: bson.D{{Key: "$exists", Value: true}}}
 
@@ -187,8 +193,9 @@ func (d doc) expired(now time.Time) bool { return !d.exp.IsZero() && !d.exp.Afte
 
 var errBadDocument = errors.New("mongokv: stored document has an unexpected shape")
 
-// decodeDoc reads a key's document without reflection.
-func decodeDoc(raw bson.Raw) (doc, error) {
+// decodeInfo reads the key, expiry and metadata of a key's document, which
+// is all that a listing's projection brings.
+func decodeInfo(raw bson.Raw) (doc, error) {
 	var d doc
 	id, ok := raw.Lookup(fieldID).StringValueOK()
 	if !ok {
@@ -204,6 +211,15 @@ func decodeDoc(raw bson.Raw) (doc, error) {
 			return d, errBadDocument
 		}
 		d.md = json.RawMessage(text)
+	}
+	return d, nil
+}
+
+// decodeDoc reads a key's document without reflection.
+func decodeDoc(raw bson.Raw) (doc, error) {
+	d, err := decodeInfo(raw)
+	if err != nil {
+		return d, err
 	}
 	v := raw.Lookup(fieldValue)
 	switch v.Type {

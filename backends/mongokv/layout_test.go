@@ -1,10 +1,14 @@
 package mongokv
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 func TestCollectionOf(t *testing.T) {
@@ -93,25 +97,48 @@ func FuzzPrefixEnd(f *testing.F) {
 	})
 }
 
+// run makes a sorted run of listed keys, each with its own name as its
+// metadata, so that a merge that parts a key from its info shows.
+func run(keys ...string) []listed {
+	out := make([]listed, len(keys))
+	for i, k := range keys {
+		out[i] = listed{key: k, info: kv.KeyInfo{Metadata: json.RawMessage(strconv.Quote(k))}}
+	}
+	return out
+}
+
+// mergedKeys returns the keys of a merge, failing if one lost its info.
+func mergedKeys(t *testing.T, page []listed) []string {
+	t.Helper()
+	keys := make([]string, len(page))
+	for i, l := range page {
+		if string(l.info.Metadata) != strconv.Quote(l.key) {
+			t.Fatalf("mergeRuns gave %q the info %s", l.key, l.info.Metadata)
+		}
+		keys[i] = l.key
+	}
+	return keys
+}
+
 func TestMergeRuns(t *testing.T) {
-	runs := [][]string{{"a:1", "a:3", "a:5"}, {"b"}, {"a:2", "a:4"}, {}}
+	runs := [][]listed{run("a:1", "a:3", "a:5"), run("b"), run("a:2", "a:4"), {}}
 	got, more := mergeRuns(slices.Clone(runs), 10)
-	if want := []string{"a:1", "a:2", "a:3", "a:4", "a:5", "b"}; !slices.Equal(got, want) || more {
-		t.Fatalf("mergeRuns = %q, %v; want %q, false", got, more, want)
+	if want := []string{"a:1", "a:2", "a:3", "a:4", "a:5", "b"}; !slices.Equal(mergedKeys(t, got), want) || more {
+		t.Fatalf("mergeRuns = %q, %v; want %q, false", mergedKeys(t, got), more, want)
 	}
 	got, more = mergeRuns(slices.Clone(runs), 3)
-	if want := []string{"a:1", "a:2", "a:3"}; !slices.Equal(got, want) || !more {
-		t.Fatalf("mergeRuns(limit 3) = %q, %v; want %q, true", got, more, want)
+	if want := []string{"a:1", "a:2", "a:3"}; !slices.Equal(mergedKeys(t, got), want) || !more {
+		t.Fatalf("mergeRuns(limit 3) = %q, %v; want %q, true", mergedKeys(t, got), more, want)
 	}
 	got, more = mergeRuns(slices.Clone(runs), 6)
 	if len(got) != 6 || more {
-		t.Fatalf("mergeRuns(limit exactly all) = %q, %v; want all and no more", got, more)
+		t.Fatalf("mergeRuns(limit exactly all) = %q, %v; want all and no more", mergedKeys(t, got), more)
 	}
 	if got, more := mergeRuns(nil, 5); got == nil || len(got) != 0 || more {
 		t.Fatalf("mergeRuns(nothing) = %#v, %v", got, more)
 	}
-	if got, more := mergeRuns([][]string{{"x", "y"}}, 1); !slices.Equal(got, []string{"x"}) || !more {
-		t.Fatalf("mergeRuns(one run, limit 1) = %q, %v", got, more)
+	if got, more := mergeRuns([][]listed{run("x", "y")}, 1); !slices.Equal(mergedKeys(t, got), []string{"x"}) || !more {
+		t.Fatalf("mergeRuns(one run, limit 1) = %q, %v", mergedKeys(t, got), more)
 	}
 }
 

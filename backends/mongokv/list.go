@@ -15,7 +15,9 @@ import (
 
 // List implements kv.Store. Each collection the prefix can reach is read as
 // one _id range, sorted, limited to limit+1 keys so that the page knows
-// whether more follow; ranges of several collections are merged.
+// whether more follow; ranges of several collections are merged. The same
+// find brings each key's expiry and metadata (ListResult.Info), as Workers
+// KV lists them, so that a caller needs no second read for them.
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
 	limit, err := kv.ValidateListOptions(opts)
 	if err != nil {
@@ -34,22 +36,31 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 		return kv.ListResult{}, err
 	}
 	now := s.clock.Now()
-	runs := make([][]string, 0, len(colls))
+	runs := make([][]listed, 0, len(colls))
 	for _, c := range colls {
-		keys, err := s.rangeKeys(ctx, db.Collection(c.name), c.foreign, opts.Prefix, after, limit+1, now)
+		run, err := s.rangeKeys(ctx, db.Collection(c.name), c.foreign, opts.Prefix, after, limit+1, now)
 		if err != nil {
 			return kv.ListResult{}, err
 		}
-		if len(keys) > 0 {
-			runs = append(runs, keys)
+		if len(run) > 0 {
+			runs = append(runs, run)
 		}
 	}
-	keys, more := mergeRuns(runs, limit)
-	res := kv.ListResult{Keys: keys, Done: !more}
+	page, more := mergeRuns(runs, limit)
+	res := kv.ListResult{Keys: make([]string, len(page)), Info: make([]kv.KeyInfo, len(page)), Done: !more}
+	for i, l := range page {
+		res.Keys[i], res.Info[i] = l.key, l.info
+	}
 	if more {
-		res.Cursor = kv.EncodeCursor(keys[len(keys)-1])
+		res.Cursor = kv.EncodeCursor(res.Keys[len(res.Keys)-1])
 	}
 	return res, nil
+}
+
+// listed is a key as a listing read it.
+type listed struct {
+	key  string
+	info kv.KeyInfo
 }
 
 // listColl is a collection a listing reads. foreign is set when the
@@ -89,8 +100,8 @@ func (s *Store) collectionsFor(ctx context.Context, db *mongo.Database, prefix s
 }
 
 // rangeKeys reads up to n live keys of coll that start with prefix and
-// follow after, in _id order.
-func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign bool, prefix, after string, n int, now time.Time) ([]string, error) {
+// follow after, in _id order, with their expiries and metadata.
+func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign bool, prefix, after string, n int, now time.Time) ([]listed, error) {
 	rng := bson.D{{Key: "$gte", Value: prefix}}
 	if after != "" {
 		rng = bson.D{{Key: "$gt", Value: after}}
@@ -104,11 +115,13 @@ func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign b
 	filter := bson.D{{Key: fieldID, Value: rng}, notExpired(now)}
 	opts := options.Find().
 		SetSort(bson.D{{Key: fieldID, Value: 1}}).
-		SetProjection(bson.D{{Key: fieldID, Value: 1}}).
+		SetProjection(infoProjection).
 		// A negative limit asks for a single batch, of n (not the server's
-		// default first batch of 101): n _ids fit in one reply, and the
-		// server closes the cursor at once (FerretDB would otherwise keep a
-		// short page's cursor open and cost a getMore).
+		// default first batch of 101): n keys with their expiries and
+		// metadata (at most 1.6 MB for 1,001 keys of 512 bytes and
+		// metadata of 1,024) fit in one reply, and the server closes the
+		// cursor at once (FerretDB would otherwise keep a short page's
+		// cursor open and cost a getMore).
 		SetLimit(-int64(n)).
 		SetBatchSize(int32(n))
 	cur, err := coll.Find(ctx, filter, opts)
@@ -116,19 +129,19 @@ func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign b
 		return nil, s.client.opError(ctx, "list", err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
-	keys := make([]string, 0, min(n, 64))
+	run := make([]listed, 0, min(n, 64))
 	for cur.Next(ctx) {
 		// A string range matches only string _ids (type bracketing).
-		id, ok := cur.Current.Lookup(fieldID).StringValueOK()
-		if !ok {
-			return nil, errBadDocument
+		d, err := decodeInfo(cur.Current)
+		if err != nil {
+			return nil, err
 		}
-		keys = append(keys, id)
+		run = append(run, listed{key: d.key, info: kv.KeyInfo{Expiration: d.exp, Metadata: d.md}})
 	}
 	if err := cur.Err(); err != nil {
 		return nil, s.client.opError(ctx, "list", err)
 	}
-	return keys, nil
+	return run, nil
 }
 
 // prefixEnd returns the least valid UTF-8 string greater than every string
@@ -153,10 +166,10 @@ func prefixEnd(prefix string) (string, bool) {
 
 // mergeRuns merges sorted runs of keys from different collections (no key is
 // in two) and returns the first limit, and whether more keys follow them.
-func mergeRuns(runs [][]string, limit int) ([]string, bool) {
+func mergeRuns(runs [][]listed, limit int) ([]listed, bool) {
 	switch len(runs) {
 	case 0:
-		return []string{}, false
+		return []listed{}, false
 	case 1:
 		if len(runs[0]) > limit {
 			return runs[0][:limit], true
@@ -167,11 +180,11 @@ func mergeRuns(runs [][]string, limit int) ([]string, bool) {
 	for _, r := range runs {
 		total += len(r)
 	}
-	out := make([]string, 0, min(total, limit))
+	out := make([]listed, 0, min(total, limit))
 	for len(out) < limit {
 		best := -1
 		for i, r := range runs {
-			if len(r) > 0 && (best < 0 || r[0] < runs[best][0]) {
+			if len(r) > 0 && (best < 0 || r[0].key < runs[best][0].key) {
 				best = i
 			}
 		}
@@ -181,6 +194,6 @@ func mergeRuns(runs [][]string, limit int) ([]string, bool) {
 		out = append(out, runs[best][0])
 		runs[best] = runs[best][1:]
 	}
-	more := slices.ContainsFunc(runs, func(r []string) bool { return len(r) > 0 })
+	more := slices.ContainsFunc(runs, func(r []listed) bool { return len(r) > 0 })
 	return out, more
 }

@@ -106,11 +106,36 @@ func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
-// GetMetadata implements kv.MetadataStore: GetEntry's metadata.
+// GetMetadata implements kv.MetadataStore in one find by _id whose
+// projection brings the expiry and the metadata, never the value: a
+// metadata read costs no value's bytes, nor a chunked value's chunks.
 func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
-	e, err := s.GetEntry(ctx, key)
-	return e.Metadata, err
+	if err := kv.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	db, err := s.database(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := db.Collection(collectionOf(key)).FindOne(ctx, byID(key), infoOnly).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.client.opError(ctx, "get metadata", err)
+	}
+	d, err := decodeInfo(raw)
+	if err != nil {
+		return nil, err
+	}
+	if d.expired(s.clock.Now()) {
+		return nil, kv.ErrNotFound
+	}
+	return d.md, nil
 }
+
+// infoOnly is the projection of GetMetadata.
+var infoOnly = options.FindOne().SetProjection(infoProjection)
 
 // maxReadAttempts bounds the retries of a read whose chunks were replaced
 // under it by concurrent writes.

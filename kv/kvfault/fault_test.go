@@ -33,9 +33,10 @@ func newFault(t *testing.T, clk *clock.Fake, cfg kvfault.Config) *kvfault.Store 
 func TestConformance(t *testing.T) {
 	clk := clock.NewFake(start)
 	kvtest.Run(t, kvtest.Harness{
-		New:     func(t *testing.T) kv.Store { return newFault(t, clk, kvfault.Config{}) },
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		New:       func(t *testing.T) kv.Store { return newFault(t, clk, kvfault.Config{}) },
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 }
 
@@ -51,8 +52,9 @@ func TestConformanceExact(t *testing.T) {
 			}
 			return s
 		},
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 }
 

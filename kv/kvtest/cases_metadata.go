@@ -217,36 +217,80 @@ func testMetadataBulk(t *testing.T, h Harness) {
 
 // testListInfo: a store that lists each key's expiry and metadata
 // (ListResult.Info) lists what GetEntry reads: no expiry and no metadata
-// where the key has none, its own where it has them.
+// where the key has none, its own where it has them, each beside its own
+// key, also where a prefix spans keys of several modules and keys of none
+// (which a store may keep apart: mongokv's collections), in one page or
+// across pages.
 func testListInfo(t *testing.T, h Harness) {
 	s := h.New(t)
 	exp := h.now().Add(2 * time.Hour).Truncate(time.Second)
+	later := exp.Add(time.Hour)
 	mustPut(t, s, "li:plain", []byte("p"), kv.PutOptions{})
 	mustPut(t, s, "li:ttl", []byte("t"), kv.PutOptions{Expiration: exp})
-	want := map[string]kv.KeyInfo{"li:plain": {}, "li:ttl": {Expiration: exp}}
+	// Keys of no module, on both sides of the module "li"'s keys in byte
+	// order ("!" < ":" < "Z"), and of another module.
+	mustPut(t, s, "li!none", []byte("n"), kv.PutOptions{Expiration: later})
+	mustPut(t, s, "liZ", []byte("z"), kv.PutOptions{})
+	mustPut(t, s, "lia:x", []byte("x"), kv.PutOptions{Expiration: later})
+	want := map[string]kv.KeyInfo{"li:plain": {}, "li:ttl": {Expiration: exp}, "li!none": {Expiration: later}, "liZ": {}, "lia:x": {Expiration: later}}
 	if ms, ok := s.(kv.MetadataStore); ok {
-		if err := ms.PutEntry(ctx(t), kv.Entry{Key: "li:md", Value: []byte("m"), Expiration: exp, Metadata: mdObject}); err != nil {
-			t.Fatalf("PutEntry: %v", err)
+		for _, e := range []kv.Entry{
+			{Key: "li:md", Value: []byte("m"), Expiration: exp, Metadata: mdObject},
+			{Key: "li!md", Value: []byte("m"), Metadata: mdString},
+			{Key: "lia:md", Value: []byte("m"), Expiration: later, Metadata: json.RawMessage(`{"in":"lia"}`)},
+			{Key: "liZmd", Value: []byte("m"), Metadata: json.RawMessage(`[1]`)},
+		} {
+			if err := ms.PutEntry(ctx(t), e); err != nil {
+				t.Fatalf("PutEntry(%q): %v", e.Key, err)
+			}
+			want[e.Key] = kv.KeyInfo{Expiration: e.Expiration, Metadata: e.Metadata}
 		}
-		want["li:md"] = kv.KeyInfo{Expiration: exp, Metadata: mdObject}
 	}
-	res, err := s.List(ctx(t), kv.ListOptions{Prefix: "li:"})
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
-	if res.Info == nil {
-		return // the store does not list them
-	}
-	if len(res.Info) != len(res.Keys) || len(res.Keys) != len(want) {
-		t.Fatalf("List = %d keys, %d infos; want %d of each", len(res.Keys), len(res.Info), len(want))
-	}
-	for i, k := range res.Keys {
-		got, w := res.Info[i], want[k]
-		if d := got.Expiration.Sub(w.Expiration); d < -time.Second || d > time.Second || got.Expiration.IsZero() != w.Expiration.IsZero() {
-			t.Errorf("List info of %q: expiration %v, want %v", k, got.Expiration, w.Expiration)
+	for _, c := range []struct {
+		prefix string
+		limit  int
+	}{{"li:", 0}, {"li", 0}, {"li", 3}} {
+		var keys []string
+		for cursor, pages := "", 0; ; pages++ {
+			if pages > len(want) {
+				t.Fatalf("List(%q, limit %d) never reported Done", c.prefix, c.limit)
+			}
+			res, err := s.List(ctx(t), kv.ListOptions{Prefix: c.prefix, Limit: c.limit, Cursor: cursor})
+			if err != nil {
+				t.Fatalf("List(%q, limit %d): %v", c.prefix, c.limit, err)
+			}
+			if res.Info == nil {
+				if h.ListsInfo {
+					t.Fatalf("List(%q, limit %d) of %d keys listed no expiries and metadata, which this store lists", c.prefix, c.limit, len(res.Keys))
+				}
+				return // the store does not list them
+			}
+			if len(res.Info) != len(res.Keys) {
+				t.Fatalf("List(%q, limit %d) = %d keys, %d infos; want one info a key", c.prefix, c.limit, len(res.Keys), len(res.Info))
+			}
+			for i, k := range res.Keys {
+				got, w := res.Info[i], want[k]
+				if d := got.Expiration.Sub(w.Expiration); d < -time.Second || d > time.Second || got.Expiration.IsZero() != w.Expiration.IsZero() {
+					t.Errorf("List(%q, limit %d) info of %q: expiration %v, want %v", c.prefix, c.limit, k, got.Expiration, w.Expiration)
+				}
+				if !sameMetadata(got.Metadata, w.Metadata) {
+					t.Errorf("List(%q, limit %d) info of %q: metadata %s, want %s", c.prefix, c.limit, k, got.Metadata, w.Metadata)
+				}
+			}
+			keys = append(keys, res.Keys...)
+			if res.Done {
+				break
+			}
+			cursor = res.Cursor
 		}
-		if !sameMetadata(got.Metadata, w.Metadata) {
-			t.Errorf("List info of %q: metadata %s, want %s", k, got.Metadata, w.Metadata)
+		n := 0
+		for k := range want {
+			if strings.HasPrefix(k, c.prefix) {
+				n++
+			}
+		}
+		if len(keys) != n {
+			t.Fatalf("List(%q, limit %d) = %q, want the %d keys with the prefix", c.prefix, c.limit, keys, n)
 		}
 	}
 }

@@ -103,6 +103,11 @@ func testExpiry(t *testing.T, h Harness) {
 
 	h.wait(7 * time.Second) // 62 s: "ttl" has expired.
 	wantMissing(t, s, "ttl")
+	if ms, ok := s.(kv.MetadataStore); ok {
+		if md, err := ms.GetMetadata(ctx(t), "ttl"); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("GetMetadata of an expired key = %s, %v; want kv.ErrNotFound", md, err)
+		}
+	}
 	wantValue(t, s, "cleared", []byte("b2"))
 	wantValue(t, s, "absolute", []byte("c"))
 	equalKeys(t, "List after first expiry", listAll(t, s, "", 0), []string{"absolute", "cleared", "forever"})

@@ -16,5 +16,8 @@
 //
 // A backend that cannot have its clock moved (a remote service) leaves
 // Advance nil and gets the slower variant, which waits out expiries in real
-// time; nothing is skipped.
+// time; nothing is skipped. A backend that lists each key's expiry and
+// metadata with it (kv.ListResult.Info: memory, cfkv, mongokv) sets
+// ListsInfo, so that a listing without them fails rather than passes as a
+// store that lists none.
 package kvtest

@@ -25,8 +25,9 @@ func TestConformance(t *testing.T) {
 		New: func(t *testing.T) kv.Store {
 			return instrument(t, telemetrytest.New(t), memory.New(memory.Config{Clock: clk}), otelkv.Config{System: otelkv.SystemMemory})
 		},
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 }
 

@@ -23,8 +23,9 @@ func TestConformance(t *testing.T) {
 		New: func(t *testing.T) kv.Store {
 			return newStore(t, client, mongokv.Config{Clock: clk})
 		},
-		Advance: clk.Advance,
-		Now:     clk.Now,
+		Advance:   clk.Advance,
+		Now:       clk.Now,
+		ListsInfo: true,
 	})
 	// FerretDB cannot make TTL indexes: said once for the whole run.
 	if n := logs.count("cannot build TTL indexes"); client.TTLIndexUnsupported() != (n == 1) || n > 1 {

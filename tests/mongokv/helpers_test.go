@@ -20,6 +20,9 @@ type driverEvents struct {
 	opened, closed atomic.Int64
 	mu             sync.Mutex
 	commands       map[string]int
+	// replied, when set before install, sees each command's reply, on
+	// the caller's goroutine and only for the call's duration.
+	replied func(command string, reply bson.Raw)
 }
 
 // install is a mongokv.ClientConfig.Options hook.
@@ -28,14 +31,18 @@ func (e *driverEvents) install(o *options.ClientOptions) {
 		TopologyOpening: func(*event.TopologyOpeningEvent) { e.opened.Add(1) },
 		TopologyClosed:  func(*event.TopologyClosedEvent) { e.closed.Add(1) },
 	})
-	o.SetMonitor(&event.CommandMonitor{Started: func(_ context.Context, ev *event.CommandStartedEvent) {
+	m := &event.CommandMonitor{Started: func(_ context.Context, ev *event.CommandStartedEvent) {
 		e.mu.Lock()
 		if e.commands == nil {
 			e.commands = make(map[string]int)
 		}
 		e.commands[ev.CommandName]++
 		e.mu.Unlock()
-	}})
+	}}
+	if e.replied != nil {
+		m.Succeeded = func(_ context.Context, ev *event.CommandSucceededEvent) { e.replied(ev.CommandName, ev.Reply) }
+	}
+	o.SetMonitor(m)
 }
 
 // sent returns how many commands of the given names (all when none) were

@@ -1,12 +1,18 @@
 package mongokv_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -116,5 +122,99 @@ func TestConcurrentFirstInsert(t *testing.T) {
 		if v, err := s.Get(ctx, key); err != nil || len(v) != 2 {
 			t.Fatalf("round %d: Get = %q, %v", r, v, err)
 		}
+	}
+}
+
+// TestListAndMetadataReadNoValue: a listing returns each key's expiry and
+// metadata (ListResult.Info) from its one find, and a metadata read from its
+// one find, bringing neither the value nor a chunk reference: a chunked
+// value costs them no chunk read. An expired document that no TTL monitor
+// removed is neither listed nor read, and a document the bot wrote (no
+// metadata) lists none.
+func TestListAndMetadataReadNoValue(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	// Every document a find brings, with the fields that it must not.
+	var found, heavy atomic.Int64
+	events := &driverEvents{replied: func(command string, reply bson.Raw) {
+		batch, ok := reply.Lookup("cursor", "firstBatch").ArrayOK()
+		if command != "find" || !ok {
+			return
+		}
+		docs, _ := batch.Values()
+		for _, d := range docs {
+			found.Add(1)
+			for _, f := range []string{"value", "chunks", "data"} {
+				if d.Document().Lookup(f).Type != 0 {
+					heavy.Add(1)
+				}
+			}
+		}
+	}}
+	s := newStore(t, newClient(t, mongokv.ClientConfig{Options: events.install}), mongokv.Config{Clock: clk, MaxDocumentSize: smallDocs})
+	exp := clk.Now().Add(time.Hour)
+	md := json.RawMessage(`{"big":true}`)
+	entries := []kv.Entry{
+		{Key: "wordle:big", Value: bytes.Repeat([]byte("b"), 3*chunkData), Expiration: exp, Metadata: md},
+		{Key: "wordle:small", Value: []byte("s"), Metadata: json.RawMessage(`"small"`)},
+		{Key: "wordle:soon", Value: []byte("gone"), Expiration: clk.Now().Add(kv.MinTTL), Metadata: json.RawMessage(`1`)},
+	}
+	for _, e := range entries {
+		if err := s.PutEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rawDB(t, s.Database()).Collection("wordle").InsertOne(ctx, bson.D{{Key: "_id", Value: "wordle:bot"}, {Key: "value", Value: "by the bot"}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(kv.MinTTL) // "wordle:soon" has expired; FerretDB keeps its document
+	noValue := func(what string) {
+		t.Helper()
+		if n := found.Swap(0); n == 0 {
+			t.Fatalf("%s: no document seen in a find's reply", what)
+		}
+		if n := heavy.Swap(0); n != 0 {
+			t.Errorf("%s brought %d values or chunk references", what, n)
+		}
+	}
+	events.sent()
+	found.Store(0)
+	heavy.Store(0)
+	res, err := s.List(ctx, kv.ListOptions{Prefix: "wordle:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := events.sent(); n != 1 {
+		t.Errorf("a listing of one module cost %d commands, want one find", n)
+	}
+	noValue("the listing")
+	want := []struct {
+		key string
+		exp time.Time
+		md  string
+	}{{"wordle:big", exp, string(md)}, {"wordle:bot", time.Time{}, ""}, {"wordle:small", time.Time{}, `"small"`}}
+	if len(res.Keys) != len(want) || len(res.Info) != len(want) {
+		t.Fatalf("List = %q with %d infos, want %d keys and their infos", res.Keys, len(res.Info), len(want))
+	}
+	for i, w := range want {
+		got := res.Info[i]
+		if res.Keys[i] != w.key || !got.Expiration.Equal(w.exp) || string(got.Metadata) != w.md {
+			t.Errorf("listed %q expiring %v with metadata %s; want %q expiring %v with %s", res.Keys[i], got.Expiration, got.Metadata, w.key, w.exp, w.md)
+		}
+	}
+
+	got, err := s.GetMetadata(ctx, "wordle:big")
+	if err != nil || string(got) != string(md) {
+		t.Fatalf("GetMetadata of a chunked key = %s, %v; want %s", got, err, md)
+	}
+	if n := events.sent(); n != 1 {
+		t.Errorf("a metadata read of a chunked key cost %d commands, want one find", n)
+	}
+	noValue("the metadata read")
+	if got, err := s.GetMetadata(ctx, "wordle:soon"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("GetMetadata of an expired key = %s, %v; want kv.ErrNotFound", got, err)
+	}
+	if got, err := s.GetMetadata(ctx, "wordle:bot"); err != nil || got != nil {
+		t.Errorf("GetMetadata of the bot's document = %s, %v; want none", got, err)
 	}
 }

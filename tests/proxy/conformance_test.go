@@ -32,8 +32,9 @@ func TestConformance(t *testing.T) {
 					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage, "--lanes", "4"}, service.WithClock(clk))
 					return in.client(t, clk)
 				},
-				Advance: clk.Advance,
-				Now:     clk.Now,
+				Advance:   clk.Advance,
+				Now:       clk.Now,
+				ListsInfo: true,
 			})
 		})
 	}
