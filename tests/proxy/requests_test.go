@@ -15,12 +15,30 @@ import (
 	"github.com/kvshadow/kvshadow/kvapi"
 )
 
-// requestLog records the requests an emulated Workers KV account serves, as
-// "METHOD route" with the route after the namespace ("values/", "bulk/get").
-type requestLog struct {
+// seenLog is what a test saw, in order, taken in turns.
+type seenLog struct {
 	mu   sync.Mutex
 	seen []string
 }
+
+func (l *seenLog) add(s string) {
+	l.mu.Lock()
+	l.seen = append(l.seen, s)
+	l.mu.Unlock()
+}
+
+// take returns what was seen since the last take.
+func (l *seenLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.seen
+	l.seen = nil
+	return out
+}
+
+// requestLog records the requests an emulated Workers KV account serves, as
+// "METHOD route" with the route after the namespace ("values/", "bulk/get").
+type requestLog struct{ seenLog }
 
 func (l *requestLog) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -31,19 +49,9 @@ func (l *requestLog) wrap(h http.Handler) http.Handler {
 				route = name + "/"
 			}
 		}
-		l.mu.Lock()
-		l.seen = append(l.seen, r.Method+" "+route)
-		l.mu.Unlock()
+		l.add(r.Method + " " + route)
 		h.ServeHTTP(w, r)
 	})
-}
-
-func (l *requestLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.seen
-	l.seen = nil
-	return out
 }
 
 // TestEveryRouteCostsThePrimaryOneRequestOfItsKind: a client's call through
@@ -70,27 +78,9 @@ func TestEveryRouteCostsThePrimaryOneRequestOfItsKind(t *testing.T) {
 	if err := store.PutEntry(t.Context(), kv.Entry{Key: "wordle:t", Value: []byte("text"), Metadata: []byte(`{"m":2}`)}); err != nil {
 		t.Fatal(err)
 	}
-	base := strings.TrimSuffix(in.api, "/") + "/accounts/" + account + "/storage/kv/namespaces/" + namespace + "/"
 	send := func(method, path, contentType, body string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+clientToken)
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = resp.Body.Close() })
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
-		}
-		return resp
+		return in.send(t, method, path, contentType, body)
 	}
 
 	log.take()
@@ -119,4 +109,30 @@ func TestEveryRouteCostsThePrimaryOneRequestOfItsKind(t *testing.T) {
 			t.Errorf("%s %s through the proxy reached the primary as %q, want one %s", c.method, c.path, got, c.want)
 		}
 	}
+}
+
+// send makes one call of the namespace's REST route path (after
+// ".../namespaces/<id>/") through the instance's front, as a client with
+// its token would, and fails the test unless it is answered 200.
+func (in *instance) send(t *testing.T, method, path, contentType, body string) *http.Response {
+	t.Helper()
+	base := strings.TrimSuffix(in.api, "/") + "/accounts/" + account + "/storage/kv/namespaces/" + namespace + "/"
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+clientToken)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	return resp
 }
