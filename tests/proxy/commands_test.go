@@ -34,8 +34,11 @@ func (l *commandLog) install(o *options.ClientOptions) {
 		if e.DatabaseName != l.db {
 			return // the handshake's and the driver's own, on admin
 		}
-		coll, _ := e.Command.Index(0).Value().StringValueOK()
-		l.add(e.CommandName + " " + coll)
+		if coll, ok := e.Command.Index(0).Value().StringValueOK(); ok {
+			l.add(e.CommandName + " " + coll)
+			return
+		}
+		l.add(e.CommandName) // a command of the database, not a collection's
 	}})
 }
 
@@ -51,7 +54,10 @@ func (l *commandLog) install(o *options.ClientOptions) {
 //     TTL index is asked for once per process, before the count);
 //   - a DELETE is one findAndModify (it returns the document, so that a
 //     chunked value's chunks can be deleted);
-//   - a bulk delete of keys that hold their values inline is one delete.
+//   - a bulk delete of keys that hold their values inline is one delete;
+//   - a listing without a module prefix is one listCollections and one
+//     find per collection that can hold its keys (FerretDB has no
+//     $unionWith to read them in one).
 //
 // Values too large for one document (chunked: their chunks cost reads and
 // writes of their own) and bulk deletes of missing keys (one more find, for
@@ -154,5 +160,12 @@ func TestEveryRouteCostsMongoDBOneCommandOfItsKind(t *testing.T) {
 		if got := settled(); !slices.Equal(got, []string{c.want}) {
 			t.Errorf("%s %s through the proxy reached MongoDB as %q, want one %s", c.method, c.path, got, c.want)
 		}
+	}
+	// A listing whose prefix names no module cannot know which of the
+	// collections (one a module) hold its keys: it lists them, then reads
+	// each that can, here the one.
+	in.send(t, "GET", "keys", "", "")
+	if got := settled(); !slices.Equal(got, []string{"listCollections", "find wordle"}) {
+		t.Errorf("a listing of every key through the proxy reached MongoDB as %q, want listCollections and one find", got)
 	}
 }
