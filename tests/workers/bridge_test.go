@@ -173,5 +173,6 @@ func TestConformanceThroughBridge(t *testing.T) {
 			empty(t, st)
 			return st
 		},
+		ListsInfo: true, // workerd's KV lists each key's expiration and metadata
 	})
 }
