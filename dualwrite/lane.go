@@ -14,20 +14,24 @@ import (
 // hashes to the same lane, so the other store receives each key's writes in
 // the order of the authoritative store.
 type lane struct {
-	ch chan job
+	// ch holds pointers, so that a queued job costs the channel a word:
+	// the jobs themselves come from a pool, warm in the cache, and pass
+	// from the caller to the worker without being copied.
+	ch chan *job
 
-	// qmu guards waiting: the copies queued and not yet started, by key.
-	// A newer write of a key replaces its copy there instead of queuing
-	// behind it, keeping that copy's place in the FIFO.
+	// qmu guards waiting: the copies queued and not yet started, by key,
+	// and their content. A newer write of a key replaces its copy's
+	// content there instead of queuing behind it, keeping that copy's
+	// place in the FIFO.
 	qmu     sync.Mutex
-	waiting map[string]*cell
+	waiting map[string]*job
 	// backlog holds, in order, the jobs admitted past ch's room: copies of
 	// a bulk write, which wait for room rather than being dropped (see
 	// enqueueCopy), and barriers offered behind them. While it holds any,
 	// every job for the lane joins it or is refused, so the lane stays one
 	// FIFO; the worker moves its head into ch each time it takes a job.
 	// Guarded by qmu; parked mirrors its length for the paths without qmu.
-	backlog []job
+	backlog []*job
 	parked  atomic.Int32
 
 	// mu guards the running operation's cancel and deadline, and the
@@ -46,11 +50,12 @@ type lane struct {
 }
 
 func newLane(depth int) *lane {
-	return &lane{ch: make(chan job, depth), waiting: make(map[string]*cell)}
+	return &lane{ch: make(chan *job, depth), waiting: make(map[string]*job)}
 }
 
-// job is one queued operation. It is passed by value: the lanes' buffers are
-// allocated once, by New.
+// job is one queued operation. The enqueuing paths build one by value and
+// queue a pooled copy of it (queued); the worker that runs it gives it back
+// (release).
 type job struct {
 	op     Op
 	target Role // the store the job reads or writes
@@ -67,25 +72,29 @@ type job struct {
 	// the job runs; its cancellation is never used.
 	ctx   context.Context
 	acked time.Time // an ingested write: when the authoritative store acknowledged it
-	cell  *cell     // a copy: its content, which a newer write may replace until it starts
+	// waits is set on a copy in its lane's waiting until it starts: till
+	// then its content (op, value, exp, md, size, ctx, acked) is guarded
+	// by the lane's qmu, since a newer write of its key may replace it.
+	waits bool
 	cmp   *comparison
 	gen   uint64        // repair: the settle mark being repaired
 	done  chan struct{} // barrier: closed when the lane reaches it
 }
 
-// cell is the replaceable content of a queued copy.
-type cell struct {
-	op     Op
-	value  []byte
-	exp    time.Time
-	md     json.RawMessage
-	size   int64
-	queued time.Time
-	ctx    context.Context
-	acked  time.Time
+var jobs = sync.Pool{New: func() any { return new(job) }}
+
+// queued returns a pooled copy of j, to be queued.
+func queued(j job) *job {
+	q := jobs.Get().(*job)
+	*q = j
+	return q
 }
 
-var cells = sync.Pool{New: func() any { return new(cell) }}
+// release gives a job that ran, or was never queued, back to the pool.
+func release(j *job) {
+	*j = job{}
+	jobs.Put(j)
+}
 
 // coalescing is off only in the benchmark that measures what it saves.
 var coalescing = true
@@ -116,10 +125,12 @@ func (s *Store) enqueue(j job) bool {
 		return false
 	}
 	s.ctr.queued.Add(1)
+	q := queued(j)
 	select {
-	case l.ch <- j:
+	case l.ch <- q:
 		return true
 	default:
+		release(q)
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
 		return false
@@ -186,14 +197,13 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 		l.qmu.Unlock()
 		return false, false
 	}
-	c := cells.Get().(*cell)
-	*c = cell{op: j.op, value: j.value, exp: j.exp, md: j.md, size: j.size, queued: j.queued, ctx: j.ctx, acked: j.acked}
+	j.waits = true
+	q := queued(j)
 	s.ctr.queued.Add(1)
-	nj := job{op: j.op, target: j.target, key: j.key, hash: j.hash, cell: c}
 	if len(l.backlog) == 0 {
 		select {
-		case l.ch <- nj:
-			l.waiting[j.key] = c
+		case l.ch <- q:
+			l.waiting[j.key] = q
 			l.qmu.Unlock()
 			return true, true
 		default:
@@ -201,9 +211,9 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	}
 	switch {
 	case park && s.ctr.backlog.Add(1) <= int64(s.cfg.MaxBacklog):
-		l.backlog = append(l.backlog, nj)
+		l.backlog = append(l.backlog, q)
 		l.parked.Add(1)
-		l.waiting[j.key] = c
+		l.waiting[j.key] = q
 		l.qmu.Unlock()
 		return true, true
 	case park:
@@ -212,8 +222,7 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	l.qmu.Unlock()
 	s.ctr.queued.Add(-1)
 	s.releaseBytes(j.size)
-	*c = cell{}
-	cells.Put(c)
+	release(q)
 	return false, false
 }
 
@@ -246,9 +255,10 @@ loop:
 // sendBarrier queues barrier j at the end of lane l, behind its backlog
 // when it has one, else waiting for room in ch.
 func (s *Store) sendBarrier(ctx context.Context, l *lane, j job) error {
+	q := queued(j)
 	l.qmu.Lock()
 	if len(l.backlog) > 0 {
-		l.backlog = append(l.backlog, j)
+		l.backlog = append(l.backlog, q)
 		l.parked.Add(1)
 		s.ctr.backlog.Add(1)
 		l.qmu.Unlock()
@@ -256,30 +266,29 @@ func (s *Store) sendBarrier(ctx context.Context, l *lane, j job) error {
 	}
 	l.qmu.Unlock()
 	select {
-	case l.ch <- j:
+	case l.ch <- q:
 		return nil
 	case <-ctx.Done():
+		release(q)
 		return ctx.Err()
 	case <-s.stopping:
 		// Closing: the workers drain and stop, and a barrier offered now
 		// might never be reached.
+		release(q)
 		return errClosed
 	}
 }
 
-// take moves a copy's content out of its cell as it starts: from here on a
-// newer write queues a copy of its own.
+// take removes a copy from its lane's waiting as it starts: from here on a
+// newer write queues a copy of its own, and the copy's content is the
+// worker's alone.
 func (l *lane) take(j *job) {
-	c := j.cell
 	l.qmu.Lock()
-	if l.waiting[j.key] == c {
+	if l.waiting[j.key] == j {
 		delete(l.waiting, j.key)
 	}
-	j.op, j.value, j.exp, j.md, j.size, j.queued, j.ctx, j.acked = c.op, c.value, c.exp, c.md, c.size, c.queued, c.ctx, c.acked
+	j.waits = false
 	l.qmu.Unlock()
-	*c = cell{}
-	cells.Put(c)
-	j.cell = nil
 }
 
 // asyncContext asks the Observer for the context of an operation started
@@ -304,13 +313,13 @@ func (s *Store) work(l *lane) {
 		select {
 		case j := <-l.ch:
 			s.refill(l)
-			s.run(l, &j)
+			s.run(l, j)
 		case <-s.stopping:
 			for {
 				s.refill(l)
 				select {
 				case j := <-l.ch:
-					s.run(l, &j)
+					s.run(l, j)
 				default:
 					return
 				}
@@ -319,20 +328,23 @@ func (s *Store) work(l *lane) {
 	}
 }
 
+// run runs job j, which it then releases.
 func (s *Store) run(l *lane, j *job) {
 	if j.done != nil {
 		// Uncount the barrier before releasing its waiter, who may read
 		// Stats.Queued at once.
 		s.ctr.queued.Add(-1)
 		close(j.done)
+		release(j)
 		return
 	}
-	if j.cell != nil {
+	if j.waits {
 		l.take(j)
 	}
 	defer func() {
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
+		release(j)
 	}()
 	switch {
 	case s.aborted.Load():

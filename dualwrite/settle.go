@@ -135,20 +135,20 @@ func newSettleSet(max, maxSus int, journaled bool) *settleSet {
 func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	first, changed = d.markLocked(key, m, ready, wrote, copies)
+	e, first, changed := d.markLocked(key, m, ready, wrote, copies)
 	if !wrote.IsZero() {
-		d.setIngested(key, false) // the Store's own write: it knows the value
+		d.setIngested(e, false) // the Store's own write: it knows the value
 	}
 	return first, changed
 }
 
-// setIngested sets the origin of key's last write, keeping viaIngest.
-func (d *settleSet) setIngested(key string, ingested bool) {
-	e, ok := d.keys[key]
-	if ok && ingested {
+// setIngested sets the origin of the last write of e (nil: a key the set
+// does not hold), keeping viaIngest.
+func (d *settleSet) setIngested(e *settleEntry, ingested bool) {
+	if e != nil && ingested {
 		d.lastIngest = max(d.lastIngest, e.ready)
 	}
-	if !ok || e.ingested == ingested {
+	if e == nil || e.ingested == ingested {
 		return
 	}
 	if ingested {
@@ -159,7 +159,9 @@ func (d *settleSet) setIngested(key string, ingested bool) {
 	e.ingested = ingested
 }
 
-func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
+// markLocked is mark under d.mu, without the write's origin. It returns
+// key's entry, nil when the mark overflowed the set.
+func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (e *settleEntry, first, changed bool) {
 	e, ok := d.keys[key]
 	if !ok {
 		if len(d.keys) >= d.max {
@@ -168,7 +170,7 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 			if first {
 				d.reconcile, d.flagMoved = true, true
 			}
-			return first, first && d.journaled
+			return nil, first, first && d.journaled
 		}
 		if s, was := d.sus[key]; was {
 			// A write supersedes what a read suspected.
@@ -193,7 +195,7 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 	} else {
 		d.readyLocked(e, &d.lines[e.mark], nanos(ready))
 	}
-	return false, changed
+	return e, false, changed
 }
 
 // entry returns a blank entry for key, from the free list if it can.
@@ -263,11 +265,11 @@ func (d *settleSet) newer(key string, acked time.Time) bool {
 func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies int32) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	first, changed = d.markLocked(key, m, ready, acked, copies)
-	if e, ok := d.keys[key]; ok && nanos(acked) > e.acked {
+	e, first, changed := d.markLocked(key, m, ready, acked, copies)
+	if e != nil && nanos(acked) > e.acked {
 		e.acked = nanos(acked)
 	}
-	d.setIngested(key, true)
+	d.setIngested(e, true)
 	return first, changed
 }
 
@@ -512,7 +514,7 @@ func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.D
 		}
 		d.susLine.remove(e)
 		delete(d.sus, ref.key)
-		first, changed = d.markLocked(ref.key, MarkDirty, timeOf(e.held.since), time.Time{}, 0)
+		_, first, changed = d.markLocked(ref.key, MarkDirty, timeOf(e.held.since), time.Time{}, 0)
 		if n, ok := d.keys[ref.key]; ok {
 			n.held = e.held // the repair acts on the difference confirmed
 		}
