@@ -59,6 +59,8 @@ func newBreaker(role Role, cfg BreakerConfig, clk clock.Clock, events chan<- Bre
 // breaker itself turned away.
 func excluded(err error) bool {
 	switch {
+	case err == nil: // most operations: spare them the chain below
+		return false
 	case errors.Is(err, errAborted), errors.Is(err, errBreakerOpen):
 		return true
 	case errors.Is(err, kv.ErrInvalidKey), errors.Is(err, kv.ErrInvalidValue),
