@@ -73,13 +73,12 @@ type Plumbing struct {
 const primaryAnswerFactor = 3
 
 // primaryClient is the HTTP client of the primary's cfkv stores: cfkv's own
-// settings (idle connections for concurrent callers), its answers charged
-// to the memory budget. A bulk get of values that are not UTF-8 answers six
-// times their size, which nothing else would count.
+// transport (idle connections for concurrent callers, answers read by
+// length), its answers charged to the memory budget. A bulk get of values
+// that are not UTF-8 answers six times their size, which nothing else would
+// count.
 func primaryClient(mem *membudget.Budget) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: mem.Transport(t, primaryAnswerFactor)}
+	return &http.Client{Transport: mem.Transport(cfkv.NewTransport(), primaryAnswerFactor)}
 }
 
 // Opener opens the Backends for a Config; see WithBackends.

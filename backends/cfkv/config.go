@@ -179,14 +179,8 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return d
 }
 
-// defaultHTTPClient keeps more idle connections per host than net/http's
-// default of two, so that concurrent callers reuse connections instead of
-// opening one per request.
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Transport: t}
-}
+// defaultHTTPClient is a client over NewTransport.
+func defaultHTTPClient() *http.Client { return &http.Client{Transport: NewTransport()} }
 
 // String describes c without the token.
 func (c Config) String() string {

@@ -124,12 +124,13 @@ func (s *Store) decodeEnvelope(op string, status int, header http.Header, body [
 	return env, outcome{}
 }
 
-// transportFailure classifies an error that came before any HTTP answer. A
-// cancelled caller gets its context's error back; anything else (a refused
-// connection, a reset, a try cut off by RequestTimeout) is retried and ends
-// as unavailable. The URL is stripped from the cause: its path holds the key.
-func (s *Store) transportFailure(op string, callerErr, err error) outcome {
-	if callerErr != nil {
+// transportFailure classifies an error that came before any HTTP answer, or
+// in the middle of one, in a try's context ctx. A cancelled caller gets its
+// context's error back; anything else (a refused connection, a reset, a try
+// cut off by RequestTimeout) is retried and ends as unavailable. The URL is
+// stripped from the cause: its path holds the key.
+func (s *Store) transportFailure(ctx context.Context, op string, err error) outcome {
+	if callerErr := callerErr(ctx); callerErr != nil {
 		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, callerErr)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

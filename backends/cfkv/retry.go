@@ -16,7 +16,9 @@ import (
 // retry hint when it gave one.
 func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome) error {
 	for attempt := 0; ; attempt++ {
-		out := try(ctx)
+		tctx, cancel := s.tryContext(ctx)
+		out := try(tctx)
+		cancel()
 		if !out.retry {
 			return out.err
 		}

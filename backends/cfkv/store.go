@@ -26,7 +26,7 @@ import (
 // Store is a kv.Store over one Workers KV namespace, through the REST API
 // and cloudflare-go. It is safe for concurrent use.
 type Store struct {
-	cfg   Config // without its APIToken, which only the SDK's options and scrub hold
+	cfg   Config // without its APIToken, which only the doer and scrub hold
 	api   *cf.NamespaceService
 	scrub func(string) string
 }
@@ -48,11 +48,10 @@ func New(cfg Config) (*Store, error) {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
-		// WithAPIToken's header, made once rather than formatted per request.
-		option.WithHeader("Authorization", "Bearer "+cfg.APIToken),
-		option.WithHTTPClient(cfg.HTTPClient),
+		// The token's header is set by the doer, from one slice.
+		option.WithHTTPClient(newDoer(cfg.HTTPClient, cfg.APIToken)),
 		option.WithMaxRetries(0), // ours are in retry.go
-		option.WithRequestTimeout(cfg.RequestTimeout),
+		// No WithRequestTimeout: tryContext bounds each try.
 	}
 	for _, h := range sdkHeaders {
 		opts = append(opts, option.WithHeaderDel(h))
@@ -89,38 +88,38 @@ type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
 // returned with its body unread; anything else is an outcome.
 func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Response, outcome) {
 	slot := responseSlots.Get().(*responseSlot)
-	err := call(ctx, slot.into)
+	err := call(ctx, slot.opts...)
 	resp := slot.resp
 	slot.resp = nil // the SDK keeps no option once the call returned
 	responseSlots.Put(slot)
 	if resp == nil {
-		if err == nil {
+		if err == nil || err == errHandedOver {
 			err = errors.New("no response")
 		}
-		return nil, s.transportFailure(op, ctx.Err(), err)
+		return nil, s.transportFailure(ctx, op, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, _ := readBody(resp, maxErrorBody)
 		return nil, s.refusal(op, resp.StatusCode, resp.Header, body)
 	}
-	if err != nil {
+	if err != nil && err != errHandedOver {
 		_ = resp.Body.Close()
-		return nil, s.transportFailure(op, ctx.Err(), err)
+		return nil, s.transportFailure(ctx, op, err)
 	}
 	return resp, outcome{}
 }
 
-// responseSlot is where the SDK puts a call's raw response, with the option
-// that tells it to, made once: a call costs neither the option's closure
-// nor a response pointer of its own.
+// responseSlot is where the SDK puts a call's raw response, with the
+// options that tell it to, made once: a call costs neither the option's
+// closure, nor a response pointer, nor an options slice of its own.
 type responseSlot struct {
 	resp *http.Response
-	into option.RequestOption
+	opts []option.RequestOption // WithResponseBodyInto(&resp), capped at its length
 }
 
 var responseSlots = sync.Pool{New: func() any {
 	slot := new(responseSlot)
-	slot.into = option.WithResponseBodyInto(&slot.resp)
+	slot.opts = []option.RequestOption{option.WithResponseBodyInto(&slot.resp)}
 	return slot
 }}
 
@@ -138,7 +137,7 @@ func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope
 	}
 	body, err := readBody(resp, maxEnvelope)
 	if err != nil {
-		return envelope{}, s.transportFailure(op, ctx.Err(), err)
+		return envelope{}, s.transportFailure(ctx, op, err)
 	}
 	return s.decodeEnvelope(op, resp.StatusCode, resp.Header, body)
 }
@@ -271,7 +270,7 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 		}
 		body, err := readBody(resp, kv.MaxValueSize+1)
 		if err != nil {
-			return s.transportFailure("get", ctx.Err(), err)
+			return s.transportFailure(ctx, "get", err)
 		}
 		if ct := resp.Header.Get("Content-Type"); len(ct) >= 16 && strings.EqualFold(ct[:16], "application/json") && isJSONType(ct) {
 			// Values come as application/octet-stream; a JSON body here is

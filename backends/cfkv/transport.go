@@ -1,0 +1,125 @@
+package cfkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// NewTransport returns the HTTP transport of a Store's own client: net/http's
+// defaults (keep-alive, HTTP/2 where TLS offers it, proxies from the
+// environment), with two changes for a proxy's traffic:
+//
+//   - as many idle connections kept per host as concurrent callers use,
+//     instead of net/http's two, so that requests reuse connections rather
+//     than open one each;
+//   - no gzip asked for: answers are read by their declared length into one
+//     slice (a decompressed answer has none, and costs a decompressor each),
+//     a value comes as stored, and what bounds a namespace's traffic is the
+//     API's request budget, not its bytes.
+//
+// It sets no timeout of its own: each try is bounded by RequestTimeout
+// through its context.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	t.DisableCompression = true
+	return t
+}
+
+// doer is what the SDK sends its requests through (option.WithHTTPClient
+// takes any Do). It hands every response back to the Store untouched, as
+// errHandedOver, so that the SDK neither reads a refusal's body nor parses
+// its headers for a retry of its own (its retries are off); the Store reads
+// and classifies every answer (send). It also sets the Authorization header
+// from one slice made at New, where the SDK's header option makes one per
+// request; net/http only reads a request's header values.
+//
+// A client that adds nothing to a request but the following of redirects
+// (no cookie jar, no timeout) is bypassed: the request goes straight to its
+// transport, without the client's copy of the headers for a redirect that
+// Workers KV never answers. If an answer is a redirect after all, the
+// request is sent again through the client, which follows it as it would
+// have.
+type doer struct {
+	client *http.Client
+	direct http.RoundTripper // client's transport, when the client may be bypassed
+	auth   []string
+}
+
+// errHandedOver is how doer returns a response to the Store through the SDK.
+var errHandedOver = errors.New("cfkv: the response is handed to the store")
+
+func newDoer(client *http.Client, token string) *doer {
+	d := &doer{client: client, auth: []string{"Bearer " + token}}
+	if client.Jar == nil && client.Timeout == 0 {
+		d.direct = client.Transport
+		if d.direct == nil {
+			d.direct = http.DefaultTransport
+		}
+	}
+	return d
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	req.Header["Authorization"] = d.auth
+	if d.direct == nil {
+		return handOver(d.client.Do(req))
+	}
+	resp, err := d.direct.RoundTrip(req)
+	if err != nil || !isRedirect(resp) {
+		return handOver(resp, err)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return handOver(resp, nil) // what the client returns when it cannot send the body again
+		}
+		if req.Body, err = req.GetBody(); err != nil {
+			_ = resp.Body.Close()
+			return nil, err
+		}
+	}
+	_ = resp.Body.Close()
+	return handOver(d.client.Do(req))
+}
+
+func handOver(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	return resp, errHandedOver
+}
+
+// isRedirect reports an answer http.Client would follow.
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
+}
+
+// errTryTimeout is the cause of a try's context that RequestTimeout ended;
+// it matches context.DeadlineExceeded.
+var errTryTimeout = fmt.Errorf("cfkv: the try's time is up: %w", context.DeadlineExceeded)
+
+// tryContext bounds one try by RequestTimeout, unless ctx ends before: the
+// caller's own deadline serves then, at no cost. The SDK's request timeout
+// is off, so that a try costs one timer, not the SDK's wrapping of it.
+func (s *Store) tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.cfg.RequestTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTryTimeout)
+}
+
+// callerErr is the error of the caller's own context, given a try's: nil
+// while only RequestTimeout ended the try.
+func callerErr(ctx context.Context) error {
+	if context.Cause(ctx) == errTryTimeout {
+		return nil
+	}
+	return ctx.Err()
+}
