@@ -233,6 +233,11 @@ type Hold struct {
 // Hold starts a request's holding, charged against ctx's end.
 func (b *Budget) Hold(ctx context.Context) *Hold { return &Hold{b: b, ctx: ctx} }
 
+// Reset makes h what b.Hold(ctx) returns, in place: a server that keeps its
+// Holds for reuse resets one per request, once the last holding was
+// Released and nothing reads through it any more.
+func (h *Hold) Reset(b *Budget, ctx context.Context) { *h = Hold{b: b, ctx: ctx} }
+
 // Grow takes n more bytes for the request (Acquire's errors).
 func (h *Hold) Grow(n int64) error {
 	if h == nil {
@@ -283,6 +288,19 @@ func (h *Hold) Release() {
 func (h *Hold) Reader(r io.Reader, factor int64) io.Reader {
 	return &chargedReader{r: r, h: h, factor: max(factor, 1)}
 }
+
+// Body is Reader for a request body: closing it closes rc. It is one
+// allocation, where a reader and a closer put together are two.
+func (h *Hold) Body(rc io.ReadCloser, factor int64) io.ReadCloser {
+	return &chargedBody{chargedReader: chargedReader{r: rc, h: h, factor: max(factor, 1)}, body: rc}
+}
+
+type chargedBody struct {
+	chargedReader
+	body io.Closer
+}
+
+func (c *chargedBody) Close() error { return c.body.Close() }
 
 type chargedReader struct {
 	r      io.Reader

@@ -30,20 +30,24 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || res.Body == nil || res.Body == http.NoBody {
 		return res, err
 	}
-	h := t.b.Hold(req.Context())
-	res.Body = &heldBody{Reader: h.Reader(res.Body, t.factor), body: res.Body, h: h}
+	// The body, its Hold and its charged reader are one allocation.
+	hb := &heldBody{hold: Hold{b: t.b, ctx: req.Context()}, body: res.Body}
+	hb.charged = chargedReader{r: res.Body, h: &hb.hold, factor: max(t.factor, 1)}
+	res.Body = hb
 	return res, nil
 }
 
 // heldBody gives back what its reads took when it is closed.
 type heldBody struct {
-	io.Reader
-	body io.ReadCloser
-	h    *Hold
+	hold    Hold
+	charged chargedReader
+	body    io.ReadCloser
 }
+
+func (b *heldBody) Read(p []byte) (int, error) { return b.charged.Read(p) }
 
 func (b *heldBody) Close() error {
 	err := b.body.Close()
-	b.h.Release()
+	b.hold.Release()
 	return err
 }
