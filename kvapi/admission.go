@@ -104,26 +104,43 @@ func (a *admission) serve(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		gw := &guardedWriter{ResponseWriter: w}
-		defer restoreBody(r)()
-		r.Body = &paced{ReadCloser: r.Body, w: gw, rc: http.NewResponseController(w), start: time.Now(), a: a}
-		h.ServeHTTP(gw, r)
+		// The writer and the body are one allocation.
+		pw := &pacedWriter{guardedWriter: guardedWriter{ResponseWriter: w}}
+		pw.body = paced{ReadCloser: r.Body, w: &pw.guardedWriter, rc: *http.NewResponseController(w), start: time.Now(), a: a}
+		body := r.Body
+		defer func() { r.Body = body }() // see restoreBody
+		r.Body = &pw.body
+		h.ServeHTTP(&pw.guardedWriter, r)
 	})
+}
+
+// pacedWriter is a paced body with the writer it cuts off.
+type pacedWriter struct {
+	guardedWriter
+	body paced
 }
 
 // paced is a body that must keep the minimum rate: each read gets a
 // deadline by which one more byte must have come for the average to hold.
-// Deadlines are the connection's, on the system clock.
+// Deadlines are the connection's, on the system clock. Once the body has
+// ended its reads touch the connection no more: net/http, when the body
+// ends, clears the deadline to watch the idle connection for the client
+// going away, and a deadline set again would end the request when it
+// passed, however long the handler still works.
 type paced struct {
 	io.ReadCloser
 	w     *guardedWriter
-	rc    *http.ResponseController
+	rc    http.ResponseController
 	start time.Time
 	n     int64
 	a     *admission
+	err   error // what ended the body
 }
 
 func (p *paced) Read(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
 	due := p.start.Add(p.a.grace + time.Duration(float64(p.n+1)/float64(p.a.rate)*float64(time.Second)))
 	if end := p.start.Add(p.a.read); p.a.read > 0 && end.Before(due) {
 		due = end
@@ -133,8 +150,9 @@ func (p *paced) Read(b []byte) (int, error) {
 	p.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		p.w.refuse(p.a.rate)
-		return n, ErrSlowBody
+		err = ErrSlowBody
 	}
+	p.err = err
 	return n, err
 }
 

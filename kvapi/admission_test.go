@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -88,6 +89,34 @@ func TestSlowBodyEnds408(t *testing.T) {
 	}
 	// Its slot is free again: the only one there is.
 	wantOK(t, "after the 408", f.do("GET", nsPath("keys"), nil))
+}
+
+// TestReadsPastTheBodysEndKeepTheRequest: a handler that reads its body
+// past its end (as a decoder that checks for trailing data does) and then
+// works longer than the body's grace keeps its request: the ended body sets
+// no read deadline on the connection again, which would cut the request's
+// context when it passed.
+func TestReadsPastTheBodysEndKeepTheRequest(t *testing.T) {
+	f := newFront(t, kvapi.ServeConfig{MinBodyRate: 1 << 10, BodyGrace: 20 * time.Millisecond, Wrap: func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.ReadAll(r.Body)
+			_, _ = r.Body.Read(make([]byte, 1))
+			select {
+			case <-r.Context().Done():
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case <-time.After(500 * time.Millisecond): // well past the grace
+				w.WriteHeader(http.StatusNoContent)
+			}
+		})
+	}})
+	res, err := http.Post(f.url+nsPath("bulk/get"), "application/json", strings.NewReader(`{"keys":["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("a handler working past the body's grace got %d: its request was cut off", res.StatusCode)
+	}
 }
 
 // TestConnectionCap: past MaxConnections open connections (idle keep-alive

@@ -36,17 +36,11 @@ const (
 // its values).
 const bodyFactor = 2
 
-// chargedBody is a request body read through the memory budget.
-type chargedBody struct {
-	io.Reader
-	io.Closer
-}
-
 // bodyLimit is the most bytes the request's body may hold.
 func bodyLimit(ep endpoint, r *http.Request) int64 {
 	switch {
 	case ep == epValues && r.Method == http.MethodPut:
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		if mt, _ := putMediaType(r); mt == "multipart/form-data" {
 			return MaxMultipartBytes
 		}
 		return kv.MaxValueSize
@@ -58,14 +52,28 @@ func bodyLimit(ep endpoint, r *http.Request) int64 {
 	return maxSmallBody
 }
 
+// putMediaType is a value PUT's media type and its parameters. A raw value
+// comes as application/octet-stream, or with no type at all: those cost no
+// parse.
+func putMediaType(r *http.Request) (string, map[string]string) {
+	switch ct := r.Header.Get("Content-Type"); ct {
+	case "", "application/octet-stream":
+		return ct, nil
+	default:
+		mt, params, _ := mime.ParseMediaType(ct)
+		return mt, params
+	}
+}
+
 // limitBody refuses a declared length over limit and caps what is read.
 func limitBody(w http.ResponseWriter, r *http.Request, limit int64) *apiError {
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
-	if r.Body == nil || r.Body == http.NoBody {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength > 0 {
 		// Nothing to bound: left as it is, a GET's body costs no reader of
-		// its own nor the memory budget's (ServeHTTP charges only a body).
+		// its own nor the memory budget's (ServeHTTP charges only a body),
+		// and a declared length, checked above, is all net/http reads.
 		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -94,6 +102,21 @@ func readError(err error) *apiError {
 		return memoryExhausted()
 	}
 	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body could not be read")
+}
+
+// readDeclared reads r's body, at most limit bytes: one slice of the
+// declared length when there is one (limitBody refused a longer one), what
+// readLimited reads when there is none.
+func readDeclared(r *http.Request, limit int) ([]byte, *apiError) {
+	n := r.ContentLength
+	if n <= 0 || n > int64(limit) {
+		return readLimited(r.Body, limit)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, readError(err)
+	}
+	return b, nil
 }
 
 // readLimited reads at most limit bytes, refusing a longer body.

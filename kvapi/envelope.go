@@ -64,8 +64,27 @@ func errorf(status, code int, format string, args ...any) *apiError {
 // writeResult answers success with result; info is the result_info, nil
 // for none.
 func writeResult(w http.ResponseWriter, result any, info any) {
+	if result == nil && info == nil {
+		// A write's answer, the same every time: encoded once.
+		writeRaw(w, http.StatusOK, plainSuccess, plainSuccessLength)
+		return
+	}
 	writeJSON(w, http.StatusOK, envelope{Success: true, Errors: []message{}, Messages: []message{}, Result: result, ResultInfo: info})
 }
+
+// plainSuccess is the envelope of a success without a result, and its
+// Content-Length header's value.
+var (
+	plainSuccess, _    = json.Marshal(envelope{Success: true, Errors: []message{}, Messages: []message{}})
+	plainSuccessLength = []string{strconv.Itoa(len(plainSuccess))}
+)
+
+// jsonType is the Content-Type header's value of every envelope. The header
+// values this package sets from shared slices are only ever read (net/http
+// copies a response's header when it is written; nothing appends to a
+// value in place, and a slice capped at its length cannot be appended to
+// in place).
+var jsonType = []string{"application/json"}
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
@@ -81,8 +100,14 @@ func writeJSON(w http.ResponseWriter, status int, body envelope) {
 		raw = []byte(`{"success":false,"errors":[{"code":10001,"message":"internal error"}],"messages":[],"result":null}`)
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	writeRaw(w, status, raw, []string{strconv.Itoa(len(raw))})
+}
+
+// writeRaw answers with an encoded envelope and the value of its
+// Content-Length header.
+func writeRaw(w http.ResponseWriter, status int, raw []byte, length []string) {
+	h := w.Header()
+	h["Content-Type"], h["Content-Length"] = jsonType, length
 	w.WriteHeader(status)
 	_, _ = w.Write(raw)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 
@@ -14,9 +13,9 @@ import (
 // readPutBody reads a value sent raw or as multipart/form-data; form holds
 // the multipart's other text fields.
 func readPutBody(r *http.Request) (value []byte, md json.RawMessage, form map[string]string, e *apiError) {
-	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mediaType, params := putMediaType(r)
 	if mediaType != "multipart/form-data" {
-		value, e := readLimited(r.Body, kv.MaxValueSize)
+		value, e := readDeclared(r, kv.MaxValueSize)
 		return value, nil, nil, e
 	}
 	mr := multipart.NewReader(r.Body, params["boundary"])

@@ -195,15 +195,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Charged after the token is checked: bytes declared by someone without
-	// it hold nothing.
-	req.hold = s.memory.Hold(r.Context())
-	defer req.hold.Release()
+	// it hold nothing. The Hold is reused: released when the handler
+	// returns, it is read by nothing after (the body it charges is put
+	// back first).
+	req.hold = holds.Get().(*membudget.Hold)
+	req.hold.Reset(s.memory, r.Context())
+	defer func(h *membudget.Hold) {
+		h.Release()
+		h.Reset(nil, nil)
+		holds.Put(h)
+	}(req.hold)
 	if r.Body != nil && r.Body != http.NoBody {
 		defer restoreBody(r)()
-		r.Body = chargedBody{req.hold.Reader(r.Body, bodyFactor), r.Body}
+		r.Body = req.hold.Body(r.Body, bodyFactor)
 	}
 	h(s, w, r, req)
 }
+
+// holds keeps the requests' Holds for reuse.
+var holds = sync.Pool{New: func() any { return new(membudget.Hold) }}
 
 // fixedMessage resolves Config.FixedNamespaces.
 func fixedMessage(cfg Config) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,10 @@ func (s *Server) putValue(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
-	q := r.URL.Query()
+	var q url.Values // no query, no map to parse it into
+	if r.URL.RawQuery != "" {
+		q = r.URL.Query()
+	}
 	rawExp, rawTTL := q.Get("expiration"), q.Get("expiration_ttl")
 	if rawExp == "" && rawTTL == "" {
 		rawExp, rawTTL = form["expiration"], form["expiration_ttl"]
