@@ -115,13 +115,20 @@ func (s *Store) refusal(op string, status int, header http.Header, body []byte) 
 // decodeEnvelope parses a 2xx body and refuses success:false.
 func (s *Store) decodeEnvelope(op string, status int, header http.Header, body []byte) (envelope, outcome) {
 	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil || env.Success == nil {
-		return env, outcome{err: &APIError{Op: op, Status: status, Message: "the response is not a Cloudflare API envelope"}}
+	err := json.Unmarshal(body, &env)
+	return env, s.succeeded(op, status, header, body, err, env.Success)
+}
+
+// succeeded judges a 2xx body by its envelope's success, as decoded (err
+// is the decoding's): none is not an envelope, false a refusal.
+func (s *Store) succeeded(op string, status int, header http.Header, body []byte, err error, success *bool) outcome {
+	if err != nil || success == nil {
+		return outcome{err: &APIError{Op: op, Status: status, Message: "the response is not a Cloudflare API envelope"}}
 	}
-	if !*env.Success {
-		return env, s.refusal(op, status, header, body)
+	if !*success {
+		return s.refusal(op, status, header, body)
 	}
-	return env, outcome{}
+	return outcome{}
 }
 
 // transportFailure classifies an error that came before any HTTP answer, or

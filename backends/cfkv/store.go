@@ -113,13 +113,16 @@ func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Respon
 // options that tell it to, made once: a call costs neither the option's
 // closure, nor a response pointer, nor an options slice of its own.
 type responseSlot struct {
+	// opts is WithResponseBodyInto(&resp), with room for one more option
+	// appended in place: a call's body (the SDK copies its options before
+	// the call returns, and a slot serves one call at a time).
 	resp *http.Response
-	opts []option.RequestOption // WithResponseBodyInto(&resp), capped at its length
+	opts []option.RequestOption
 }
 
 var responseSlots = sync.Pool{New: func() any {
 	slot := new(responseSlot)
-	slot.opts = []option.RequestOption{option.WithResponseBodyInto(&slot.resp)}
+	slot.opts = append(make([]option.RequestOption, 0, 2), option.WithResponseBodyInto(&slot.resp))
 	return slot
 }}
 
@@ -140,6 +143,25 @@ func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope
 		return envelope{}, s.transportFailure(ctx, op, err)
 	}
 	return s.decodeEnvelope(op, resp.StatusCode, resp.Header, body)
+}
+
+// sendWrite makes one try of a write of one key, whose envelope carries no
+// result: only its success is decoded (a refusal's errors are read by
+// refusal), which spares the parse the envelope's other fields.
+func (s *Store) sendWrite(ctx context.Context, op string, call sdkCall) outcome {
+	resp, out := s.send(ctx, op, call)
+	if resp == nil {
+		return out
+	}
+	body, err := readBody(resp, maxEnvelope)
+	if err != nil {
+		return s.transportFailure(ctx, op, err)
+	}
+	var env struct {
+		Success *bool `json:"success"`
+	}
+	err = json.Unmarshal(body, &env)
+	return s.succeeded(op, resp.StatusCode, resp.Header, body, err, env.Success)
 }
 
 // pathKey escapes a key as one path segment. The SDK pastes keys into the
@@ -341,11 +363,10 @@ func (s *Store) put(ctx context.Context, key string, opts kv.PutOptions, body op
 		params.Expiration.Value, params.Expiration.Present = float64(unixCeil(opts.Expiration)), true
 	}
 	return s.retry(ctx, func(ctx context.Context) outcome {
-		_, out := s.sendJSON(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
+		return s.sendWrite(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
 			_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
 			return err
 		})
-		return out
 	})
 }
 
@@ -399,11 +420,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	var params cf.NamespaceValueDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
 	err := s.retry(ctx, func(ctx context.Context) outcome {
-		_, out := s.sendJSON(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
+		return s.sendWrite(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
 			_, err := s.api.Values.Delete(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
 			return err
 		})
-		return out
 	})
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil // deleting a missing key is not an error

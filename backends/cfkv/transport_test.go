@@ -123,3 +123,25 @@ func TestRedirectsAreFollowed(t *testing.T) {
 		t.Fatalf("Get through a redirect = %q, %v", got, err)
 	}
 }
+
+// TestWriteAnswersAreEnvelopes: a write answered 200 with a body that is
+// not an envelope (no success field) or with success:false fails, though
+// only its success is decoded.
+func TestWriteAnswersAreEnvelopes(t *testing.T) {
+	for body, want := range map[string]string{`{"result":null}`: "not a Cloudflare API envelope", `not json`: "not a Cloudflare API envelope",
+		`{"success":false,"errors":[{"code":10001,"message":"refused"}]}`: "code 10001: refused"} {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }))
+		st, err := cfkv.New(cfkv.Config{AccountID: testAccount, NamespaceID: testNamespace, APIToken: testToken, BaseURL: hs.URL + "/client/v4/", MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apiErr *cfkv.APIError
+		if err := st.Put(t.Context(), "k", []byte("v"), kv.PutOptions{}); !errors.As(err, &apiErr) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Put answered %s: %v, want an APIError saying %q", body, err, want)
+		}
+		if err := st.Delete(t.Context(), "k"); !errors.As(err, &apiErr) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Delete answered %s: %v, want an APIError saying %q", body, err, want)
+		}
+		hs.Close()
+	}
+}
