@@ -140,7 +140,7 @@ func (s *Store) transportFailure(ctx context.Context, op string, err error) outc
 	if callerErr := callerErr(ctx); callerErr != nil {
 		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, callerErr)}
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) == errTryTimeout {
 		return outcome{err: fmt.Errorf("cfkv: %s: no answer within %s", op, s.cfg.RequestTimeout), retry: true}
 	}
 	var ue *url.Error

@@ -16,9 +16,9 @@ import (
 // retry hint when it gave one.
 func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome) error {
 	for attempt := 0; ; attempt++ {
-		tctx, cancel := s.tryContext(ctx)
+		tctx, t := s.startTry(ctx)
 		out := try(tctx)
-		cancel()
+		t.stop()
 		if !out.retry {
 			return out.err
 		}

@@ -51,7 +51,7 @@ func New(cfg Config) (*Store, error) {
 		// The token's header is set by the doer, from one slice.
 		option.WithHTTPClient(newDoer(cfg.HTTPClient, cfg.APIToken)),
 		option.WithMaxRetries(0), // ours are in retry.go
-		// No WithRequestTimeout: tryContext bounds each try.
+		// No WithRequestTimeout: startTry bounds each try.
 	}
 	for _, h := range sdkHeaders {
 		opts = append(opts, option.WithHeaderDel(h))

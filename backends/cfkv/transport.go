@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -101,18 +102,69 @@ func isRedirect(resp *http.Response) bool {
 	return false
 }
 
-// errTryTimeout is the cause of a try's context that RequestTimeout ended;
-// it matches context.DeadlineExceeded.
+// errTryTimeout is the cause of a try's context that RequestTimeout ended
+// (its Err is context.Canceled); it matches context.DeadlineExceeded.
 var errTryTimeout = fmt.Errorf("cfkv: the try's time is up: %w", context.DeadlineExceeded)
 
-// tryContext bounds one try by RequestTimeout, unless ctx ends before: the
-// caller's own deadline serves then, at no cost. The SDK's request timeout
-// is off, so that a try costs one timer, not the SDK's wrapping of it.
-func (s *Store) tryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// startTry bounds one try by RequestTimeout, unless ctx ends before: the
+// caller's own deadline serves then, at no cost (a nil *tryTimer). The
+// SDK's request timeout is off: a try costs a cancelable context and a
+// timer taken from a pool, not the SDK's timer, its context and the
+// wrapping of the answer's body. The try ends with the timer's stop.
+func (s *Store) startTry(ctx context.Context) (context.Context, *tryTimer) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.cfg.RequestTimeout {
-		return ctx, func() {}
+		return ctx, nil
 	}
-	return context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTryTimeout)
+	tctx, cancel := context.WithCancelCause(ctx)
+	t := tryTimers.Get().(*tryTimer)
+	t.mu.Lock()
+	t.cancel = cancel
+	t.mu.Unlock()
+	t.timer.Reset(s.cfg.RequestTimeout)
+	return tctx, t
+}
+
+// tryTimer ends a try's context with errTryTimeout when its time is up.
+// Its timer is made once and serves one try after another, through
+// tryTimers; one that fired is not put back, since its function may still
+// be on its way to the try it was set for.
+type tryTimer struct {
+	timer  *time.Timer
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc // the try's, while it runs
+}
+
+var tryTimers = sync.Pool{New: func() any {
+	t := new(tryTimer)
+	t.timer = time.AfterFunc(time.Hour, t.fire)
+	t.timer.Stop()
+	return t
+}}
+
+func (t *tryTimer) fire() {
+	t.mu.Lock()
+	cancel := t.cancel
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel(errTryTimeout)
+	}
+}
+
+// stop ends the try: its context is cancelled, its timer kept for another
+// unless it fired.
+func (t *tryTimer) stop() {
+	if t == nil {
+		return
+	}
+	stopped := t.timer.Stop()
+	t.mu.Lock()
+	cancel := t.cancel
+	t.cancel = nil
+	t.mu.Unlock()
+	cancel(nil)
+	if stopped {
+		tryTimers.Put(t)
+	}
 }
 
 // callerErr is the error of the caller's own context, given a try's: nil
