@@ -310,6 +310,15 @@ func (s *Store) slotOf(h uint64) *slot { return &s.slots[h&(1<<slotBits-1)] }
 func (s *Store) work(l *lane) {
 	defer s.workers.Done()
 	for {
+		// A lane with work queued takes it without the select below,
+		// which locks both channels for every job.
+		select {
+		case j := <-l.ch:
+			s.refill(l)
+			s.run(l, j)
+			continue
+		default:
+		}
 		select {
 		case j := <-l.ch:
 			s.refill(l)
