@@ -31,9 +31,11 @@
 // HTTP client's transport directly when the client adds nothing but the
 // following of redirects, which Workers KV does not answer (a redirect is
 // still followed). NewTransport is the transport a Store's own client uses.
-// What stays is the SDK's own making of each request: the path formatted,
-// the request built, parsed against the base URL and copied for the try,
-// about 50 allocations a call.
+// What stays is the SDK's own making of each request, which no option
+// reaches: the path formatted, the request built with its ten default
+// headers, parsed against the base URL and copied for the try (46
+// allocations a value GET); a value PUT also encodes its parameters as a
+// multipart form and its query, which the body option then replaces (65).
 //
 // A Store is a kv.MetadataStore, and metadata costs no request of its own
 // (the REST API allows 1,200 per 5 minutes): PutEntry with metadata is one
