@@ -146,8 +146,8 @@ func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope
 }
 
 // sendWrite makes one try of a write of one key, whose envelope carries no
-// result: only its success is decoded (a refusal's errors are read by
-// refusal), which spares the parse the envelope's other fields.
+// result: only its success is read, by successOf (a refusal's errors are
+// read by refusal), which spares the parse of the envelope.
 func (s *Store) sendWrite(ctx context.Context, op string, call sdkCall) outcome {
 	resp, out := s.send(ctx, op, call)
 	if resp == nil {
@@ -157,11 +157,11 @@ func (s *Store) sendWrite(ctx context.Context, op string, call sdkCall) outcome 
 	if err != nil {
 		return s.transportFailure(ctx, op, err)
 	}
-	var env struct {
-		Success *bool `json:"success"`
+	var success *bool
+	if v, found := successOf(body); found {
+		success = &v
 	}
-	err = json.Unmarshal(body, &env)
-	return s.succeeded(op, resp.StatusCode, resp.Header, body, err, env.Success)
+	return s.succeeded(op, resp.StatusCode, resp.Header, body, nil, success)
 }
 
 // pathKey escapes a key as one path segment. The SDK pastes keys into the
