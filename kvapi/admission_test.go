@@ -97,14 +97,14 @@ func TestSlowBodyEnds408(t *testing.T) {
 // no read deadline on the connection again, which would cut the request's
 // context when it passed.
 func TestReadsPastTheBodysEndKeepTheRequest(t *testing.T) {
-	f := newFront(t, kvapi.ServeConfig{MinBodyRate: 1 << 10, BodyGrace: 20 * time.Millisecond, Wrap: func(http.Handler) http.Handler {
+	f := newFront(t, kvapi.ServeConfig{MinBodyRate: 1 << 10, BodyGrace: 300 * time.Millisecond, Wrap: func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.ReadAll(r.Body)
 			_, _ = r.Body.Read(make([]byte, 1))
 			select {
 			case <-r.Context().Done():
 				w.WriteHeader(http.StatusServiceUnavailable)
-			case <-time.After(500 * time.Millisecond): // well past the grace
+			case <-time.After(1500 * time.Millisecond): // well past the grace
 				w.WriteHeader(http.StatusNoContent)
 			}
 		})
