@@ -61,7 +61,9 @@
 //	                    ("You must request a minimum of 1 key"), and what net/http
 //	                    refuses before any handler (431, 501, 417 keep their status)
 //	429 10022           the per-key write rate (a fault mode), with Retry-After
-//	503 10001           an unavailable store, or too many requests at once, with Retry-After
+//	503 10001           an unavailable store, or too many requests at once, with Retry-After;
+//	                    a store that did not answer before the request's deadline, with
+//	                    Retry-After 1 (a write's outcome is then unknown; writes are idempotent)
 //	500 10001           any other store failure; its message is never forwarded
 //
 // # Metadata
@@ -84,7 +86,12 @@
 //
 // NewHTTPServer wraps a Server in the HTTPServer that the emulator and the
 // proxy serve through, with the same defaults: header, read, write and idle
-// timeouts; a 64 KiB header limit; at most 64 requests at once (503 10001
+// timeouts, and a deadline on every request's context a margin before the
+// connection's write deadline (a tenth of WriteTimeout, at most 5 s: 1 min
+// 55 s by default), so that a store call that would outlive the write
+// deadline ends with context.DeadlineExceeded in time for the client to get
+// 503 10001 with Retry-After rather than a torn connection (a store that
+// ignores its context still runs past it); a 64 KiB header limit; at most 64 requests at once (503 10001
 // with Retry-After beyond), of which one client (its remote address) holds at
 // most three quarters; a body that averages less than 1 KiB/s after 10 s
 // ends with 408; at most 512 open connections on the listener (past it 503,

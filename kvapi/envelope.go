@@ -146,7 +146,14 @@ func storeError(err error) *apiError {
 		e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable")
 		e.retryAfter = ra
 		return e
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request's deadline (ServeConfig.WriteTimeout) or the store's
+		// own passed: a write's outcome is unknown, and writes are
+		// idempotent, so the client is told to retry.
+		e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: the store did not answer in time; a write may or may not have been applied, retry it")
+		e.retryAfter = TimeoutRetryAfter
+		return e
+	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: request cancelled")
 	}
 	return errorf(http.StatusInternalServerError, CodeUnavailable, "service temporarily unavailable")

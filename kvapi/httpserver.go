@@ -20,7 +20,8 @@ const (
 	// write of MaxBulkBytes at about 1 MB/s.
 	DefaultReadTimeout = 2 * time.Minute
 	// DefaultWriteTimeout bounds answering one request, from the end of its
-	// headers.
+	// headers: its handler's context ends MaxAnswerMargin before (1 min
+	// 55 s).
 	DefaultWriteTimeout = 2 * time.Minute
 	// DefaultIdleTimeout closes a keep-alive connection idle that long.
 	DefaultIdleTimeout = 2 * time.Minute
@@ -37,6 +38,16 @@ const (
 // MaxConcurrent requests are being served.
 const OverloadRetryAfter = time.Second
 
+// TimeoutRetryAfter is the Retry-After of a request whose store did not
+// answer before the request's deadline.
+const TimeoutRetryAfter = time.Second
+
+// MaxAnswerMargin is the most time a request's context ends before the
+// connection's write deadline: the margin is a tenth of WriteTimeout, at
+// most this, time enough to write the answer that says the store did not
+// answer in time (see answerWithin).
+const MaxAnswerMargin = 5 * time.Second
+
 // ErrUnauthenticated reports a front that would serve without a client
 // token although it was not told to, or was told to off loopback.
 var ErrUnauthenticated = errors.New("kvapi: refusing to serve without a client token")
@@ -46,10 +57,16 @@ var ErrUnauthenticated = errors.New("kvapi: refusing to serve without a client t
 type ServeConfig struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	MaxHeaderBytes    int
-	MaxConcurrent     int
+	// WriteTimeout is the connection's write deadline, from the end of a
+	// request's headers. The handler's context has a deadline a margin
+	// before it, a tenth of WriteTimeout and at most 5 s (MaxAnswerMargin):
+	// 1 min 55 s by default. A store call that runs past it ends with
+	// context.DeadlineExceeded while the answer that says so (503 10001
+	// with Retry-After) can still reach the client.
+	WriteTimeout   time.Duration
+	IdleTimeout    time.Duration
+	MaxHeaderBytes int
+	MaxConcurrent  int
 	// MaxPerClient bounds the requests one client (ClientKey) is served at
 	// once: 0 means three quarters of MaxConcurrent, so that a client that
 	// keeps every request it can open leaves a quarter to the others.
@@ -111,6 +128,8 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 	if cfg.Wrap != nil {
 		h = cfg.Wrap(h)
 	}
+	write := or(cfg.WriteTimeout, DefaultWriteTimeout)
+	h = withDeadline(h, answerWithin(write))
 	maxConc := or(cfg.MaxConcurrent, DefaultMaxConcurrent)
 	adm := &admission{max: maxConc, perClient: or(cfg.MaxPerClient, max(1, maxConc*3/4)), key: cfg.ClientKey,
 		rate: or(cfg.MinBodyRate, DefaultMinBodyRate), grace: or(cfg.BodyGrace, DefaultBodyGrace),
@@ -133,7 +152,7 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 		Handler:           h,
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       or(cfg.ReadTimeout, DefaultReadTimeout),
-		WriteTimeout:      or(cfg.WriteTimeout, DefaultWriteTimeout),
+		WriteTimeout:      write,
 		IdleTimeout:       or(cfg.IdleTimeout, DefaultIdleTimeout),
 		MaxHeaderBytes:    or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
 		ConnContext:       connContext,
@@ -152,6 +171,34 @@ func or[T int | time.Duration](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// answerWithin is how long after its start a request's handler has to
+// answer a connection whose write deadline is write away: write less a
+// tenth of it, or less MaxAnswerMargin when that is smaller.
+func answerWithin(write time.Duration) time.Duration {
+	return write - min(MaxAnswerMargin, write/10)
+}
+
+// withDeadline gives each request's context the deadline by which it must
+// be answered, d after its handler starts (net/http set the connection's
+// write deadline, a margin later, just before). Without it a handler whose
+// store call outlives the write deadline goes on unseen while the client
+// is left with a torn connection, not knowing whether to retry; with it the
+// store call ends with context.DeadlineExceeded and the client gets 503
+// with Retry-After. A context that ends no later already is kept: deriving
+// one costs a timer and its allocations on every request.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().Add(d)
+		if cur, ok := r.Context().Deadline(); ok && !cur.After(at) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithDeadline(r.Context(), at)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // bound serves at most n requests at once, refusing the next with 503: the

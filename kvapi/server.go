@@ -165,7 +165,7 @@ func (s *Server) String() string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	if !s.faults.delay(r.Context(), s.clock) {
-		writeError(w, errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: request cancelled"))
+		writeError(w, storeError(r.Context().Err()))
 		return
 	}
 	if e, ok := s.faults.injected(); ok {
