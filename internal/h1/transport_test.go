@@ -148,7 +148,7 @@ func TestFraming(t *testing.T) {
 		if resp, body := get(t, tr, s.URL+"/close"); body != "bye" || !resp.Close {
 			t.Errorf("Connection: close answer: %q, Close %v", body, resp.Close)
 		}
-		get(t, tr, s.URL+"/length")
+		putOnce(t, tr, s.URL+"/length")
 		if n := conns(); n != 2 {
 			t.Fatalf("after the server's Connection: close, %d connections, want 2", n)
 		}
@@ -161,7 +161,7 @@ func TestFraming(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		get(t, tr, s.URL+"/length")
+		putOnce(t, tr, s.URL+"/length")
 		if n := conns(); n != 3 {
 			t.Fatalf("after a request with Close, %d connections, want 3", n)
 		}
@@ -342,4 +342,18 @@ func TestTLSServerNameIsTheURLHost(t *testing.T) {
 	if !errors.As(err, &verr) {
 		t.Errorf("err = %v, want a certificate verification error for localhost", err)
 	}
+}
+
+// putOnce sends a PUT whose body cannot be replayed, so that it fails if
+// it is written on a connection that the server closed.
+func putOnce(t *testing.T, tr http.RoundTripper, url string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader("v")))
+	req.ContentLength = 1
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v (was the connection pooled after a close?)", url, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 }
