@@ -30,7 +30,14 @@
 // looks in an answer's headers for a retry of its own. The doer goes to the
 // HTTP client's transport directly when the client adds nothing but the
 // following of redirects, which Workers KV does not answer (a redirect is
-// still followed). NewTransport is the transport a Store's own client uses.
+// still followed). NewTransport is the transport a Store's own client uses:
+// HTTP/1.1 with each round trip on the caller's goroutine (package
+// internal/h1), since net/http's Transport hands every request to a writing
+// goroutine and its answer back from a reading one, and at a proxy's low
+// load those hand-offs wake sleeping threads (futex) and cost about 26
+// allocations a round trip; a caller's own HTTPClient is used as given.
+// HTTP/1.1 only, on purpose: a few kept-alive connections serve one API
+// host as well as HTTP/2's multiplexing, without its goroutines.
 // What stays is the SDK's own making of each request, which no option
 // reaches: the path formatted, the request built with its ten default
 // headers, parsed against the base URL and copied for the try (46
