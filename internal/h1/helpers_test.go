@@ -113,3 +113,14 @@ func tlsOf(t testing.TB, resp *http.Response) *tls.ConnectionState {
 	}
 	return resp.TLS
 }
+
+// answerOK answers every request "ok".
+func answerOK(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+
+// closeIdle closes c's idle connections and waits until s has seen them
+// all closed.
+func closeIdle(t testing.TB, s *server, c interface{ CloseIdleConnections() }) {
+	t.Helper()
+	c.CloseIdleConnections()
+	waitFor(t, "the idle connections closed", func() bool { _, open, _ := s.counts(); return open == 0 })
+}

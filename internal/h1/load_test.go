@@ -144,11 +144,10 @@ func TestLargeBodiesStream(t *testing.T) {
 // (net/http's Transport keeps two per idle connection).
 func TestNoGoroutinePerConnection(t *testing.T) {
 	both(t, func(t *testing.T, useTLS bool) {
-		s := newServer(t, useTLS, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+		s := newServer(t, useTLS, answerOK)
 		tr := s.transport(t, h1.Config{})
 		get(t, tr, s.URL)
-		tr.CloseIdleConnections()
-		waitFor(t, "the warm-up connection closed", func() bool { _, open, _ := s.counts(); return open == 0 })
+		closeIdle(t, s, tr)
 		before := runtime.NumGoroutine()
 		var wg sync.WaitGroup
 		start := make(chan struct{})

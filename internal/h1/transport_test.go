@@ -34,7 +34,7 @@ func TestSequentialRequestsShareOneConnection(t *testing.T) {
 }
 
 func TestIdleTimeoutClosesInsteadOfReusing(t *testing.T) {
-	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s := newServer(t, false, answerOK)
 	tr := s.transport(t, h1.Config{IdleTimeout: 1}) // 1 ns: every idle connection is too old
 	for range 3 {
 		get(t, tr, s.URL)
@@ -46,7 +46,7 @@ func TestIdleTimeoutClosesInsteadOfReusing(t *testing.T) {
 }
 
 func TestMaxIdlePerHostClosesTheRest(t *testing.T) {
-	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s := newServer(t, false, answerOK)
 	tr := s.transport(t, h1.Config{MaxIdlePerHost: 2})
 	var resps []*http.Response
 	for range 5 { // each answer holds its connection until its body is read
@@ -71,7 +71,7 @@ func TestMaxIdlePerHostClosesTheRest(t *testing.T) {
 }
 
 func TestNoIdleConnectionsWhenMaxIdleIsNegative(t *testing.T) {
-	s := newServer(t, false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s := newServer(t, false, answerOK)
 	tr := s.transport(t, h1.Config{MaxIdlePerHost: -1})
 	get(t, tr, s.URL)
 	get(t, tr, s.URL)
@@ -82,12 +82,11 @@ func TestNoIdleConnectionsWhenMaxIdleIsNegative(t *testing.T) {
 
 func TestCloseIdleConnections(t *testing.T) {
 	both(t, func(t *testing.T, useTLS bool) {
-		s := newServer(t, useTLS, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+		s := newServer(t, useTLS, answerOK)
 		tr := s.transport(t, h1.Config{})
 		get(t, tr, s.URL)
 		// http.Client reaches it through its interface, as cloudflare-go may.
-		(&http.Client{Transport: tr}).CloseIdleConnections()
-		waitFor(t, "the idle connection closed", func() bool { _, open, _ := s.counts(); return open == 0 })
+		closeIdle(t, s, &http.Client{Transport: tr})
 		get(t, tr, s.URL)
 		if accepted, _, _ := s.counts(); accepted != 2 {
 			t.Errorf("accepted %d connections, want 2", accepted)
