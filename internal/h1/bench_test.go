@@ -1,18 +1,21 @@
 package h1_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"runtime/metrics"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/internal/h1"
 )
 
 // BenchmarkRoundTrip sends the same small GET through this package's
 // Transport and through net/http's, against one httptest server, one
-// request at a time as a proxy at low load does. Beside ns/op and
+// request at a time as a proxy at low load does, under a context with a
+// deadline as cfkv's tries have (so h1 sets it and watches the context). Beside ns/op and
 // allocs/op (the server's included, the same on both sides) it reports
 // per round trip:
 //   - vcsw/op: the process's voluntary context switches, each a thread
@@ -39,7 +42,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	for _, side := range sides {
 		b.Run(side.name, func(b *testing.B) {
 			rt := side.rt()
-			req, _ := http.NewRequest(http.MethodGet, s.URL+"/values/k", nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/values/k", nil)
 			buf := make([]byte, 512)
 			do := func() {
 				resp, err := rt.RoundTrip(req)
