@@ -30,7 +30,8 @@ import (
 //     with the same two changes.
 //
 // It sets no timeout of its own: each try is bounded by RequestTimeout
-// through its context, which h1 makes the connection's deadline.
+// through its context, cancelled when the try's time is up (startTry),
+// which h1 watches: it aborts the connection then.
 func NewTransport() http.RoundTripper {
 	fallback := http.DefaultTransport.(*http.Transport).Clone()
 	fallback.MaxIdleConnsPerHost = maxIdlePerHost
