@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +25,12 @@ import (
 // context and reports how it ended.
 type stalled struct {
 	*memory.Store
+	calls atomic.Int64
 	ended chan error
 }
 
 func (s *stalled) wait(ctx context.Context) error {
+	s.calls.Add(1)
 	<-ctx.Done()
 	s.ended <- ctx.Err()
 	return ctx.Err()
@@ -158,5 +163,33 @@ func wantTimedOutAPI(t *testing.T, err error) {
 	var ae *cfkv.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.Code != kvapi.CodeUnavailable {
 		t.Fatalf("the write failed with %v, want the front's 503 %d", err, kvapi.CodeUnavailable)
+	}
+}
+
+// TestClientGoneEndsTheStoreCall: the request's context, which has the
+// front's deadline, still ends when the client goes away, long before that
+// deadline: a store call is not left running for a client that is gone.
+func TestClientGoneEndsTheStoreCall(t *testing.T) {
+	url, st := stalledFront(t, time.Hour)
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := "PUT " + nsPath("values/k") + " HTTP/1.1\r\nHost: front\r\n" + auth + "Content-Length: 1\r\n\r\nv"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	// The store is called once the body is read; then the client leaves.
+	for st.calls.Load() == 0 {
+		runtime.Gosched()
+	}
+	_ = c.Close()
+	select {
+	case err := <-st.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the store's context ended with %v, want cancelled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the store's call went on after its client went away")
 	}
 }

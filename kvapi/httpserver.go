@@ -173,34 +173,6 @@ func or[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// answerWithin is how long after its start a request's handler has to
-// answer a connection whose write deadline is write away: write less a
-// tenth of it, or less MaxAnswerMargin when that is smaller.
-func answerWithin(write time.Duration) time.Duration {
-	return write - min(MaxAnswerMargin, write/10)
-}
-
-// withDeadline gives each request's context the deadline by which it must
-// be answered, d after its handler starts (net/http set the connection's
-// write deadline, a margin later, just before). Without it a handler whose
-// store call outlives the write deadline goes on unseen while the client
-// is left with a torn connection, not knowing whether to retry; with it the
-// store call ends with context.DeadlineExceeded and the client gets 503
-// with Retry-After. A context that ends no later already is kept: deriving
-// one costs a timer and its allocations on every request.
-func withDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now().Add(d)
-		if cur, ok := r.Context().Deadline(); ok && !cur.After(at) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithDeadline(r.Context(), at)
-		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
 // bound serves at most n requests at once, refusing the next with 503: the
 // admission of an unguarded front.
 func bound(h http.Handler, n int) http.Handler {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -39,6 +40,10 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 type envelopeConn struct {
 	net.Conn
 	serving atomic.Bool
+
+	mu     sync.Mutex
+	broken bool               // a read failed: the connection is done
+	cancel context.CancelFunc // ends the context of the request served (deadline.go)
 }
 
 type connKey struct{}
