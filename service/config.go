@@ -107,6 +107,10 @@ type Config struct {
 	BreakerFailures int
 	BreakerOpen     time.Duration
 
+	// ReadTimeout and WriteTimeout are the front's (kvapi.ServeConfig): a
+	// request's context ends a tenth of WriteTimeout before it, at most 5 s.
+	ReadTimeout, WriteTimeout time.Duration
+
 	Demo bool
 	Help bool
 
@@ -176,6 +180,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxPerClient, "max-per-client", 0, "")
 	fs.IntVar(&c.MinBodyRate, "min-body-rate", kvapi.DefaultMinBodyRate, "")
 	fs.IntVar(&c.MaxConnections, "max-connections", kvapi.DefaultMaxConnections, "")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", kvapi.DefaultReadTimeout, "")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", kvapi.DefaultWriteTimeout, "")
 	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
 	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
 	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
@@ -337,6 +343,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0 || c.SweepInterval <= 0:
 		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout, --repair-interval and --sweep-interval take positive durations")
+	case c.ReadTimeout <= 0 || c.WriteTimeout <= 0:
+		return usage("--read-timeout and --write-timeout take positive durations")
 	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
 		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
 	case c.IngestMaxAge <= 0 || c.IngestMaxLead <= 0:

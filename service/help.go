@@ -50,6 +50,9 @@ WHERE
                            at once (default three quarters of --max-concurrent)
   --min-body-rate B        bytes a second a body must average after 10 s, or 408 (1024)
   --max-connections N      connections the front holds open; past it 503, and a log line (512)
+  --read-timeout D         reading one request, its body included (2m)
+  --write-timeout D        answering one request; a store that has not answered a tenth
+                           of it before (at most 5 s) gets 503 with Retry-After (2m)
   --admin-listen ADDR      the admin API (default 127.0.0.1:8791)
   --account ID             CLOUDFLARE_ACCOUNT_ID: the account clients name in paths
   --namespace ID[=DB]      namespaces served, repeatable or comma-separated

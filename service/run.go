@@ -198,6 +198,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, MaxPerClient: c.MaxPerClient, ClientKey: clientKey,
 		MinBodyRate: c.MinBodyRate, MaxConnections: c.MaxConnections, Logger: log,
+		ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
 		Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
