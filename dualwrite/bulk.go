@@ -117,7 +117,7 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 			outs[i] = s.premark(e.Key, now)
 		}
 	}
-	applied, err := s.applyMany(ctx, auth, op, batch)
+	applied, reached, err := s.applyMany(ctx, auth, op, batch)
 	now := s.clock.Now()
 	for _, i := range slots {
 		s.slots[i].touch(now)
@@ -127,7 +127,7 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 			switch {
 			case i < applied:
 				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil, true))
-			case i == applied:
+			case i < reached: // its outcome is the error's
 				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err, true))
 			default: // never reached the authoritative store
 				outs[i].merge(s.noCopy(e.Key, now, false))
@@ -156,34 +156,36 @@ func (s *Store) slotIndexes(hashes []uint64) []int {
 	return slices.Compact(idx)
 }
 
-// applyMany makes a bulk write on the authoritative store r and returns how
-// many entries, in order, are known applied: all or none for a bulk call,
-// those before the first failure otherwise (the failed one is the
-// uncertain one).
-func (s *Store) applyMany(ctx context.Context, r Role, op Op, batch []kv.Entry) (applied int, err error) {
+// applyMany applies batch to r's store: the keys before applied were
+// applied, those from applied to reached met err (which may have landed
+// them: a bulk call that fails says nothing of which of its keys it
+// applied; nor does a panic), and those from reached on never reached the
+// store.
+func (s *Store) applyMany(ctx context.Context, r Role, op Op, batch []kv.Entry) (applied, reached int, err error) {
+	reached = len(batch) // what a panic leaves: any key may have landed
 	defer s.recovered(r, &err)
 	switch {
 	case op == OpPut && s.puts[r] != nil:
 		if err := s.puts[r].PutMany(ctx, batch); err != nil {
-			return 0, err
+			return 0, len(batch), err
 		}
-		return len(batch), nil
+		return len(batch), len(batch), nil
 	case op == OpDelete && s.deletes[r] != nil:
 		keys := make([]string, len(batch))
 		for i, e := range batch {
 			keys[i] = e.Key
 		}
 		if err := s.deletes[r].DeleteMany(ctx, keys); err != nil {
-			return 0, err
+			return 0, len(batch), err
 		}
-		return len(batch), nil
+		return len(batch), len(batch), nil
 	}
 	for i, e := range batch {
 		if err := s.apply(ctx, r, op, e.Key, e.Value, e.Expiration, e.Metadata); err != nil {
-			return i, err
+			return i, i + 1, err
 		}
 	}
-	return len(batch), nil
+	return len(batch), len(batch), nil
 }
 
 // TeeWrite is a write whose authoritative part was already done elsewhere:

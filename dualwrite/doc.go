@@ -272,7 +272,11 @@
 // While a lane has a backlog, other work for it joins the backlog
 // (barriers: Flush, a flip) or is refused as from a full lane, and a newer
 // write of a key whose copy waits there replaces that copy, so each key's
-// order holds. GetMany reads the
+// order holds. A bulk call the authoritative store fails with an error
+// of unknown outcome (a timeout after the store took the keys) may have
+// landed any of its keys: every key of it is then dirty, as a single write of unknown outcome is, and repair
+// copies what the store holds; with one call a key, the keys after the
+// failed one never reached the store. GetMany reads the
 // authoritative store in bulk; its sampled keys are compared as Get's are.
 //
 // Ingest takes tee mode's writes: writes the primary has already applied
