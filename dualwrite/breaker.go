@@ -32,6 +32,15 @@ type breaker struct {
 	// breaker never opened, tripping while its period is being set.
 	openUntil atomic.Int64
 
+	// quiet is the fast path's word. Bit 0 is set while gobreaker is
+	// closed and has counted no failure since its last success: a success
+	// would then change nothing gobreaker decides on, so it skips
+	// gobreaker (its mutex and two readings of the wall clock) altogether.
+	// The bits above count the failures reported, each after gobreaker
+	// has counted it, so that a success cannot set bit 0 over a failure
+	// counted after it read the word (see calm).
+	quiet atomic.Uint64
+
 	events chan<- BreakerEvent
 	lost   *atomic.Uint64
 	closed chan<- struct{} // signalled when the breaker closes: repair now
@@ -39,6 +48,7 @@ type breaker struct {
 
 func newBreaker(role Role, cfg BreakerConfig, clk clock.Clock, events chan<- BreakerEvent, lost *atomic.Uint64, closed chan<- struct{}) *breaker {
 	b := &breaker{role: role, clock: clk, openFor: cfg.OpenTimeout, events: events, lost: lost, closed: closed}
+	b.quiet.Store(1)
 	failures := uint32(cfg.FailuresToOpen)
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:          role.String(),
@@ -46,12 +56,16 @@ func newBreaker(role Role, cfg BreakerConfig, clk clock.Clock, events chan<- Bre
 		Interval:      cfg.CountInterval,
 		Timeout:       time.Nanosecond,
 		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-		IsSuccessful:  func(err error) bool { return err == nil || errors.Is(err, kv.ErrNotFound) },
+		IsSuccessful:  successful,
 		IsExcluded:    excluded,
 		OnStateChange: b.onStateChange,
 	})
 	return b
 }
+
+// successful tells the operations that say the store is well: those that
+// succeeded, and reads of a key it does not hold.
+func successful(err error) bool { return err == nil || errors.Is(err, kv.ErrNotFound) }
 
 // excluded lists the errors that say nothing of the store's health: inputs
 // the store refused (the primary accepted them, so they are a mismatch of
@@ -110,12 +124,30 @@ func (b *breaker) isOpen(now time.Time) bool {
 // breaker. ran is false when the breaker refused: err is then the refusal
 // and op did not run.
 //
-// gobreaker's Execute only calls the func it is given, so the closure
-// below stays on the stack: asking the breaker allocates nothing, where
-// the two-step form's Allow returned a new closure per call.
+// While the breaker is quiet (closed, no failure counted since the last
+// success), op runs without asking gobreaker, and only a failure is
+// reported to it, counted as gobreaker would have counted it, with one
+// difference: gobreaker discards the outcome of an operation admitted
+// before its counts were cleared (a trip, a CountInterval), and a failure
+// that ran on the fast path is counted in the closed breaker it finds, or
+// not at all when the breaker is no longer closed. An operation lasts at
+// most ShadowTimeout, so that is at most the failures in flight at a
+// CountInterval's turn counted towards the next: the breaker opens no
+// later than it would have. Otherwise gobreaker's Execute admits and
+// counts the operation (the half-open probes among them), and its func
+// stays on the stack: asking the breaker allocates nothing, where the
+// two-step form's Allow returned a new closure per call.
 func (b *breaker) run(now time.Time, op func() error) (ran bool, err error) {
 	if b.isOpen(now) {
 		return false, b.refusal(now)
+	}
+	w := b.quiet.Load()
+	if w&1 == 1 {
+		err = op()
+		if !successful(err) && !excluded(err) {
+			b.fail(err)
+		}
+		return true, err
 	}
 	_, err = b.cb.Execute(func() (struct{}, error) {
 		if b.isOpen(now) {
@@ -129,10 +161,52 @@ func (b *breaker) run(now time.Time, op func() error) (ran bool, err error) {
 		return struct{}{}, op()
 	})
 	b.settle()
-	if !ran {
+	switch {
+	case !ran:
 		return false, b.refusal(now)
+	case successful(err):
+		b.calm(w, b.clean())
+	case !excluded(err):
+		b.failed()
 	}
 	return true, err
+}
+
+// fail reports to gobreaker a failure of an operation that ran on the fast
+// path, if the breaker is still closed (see run).
+func (b *breaker) fail(err error) {
+	if b.cb.State() == gobreaker.StateClosed {
+		_, _ = b.cb.Execute(func() (struct{}, error) { return struct{}{}, err })
+		b.settle()
+	}
+	b.failed()
+}
+
+// failed clears the quiet bit and counts one more failure, once gobreaker
+// has counted it.
+func (b *breaker) failed() {
+	for {
+		w := b.quiet.Load()
+		if b.quiet.CompareAndSwap(w, (w|1)+1) {
+			return
+		}
+	}
+}
+
+// calm sets the quiet bit after a success that gobreaker counted, when
+// gobreaker was then clean (see clean) and no failure has been reported
+// since w was read, before the success was asked for. A failure counted
+// after that reading either has been reported, and the word is no longer
+// w, or will be, and clears the bit again.
+func (b *breaker) calm(w uint64, clean bool) {
+	if clean {
+		b.quiet.CompareAndSwap(w, w|1)
+	}
+}
+
+// clean reports whether gobreaker is closed with no failure counted.
+func (b *breaker) clean() bool {
+	return b.cb.State() == gobreaker.StateClosed && b.cb.Counts().ConsecutiveFailures == 0
 }
 
 // settle times the open period of a breaker that has just tripped. It runs

@@ -68,7 +68,10 @@
 // opens after consecutive failures, timeouts included; the caller's
 // cancellation, inputs the other store refuses and operations abandoned at
 // Close do not count. While open, copies are skipped and their keys marked
-// dirty.
+// dirty. While it is closed with no failure counted since the last success,
+// a success skips gobreaker (a mutex every lane would share) and only a
+// failure is reported to it; the breaker opens no later than gobreaker
+// alone would open it.
 //
 // # The settle set
 //
