@@ -23,7 +23,9 @@ type instruments struct {
 	transitions metric.Int64Counter
 
 	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile, journalOK metric.Int64ObservableGauge
-	overflow, skipped, lost, journalErrors                                                             metric.Int64ObservableCounter
+	suspects, journalPending                                                                           metric.Int64ObservableGauge
+	overflow, skipped, lost, journalErrors, journalCommits                                             metric.Int64ObservableCounter
+	suspectOverflow, cleared, coalesced                                                                metric.Int64ObservableCounter
 	lateCopies, refused                                                                                metric.Int64ObservableCounter
 	fence                                                                                              metric.Float64ObservableGauge
 
@@ -75,10 +77,16 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.unsettled = gauge(MetricUnsettledKeys, "{key}", "Keys whose copy was sent to the other store and not yet verified after the consistency window.")
 	in.reconcile = gauge(MetricReconciliationNeeded, "{flag}", "1 once the dirty set has overflowed, until a reconciliation is acknowledged.")
 	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
+	in.suspects = gauge(MetricSuspectKeys, "{key}", "Keys that only a sampled read found different, held by the confirmation rule until a verification read a window later confirms or clears the difference; not in the settle set. A rising count is the early sign of a divergence.")
+	in.suspectOverflow = observed(MetricSuspectOverflow, "{key}", "Suspicions dropped because the suspects were full (MaxSuspects): their keys are not verified.")
+	in.cleared = observed(MetricSuspicionsCleared, "{key}", "Held differences (suspects, and differences held on keys of the settle set) that a later verification read found gone.")
+	in.coalesced = observed(MetricCoalesced, "{operation}", "Copies replaced in their lane by a newer write of the same key before they ran; the newer copy keeps the older one's place.")
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")
 	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
 	in.journalOK = gauge(MetricJournalOK, "{flag}", "1 while the settle journal's last commit succeeded, 0 while it fails; reported only with a journal.")
 	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed, and marks its Recorder refused; reported only with a journal.")
+	in.journalCommits = observed(MetricJournalCommits, "{commit}", "Settle journal commits that succeeded; reported only with a journal.")
+	in.journalPending = gauge(MetricJournalPending, "{mark}", "Settle set changes awaiting the settle journal's next commit: the marks a crash of the machine now would lose; reported only with a journal.")
 	in.lateCopies = observed(MetricLateCopies, "{copy}", "Tee copies that arrived while MongoDB was authoritative, by outcome: applied (the last acknowledged write), superseded, conflict (reported for the operator), failed.")
 	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
 	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),

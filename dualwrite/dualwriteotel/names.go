@@ -52,11 +52,17 @@ const (
 	MetricDirtyKeys            = "kvshadow.dualwrite.dirty.keys"
 	MetricUnsettledKeys        = "kvshadow.dualwrite.unsettled.keys"
 	MetricDirtyOverflow        = "kvshadow.dualwrite.dirty.overflow"
+	MetricSuspectKeys          = "kvshadow.dualwrite.suspect.keys"
+	MetricSuspectOverflow      = "kvshadow.dualwrite.suspect.overflow"
+	MetricSuspicionsCleared    = "kvshadow.dualwrite.suspicions.cleared"
+	MetricCoalesced            = "kvshadow.dualwrite.coalesced"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
 	MetricComparisonsSkipped   = "kvshadow.dualwrite.comparisons.skipped"
 	MetricEventsLost           = "kvshadow.dualwrite.events.lost"
 	MetricJournalOK            = "kvshadow.dualwrite.journal.ok"
 	MetricJournalErrors        = "kvshadow.dualwrite.journal.errors"
+	MetricJournalCommits       = "kvshadow.dualwrite.journal.commits"
+	MetricJournalPending       = "kvshadow.dualwrite.journal.pending"
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.

@@ -62,11 +62,17 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.unsettled, int64(st.Unsettled))
 		obs.ObserveInt64(in.reconcile, flag(st.ReconciliationNeeded))
 		obs.ObserveInt64(in.overflow, int64(st.DirtyOverflow))
+		obs.ObserveInt64(in.suspects, int64(st.Suspects))
+		obs.ObserveInt64(in.suspectOverflow, int64(st.SuspectOverflow))
+		obs.ObserveInt64(in.cleared, int64(st.Cleared))
+		obs.ObserveInt64(in.coalesced, int64(st.Coalesced))
 		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
 		obs.ObserveInt64(in.lost, int64(st.LostEvents))
 		if st.Journal { // without one there is nothing to fail, and no series says otherwise
 			obs.ObserveInt64(in.journalOK, flag(st.JournalOK))
 			obs.ObserveInt64(in.journalErrors, int64(st.JournalErrors))
+			obs.ObserveInt64(in.journalCommits, int64(st.JournalCommits))
+			obs.ObserveInt64(in.journalPending, int64(st.JournalPending))
 		}
 		for _, o := range dualwrite.LateOutcomes {
 			obs.ObserveInt64(in.lateCopies, int64(st.LateCopies[o]), metric.WithAttributes(LateOutcomeKey.String(string(o))))
@@ -83,7 +89,8 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.fence)
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.fence,
+		in.suspects, in.suspectOverflow, in.cleared, in.coalesced, in.journalCommits, in.journalPending)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
 	}
