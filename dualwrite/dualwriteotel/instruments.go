@@ -86,7 +86,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.journalOK = gauge(MetricJournalOK, "{flag}", "1 while the settle journal's last commit succeeded, 0 while it fails; reported only with a journal.")
 	in.journalErrors = observed(MetricJournalErrors, "{commit}", "Settle journal commits that failed, and marks its Recorder refused; reported only with a journal.")
 	in.journalCommits = observed(MetricJournalCommits, "{commit}", "Settle journal commits that succeeded; reported only with a journal.")
-	in.journalPending = gauge(MetricJournalPending, "{mark}", "Settle set changes awaiting the settle journal's next commit: the marks a crash of the machine now would lose; reported only with a journal.")
+	in.journalPending = gauge(MetricJournalPending, "{mark}", "Settle set changes awaiting the settle journal's next commit, besides the group a commit under way holds: the marks a crash of the machine now would lose; reported only with a journal.")
 	in.lateCopies = observed(MetricLateCopies, "{copy}", "Tee copies that arrived while MongoDB was authoritative, by outcome: applied (the last acknowledged write), superseded, conflict (reported for the operator), failed.")
 	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
 	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),
