@@ -62,6 +62,9 @@ type settleSet struct {
 	sus         map[string]*settleEntry
 	susLine     timeline
 	susOverflow uint64
+	// superseded counts the suspects that a write through the Store took
+	// into the set before a verification read confirmed or cleared them.
+	superseded uint64
 
 	// free holds up to maxFree entries that left the set, linked by
 	// next, for the keys that enter it next: in a steady stream of writes
@@ -174,6 +177,7 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 		}
 		if s, was := d.sus[key]; was {
 			// A write supersedes what a read suspected.
+			d.superseded++
 			d.susLine.remove(s)
 			delete(d.sus, key)
 			d.release(s)
@@ -573,10 +577,12 @@ func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile
 
 // suspects returns the number of suspects and the suspicions dropped
 // because the suspects were full.
-func (d *settleSet) suspects() (int, uint64) {
+// suspects returns the suspects held, the suspicions dropped for want of
+// room, and the suspects writes superseded.
+func (d *settleSet) suspects() (n int, overflow, superseded uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.sus), d.susOverflow
+	return len(d.sus), d.susOverflow, d.superseded
 }
 
 func (d *settleSet) list(m Mark) []string {

@@ -41,7 +41,11 @@ type Stats struct {
 	// there were MaxSuspects already.
 	Suspects        int
 	SuspectOverflow uint64
-	Repairs         map[RepairOutcome]uint64
+	// SuspectsSuperseded counts the suspects a write through the Store
+	// took into the settle set before a verification read confirmed or
+	// cleared them: the key waits for the verification of that write.
+	SuspectsSuperseded uint64
+	Repairs            map[RepairOutcome]uint64
 	// Comparisons counts classified sampled comparisons by kind (a
 	// difference is Suspected); ComparisonsSkipped those not made (lane
 	// full, breaker open, closing).
@@ -204,7 +208,7 @@ func (s *Store) Stats() Stats {
 		st.Verifications[k] = s.ctr.verifications[i].Load()
 	}
 	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = s.set.snapshot()
-	st.Suspects, st.SuspectOverflow = s.set.suspects()
+	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = s.set.suspects()
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}

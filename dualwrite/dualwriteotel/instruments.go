@@ -25,7 +25,7 @@ type instruments struct {
 	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile, journalOK metric.Int64ObservableGauge
 	suspects, journalPending                                                                           metric.Int64ObservableGauge
 	overflow, skipped, lost, journalErrors, journalCommits                                             metric.Int64ObservableCounter
-	suspectOverflow, cleared, coalesced                                                                metric.Int64ObservableCounter
+	suspectOverflow, cleared, superseded, coalesced                                                    metric.Int64ObservableCounter
 	lateCopies, refused                                                                                metric.Int64ObservableCounter
 	fence                                                                                              metric.Float64ObservableGauge
 
@@ -79,6 +79,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.overflow = observed(MetricDirtyOverflow, "{key}", "Dirty marks refused because the dirty set was full.")
 	in.suspects = gauge(MetricSuspectKeys, "{key}", "Keys that only a sampled read found different, held by the confirmation rule until a verification read a window later confirms or clears the difference; not in the settle set. A rising count is the early sign of a divergence.")
 	in.suspectOverflow = observed(MetricSuspectOverflow, "{key}", "Suspicions dropped because the suspects were full (MaxSuspects): their keys are not verified.")
+	in.superseded = observed(MetricSuspectsSuperseded, "{key}", "Suspects that a write through the store took into the settle set before a verification read confirmed or cleared them: the key then waits for the verification of that write.")
 	in.cleared = observed(MetricSuspicionsCleared, "{key}", "Held differences (suspects, and differences held on keys of the settle set) that a later verification read found gone.")
 	in.coalesced = observed(MetricCoalesced, "{operation}", "Copies replaced in their lane by a newer write of the same key before they ran; the newer copy keeps the older one's place.")
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")

@@ -55,6 +55,7 @@ const (
 	MetricSuspectKeys          = "kvshadow.dualwrite.suspect.keys"
 	MetricSuspectOverflow      = "kvshadow.dualwrite.suspect.overflow"
 	MetricSuspicionsCleared    = "kvshadow.dualwrite.suspicions.cleared"
+	MetricSuspectsSuperseded   = "kvshadow.dualwrite.suspicions.superseded"
 	MetricCoalesced            = "kvshadow.dualwrite.coalesced"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
 	MetricComparisonsSkipped   = "kvshadow.dualwrite.comparisons.skipped"

@@ -61,6 +61,27 @@ func TestSuspectGauges(t *testing.T) {
 	}
 	wantValue(t, f, dualwriteotel.MetricSuspectKeys, 0)
 	wantValue(t, f, dualwriteotel.MetricSuspicionsCleared, 1)
+	wantValue(t, f, dualwriteotel.MetricSuspectsSuperseded, 0)
+
+	// A suspect whose key is then written through the layer is neither
+	// cleared nor confirmed: the write supersedes it, and its key waits in
+	// the settle set for that write's verification.
+	if err := f.primary.Put(ctx, "wordle:c", []byte("around the layer"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.KV.Get(ctx, "wordle:c"); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(t)
+	if err := f.st.KV.Put(ctx, "wordle:c", []byte("through the layer"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(t)
+	if st := f.st.Dual.Stats(); st.Suspects != 0 || st.SuspectsSuperseded != 1 || st.Cleared != 1 || st.Unsettled != 1 {
+		t.Fatalf("Stats after the write: %d suspects, %d superseded, %d cleared, %d unsettled; want 0, 1, 1, 1",
+			st.Suspects, st.SuspectsSuperseded, st.Cleared, st.Unsettled)
+	}
+	wantValue(t, f, dualwriteotel.MetricSuspectsSuperseded, 1)
 }
 
 // While the shadow holds a key's copy, the next write of the key waits in

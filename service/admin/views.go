@@ -91,8 +91,9 @@ type StoreStats struct {
 	Unsettled            int               `json:"unsettled"`
 	DirtyOverflow        uint64            `json:"dirty_overflow"`
 	ReconciliationNeeded bool              `json:"reconciliation_needed"`
-	Suspects             int               `json:"suspects"`         // only a sampled read found them different
-	SuspectOverflow      uint64            `json:"suspect_overflow"` // suspicions dropped, the suspects full
+	Suspects             int               `json:"suspects"`            // only a sampled read found them different
+	SuspectOverflow      uint64            `json:"suspect_overflow"`    // suspicions dropped, the suspects full
+	SuspectsSuperseded   uint64            `json:"suspects_superseded"` // taken into the settle set by a write
 	Repairs              map[string]uint64 `json:"repairs"`
 	Comparisons          map[string]uint64 `json:"comparisons"`
 	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
@@ -285,7 +286,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
 		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Coalesced: s.Coalesced, Dirty: s.Dirty,
 		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
-		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
+		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, SuspectsSuperseded: s.SuspectsSuperseded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
@@ -320,6 +321,7 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.ReconciliationNeeded = sum.ReconciliationNeeded || st.ReconciliationNeeded
 		sum.Suspects += st.Suspects
 		sum.SuspectOverflow += st.SuspectOverflow
+		sum.SuspectsSuperseded += st.SuspectsSuperseded
 		sum.ComparisonsSkipped += st.ComparisonsSkipped
 		sum.LeftAtClose += st.LeftAtClose
 		sum.LostEvents += st.LostEvents
