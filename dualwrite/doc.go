@@ -277,9 +277,10 @@
 // write of a key whose copy waits there replaces that copy, so each key's
 // order holds. A bulk call the authoritative store fails with an error
 // of unknown outcome (a timeout after the store took the keys) may have
-// landed any of its keys: every key of it is then dirty, as a single write of unknown outcome is, and repair
-// copies what the store holds; with one call a key, the keys after the
-// failed one never reached the store. GetMany reads the
+// landed any of its keys: every key of it is then dirty, as a single
+// write of unknown outcome is, and repair copies what the store holds;
+// with one call a key, the keys after the failed one never reached the
+// store. GetMany reads the
 // authoritative store in bulk; its sampled keys are compared as Get's are.
 //
 // Ingest takes tee mode's writes: writes the primary has already applied

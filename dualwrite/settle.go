@@ -575,8 +575,6 @@ func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile
 	return d.dirty, len(d.keys) - d.dirty, d.overflow, d.reconcile
 }
 
-// suspects returns the number of suspects and the suspicions dropped
-// because the suspects were full.
 // suspects returns the suspects held, the suspicions dropped for want of
 // room, and the suspects writes superseded.
 func (d *settleSet) suspects() (n int, overflow, superseded uint64) {

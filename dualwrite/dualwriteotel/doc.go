@@ -7,8 +7,8 @@
 // span, rather than a child that would outlive its parent. Watch adds the
 // gauges read from the store's Stats: the stage, the breaker states, lane
 // and queue depth and coalesced copies, dirty keys and their overflow,
-// suspects, their overflow and the suspicions cleared, and the settle
-// journal's state, commits and pending marks.
+// suspects, their overflow and the suspicions cleared or superseded, and
+// the settle journal's state, commits and pending marks.
 //
 // NewStore assembles the whole instrumented composite: the primary and the
 // shadow wrapped by otelkv with their roles, the Observer, and the
