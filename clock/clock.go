@@ -21,11 +21,8 @@ type Timer interface {
 	Stop() bool
 }
 
-// Real is the system clock.
+// Real is the system clock. Its Now is described in real.go.
 type Real struct{}
-
-// Now returns time.Now().
-func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer wraps time.NewTimer.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }

@@ -62,6 +62,7 @@ type job struct {
 	key    string
 	hash   uint64
 	value  []byte
+	buf    *valueBuf // value's recycled buffer (see cloneValue), if any
 	exp    time.Time
 	md     json.RawMessage
 	size   int64 // bytes counted against MaxQueueBytes
@@ -90,8 +91,10 @@ func queued(j job) *job {
 	return q
 }
 
-// release gives a job that ran, or was never queued, back to the pool.
+// release gives a job that ran, or was never queued, back to the pool,
+// and its value's buffer to its own: nothing reads the value any more.
 func release(j *job) {
+	freeValue(j.buf)
 	*j = job{}
 	jobs.Put(j)
 }
@@ -180,21 +183,27 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 		defer l.qmu.Unlock()
 		if !j.acked.IsZero() && c.acked.After(j.acked) {
 			s.ctr.ingestStale.Add(1)
+			freeValue(j.buf)
 			return true, false
 		}
 		delta := j.size - c.size
 		if !s.reserveBytes(delta) {
+			freeValue(j.buf)
 			return false, false
 		}
 		if delta < 0 {
 			s.releaseBytes(-delta)
 		}
-		c.op, c.value, c.exp, c.md, c.size, c.ctx, c.acked = j.op, j.value, j.exp, j.md, j.size, j.ctx, j.acked
+		// The waiting copy has not started (qmu): its old value is read
+		// by no one.
+		freeValue(c.buf)
+		c.op, c.value, c.buf, c.exp, c.md, c.size, c.ctx, c.acked = j.op, j.value, j.buf, j.exp, j.md, j.size, j.ctx, j.acked
 		s.ctr.coalesced.Add(1)
 		return true, false
 	}
 	if !s.reserveBytes(j.size) {
 		l.qmu.Unlock()
+		freeValue(j.buf)
 		return false, false
 	}
 	j.waits = true

@@ -354,7 +354,7 @@ func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h ui
 	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx, queued: now, acked: acked}
 	if op == OpPut {
 		// The caller may reuse its buffers once the call returns.
-		j.value = append(make([]byte, 0, len(value)), value...)
+		j.value, j.buf = cloneValue(value)
 		j.size = int64(len(value))
 		if md != nil {
 			j.md = bytes.Clone(md)

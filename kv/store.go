@@ -8,6 +8,12 @@ import (
 
 // Store is the contract every backend keeps. Implementations are safe for
 // concurrent use.
+//
+// The bytes passed in are the caller's and those returned are the
+// caller's: a write (Put, PutEntry, PutMany) must not modify a value or
+// its metadata, nor keep either once it returns, since the caller may
+// reuse the buffer at once (dualwrite does, for its copies); a read must
+// not return bytes the store will change.
 type Store interface {
 	// Get returns the value of key, or an error matching ErrNotFound when
 	// the key is missing or expired.

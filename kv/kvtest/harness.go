@@ -77,6 +77,7 @@ var cases = []testCase{
 	{"RoundTrip", testRoundTrip},
 	{"LargestValue", testLargestValue},
 	{"Overwrite", testOverwrite},
+	{"CallerBuffers", testCallerBuffers},
 	{"Expiry", testExpiry},
 	{"ExpiryReported", testExpiryReported},
 	{"DeleteIsIdempotent", testDelete},
