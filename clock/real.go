@@ -28,8 +28,8 @@ func init() { base.Store(&reading{time.Now()}) }
 // after either, its wall time is off by the step. Comparisons and
 // durations between its times use the monotonic readings, as time.Now's do.
 //
-// A write through a dualwrite.Store reads the clock about six times; the
-// monotonic clock alone costs half as much as both on common Linux
+// A write through the composite store reads the clock about six times;
+// the monotonic clock alone costs half as much as both on common Linux
 // machines (about 25 ns against 50).
 func (Real) Now() time.Time {
 	b := base.Load()

@@ -9,8 +9,8 @@ import (
 // its write returns. The buffers of small values are recycled once the
 // copy has run, since kv.Store's contract forbids a store to keep a
 // value past its call: in size classes of powers of two from 128 B to
-// 16 KiB, each a sync.Pool (so emptied by two collections the Store does
-// not write through); a larger value is a buffer of its own.
+// 16 KiB, each a sync.Pool (so emptied within two garbage collections
+// once writes stop); a larger value is a buffer of its own.
 const (
 	minBufShift = 7 // 128 B
 	bufClasses  = 8 // up to 16 KiB
