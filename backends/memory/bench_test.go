@@ -73,3 +73,22 @@ func BenchmarkListPage100(b *testing.B) {
 		cursor = res.Cursor
 	}
 }
+
+// BenchmarkPutNewKey writes a key never written before each time, into a
+// store that grows by one key an operation: the cost of keeping the keys in
+// order for List.
+func BenchmarkPutNewKey(b *testing.B) {
+	s := seeded(b, 0)
+	ctx := b.Context()
+	v := []byte(`{"word":"apple"}`)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		// Spread over the key space, as a bot's user ids are, rather
+		// than each after the last.
+		if err := s.Put(ctx, fmt.Sprintf("wordle:games:%016x", uint64(i)*0x9e3779b97f4a7c15), v, kv.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -20,19 +18,23 @@ type Config struct {
 }
 
 // Store is the in-memory kv.Store. Expired keys are invisible to every
-// operation; their memory is reclaimed by a sweep every sweepEvery writes.
+// operation; their memory is reclaimed by a sweep (see sweepEvery).
 type Store struct {
 	clock clock.Clock
 
-	mu     sync.RWMutex
-	data   map[string]item
-	keys   []string // sorted by bytes; holds exactly the keys of data
-	writes int      // since the last sweep of expired keys
+	mu      sync.RWMutex
+	data    map[string]item
+	keys    sortedKeys // holds exactly the keys of data
+	writes  int        // since the last sweep of expired keys
+	sweepAt int        // the keys the last sweep left: see sweepEvery
 }
 
-// sweepEvery is how many writes pass between sweeps of expired keys, so that
-// a long-running emulator full of TTL keys does not grow without bound while
-// a write stays O(1) amortized.
+// sweepEvery is the fewest writes between sweeps of expired keys. A sweep
+// waits for as many writes as the last one left keys, and at least
+// sweepEvery: a sweep's cost, a step per key it finds, is then spread over
+// writes that added at most as many keys as it finds, at most two steps a
+// write, so that a write stays O(1) amortized at any size, while a long-running emulator full of TTL keys
+// holds no more expired keys than writes since its last sweep.
 const sweepEvery = 4096
 
 type item struct {
@@ -140,12 +142,11 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 
 // set stores it under key; s.mu must be held.
 func (s *Store) set(key string, it item) {
-	if s.writes++; s.writes >= sweepEvery && len(s.data) >= sweepEvery {
+	if s.writes++; s.writes >= max(sweepEvery, s.sweepAt) {
 		s.sweep(s.clock.Now())
 	}
 	if _, ok := s.data[key]; !ok {
-		i, _ := slices.BinarySearch(s.keys, key)
-		s.keys = slices.Insert(s.keys, i, key)
+		s.keys.insert(key)
 	}
 	s.data[key] = it
 }
@@ -156,24 +157,20 @@ func (s *Store) remove(key string) {
 		return
 	}
 	delete(s.data, key)
-	if i, found := slices.BinarySearch(s.keys, key); found {
-		s.keys = slices.Delete(s.keys, i, i+1)
-	}
+	s.keys.remove(key)
 }
 
 // sweep removes the expired keys; s.mu must be held.
 func (s *Store) sweep(now time.Time) {
 	s.writes = 0
-	live := s.keys[:0]
-	for _, k := range s.keys {
+	s.keys.retain(func(k string) bool {
 		if s.data[k].live(now) {
-			live = append(live, k)
-		} else {
-			delete(s.data, k)
+			return true
 		}
-	}
-	clear(s.keys[len(live):])
-	s.keys = live
+		delete(s.data, k)
+		return false
+	})
+	s.sweepAt = len(s.data)
 }
 
 // Delete implements kv.Store.
@@ -207,18 +204,14 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	start := sort.SearchStrings(s.keys, opts.Prefix)
-	if after != "" {
-		i, found := slices.BinarySearch(s.keys, after)
-		if found {
-			i++
-		}
-		start = max(start, i)
+	p := s.keys.seek(opts.Prefix, false)
+	if after != "" && after >= opts.Prefix {
+		p = s.keys.seek(after, true)
 	}
 	res := kv.ListResult{Keys: []string{}, Info: []kv.KeyInfo{}}
-	for i := start; i < len(s.keys); i++ {
-		k := s.keys[i]
-		if len(k) < len(opts.Prefix) || k[:len(opts.Prefix)] != opts.Prefix {
+	for ; ; p = s.keys.next(p) {
+		k, ok := s.keys.at(p)
+		if !ok || len(k) < len(opts.Prefix) || k[:len(opts.Prefix)] != opts.Prefix {
 			break
 		}
 		if !s.data[k].live(now) {
