@@ -29,12 +29,14 @@ type Store struct {
 	sweepAt int        // the keys the last sweep left: see sweepEvery
 }
 
-// sweepEvery is the fewest writes between sweeps of expired keys. A sweep
-// waits for as many writes as the last one left keys, and at least
-// sweepEvery: a sweep's cost, a step per key it finds, is then spread over
-// writes that added at most as many keys as it finds, at most two steps a
-// write, so that a write stays O(1) amortized at any size, while a long-running emulator full of TTL keys
-// holds no more expired keys than writes since its last sweep.
+// sweepEvery is the fewest writes between sweeps of expired keys, and the
+// fewest keys a store holds before it sweeps at all (a smaller one holds
+// fewer expired keys than that). A sweep waits for as many writes as the
+// last one left keys, and at least sweepEvery: its cost, a step per key it
+// finds, is then spread over writes that added at most as many keys as the
+// last sweep left, at most two steps a write, so that a write stays O(1)
+// amortized at any size, while a long-running emulator full of TTL keys
+// holds no more expired keys than the writes since its last sweep.
 const sweepEvery = 4096
 
 type item struct {
@@ -142,7 +144,7 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 
 // set stores it under key; s.mu must be held.
 func (s *Store) set(key string, it item) {
-	if s.writes++; s.writes >= max(sweepEvery, s.sweepAt) {
+	if s.writes++; s.writes >= max(sweepEvery, s.sweepAt) && len(s.data) >= sweepEvery {
 		s.sweep(s.clock.Now())
 	}
 	if _, ok := s.data[key]; !ok {

@@ -15,8 +15,8 @@ import (
 // same client (cloudflare-go through cfkv): directly to the emulated
 // Workers KV, and through the proxy whose primary is that emulator (stage
 // dualwrite, an in-memory shadow: what a caller waits for is the primary
-// alone). The emulator, the proxy and the floor each run in a process of
-// their own (children_test.go), as in a deployment, so that the proxy's hop
+// alone). The emulator, the proxy, the floor and the forwarder each run in
+// a process of their own (children_test.go), as in a deployment, so that the proxy's hop
 // costs what it costs there: a loopback round trip to another process and
 // back, whose threads sleep while they wait. The emulator adds 0 or 3 ms to
 // every request, as a remote Workers KV would.
@@ -25,6 +25,7 @@ import (
 // floor.
 type benchRig struct {
 	direct, proxied kv.Store
+	forwarded       kv.Store // through the forwarder (forwarder_test.go)
 	floor           *floor
 	probe           string // the proxy's counters (see serveProxy)
 }
@@ -33,6 +34,7 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	b.Helper()
 	primary := startChild(b, "emulator", latencyEnv+"="+latency.String())[0]
 	proxy := startChild(b, "proxy", primaryEnv+"="+primary)
+	forwarder := startChild(b, "forwarder", primaryEnv+"="+primary)[0]
 	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -41,7 +43,11 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &benchRig{direct: direct, proxied: proxied, floor: startFloor(b), probe: proxy[1]}
+	forwarded, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: forwarder, MaxRetries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &benchRig{direct: direct, proxied: proxied, forwarded: forwarded, floor: startFloor(b), probe: proxy[1]}
 	for i := range benchKeys {
 		if err := direct.Put(b.Context(), benchKey(i), []byte(benchValue), kv.PutOptions{}); err != nil {
 			b.Fatal(err)
@@ -71,14 +77,20 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return d[min(len(d)-1, int(q*float64(len(d))))]
 }
 
-// BenchmarkProxyLatency alternates the direct call, the proxied call and
-// the floor (a bare net/http round trip to another process with the same
-// payload, floor_test.go), so that all three see the same machine, and
-// reports p50 and p99 of each call, the p50 ratio, the time the proxy adds
+// BenchmarkProxyLatency alternates the direct call, the proxied call, the
+// floor (a bare net/http round trip to another process with the same
+// payload, floor_test.go) and the same call through the forwarder (a bare
+// net/http forwarding process, forwarder_test.go), so that all four see the
+// same machine, and reports p50 and p99 of each call, the p50 ratio, the
+// time the proxy adds
 // at p50, that time in floors (added-floors: how many bare cross-process
 // round trips the proxy's hop costs; its own hop is one of them), the
 // floor-ratio (the p50 ratio of a hop that costs one floor and does
-// nothing: the direct call plus the floor, over the direct call), and what
+// nothing: the direct call plus the floor, over the direct call), the
+// forwarder's p50 and its ratio to the direct call (forwarder-ratio: what
+// a hop that forwards and does nothing else costs, its threads woken for
+// the request and again for the primary's answer), the proxy's p50 above
+// the forwarder's (over-forwarder-p50-µs: the proxy's own work), and what
 // the proxy's process makes per proxied call, read from its probe before
 // and after the loop: its allocations (proxy-allocs/req: the front, the
 // dual-write store, the copy to the shadow and the proxy's own client to
@@ -95,8 +107,9 @@ func BenchmarkProxyLatency(b *testing.B) {
 					{do: func(i int) error { return op.do(ctx, r.direct, i) }},
 					{do: func(i int) error { return op.do(ctx, r.proxied, i) }},
 					{do: func(i int) error { return r.floor.do(ctx, op.name, i) }},
+					{do: func(i int) error { return op.do(ctx, r.forwarded, i) }},
 				}
-				direct, proxied, floor := sides[0], sides[1], sides[2]
+				direct, proxied, floor, fwd := sides[0], sides[1], sides[2], sides[3]
 				before := probe(b, r.probe)
 				i := 0
 				for b.Loop() {
@@ -111,7 +124,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 				}
 				after := probe(b, r.probe)
 				n := float64(len(proxied.d))
-				dp50, pp50, fp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5)
+				dp50, pp50, fp50, wp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5), quantile(fwd.d, 0.5)
 				b.ReportMetric(float64(dp50.Microseconds()), "direct-p50-µs")
 				b.ReportMetric(float64(quantile(direct.d, 0.99).Microseconds()), "direct-p99-µs")
 				b.ReportMetric(float64(pp50.Microseconds()), "proxy-p50-µs")
@@ -121,6 +134,9 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(dp50+fp50)/float64(dp50), "floor-ratio")
 				b.ReportMetric(float64((pp50 - dp50).Microseconds()), "added-p50-µs")
 				b.ReportMetric(float64(pp50-dp50)/float64(fp50), "added-floors")
+				b.ReportMetric(float64(wp50.Microseconds()), "forwarder-p50-µs")
+				b.ReportMetric(float64(wp50)/float64(dp50), "forwarder-ratio")
+				b.ReportMetric(float64((pp50 - wp50).Microseconds()), "over-forwarder-p50-µs")
 				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
 				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})

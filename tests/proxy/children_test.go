@@ -59,6 +59,8 @@ func serveChild() {
 		addrs, stop, err = serveFloor()
 	case "emulator":
 		addrs, stop, err = serveEmulator(os.Getenv(latencyEnv))
+	case "forwarder":
+		addrs, stop, err = serveForwarder(os.Getenv(primaryEnv))
 	case "proxy":
 		addrs, stop, err = serveProxy(os.Getenv(primaryEnv))
 		if path := os.Getenv(profileEnv); err == nil && path != "" {
