@@ -82,21 +82,20 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // payload, floor_test.go) and the same call through the forwarder (a bare
 // net/http forwarding process, forwarder_test.go), so that all four see the
 // same machine, and reports p50 and p99 of each call, the p50 ratio, the
-// time the proxy adds
-// at p50, that time in floors (added-floors: how many bare cross-process
-// round trips the proxy's hop costs; its own hop is one of them), the
-// floor-ratio (the p50 ratio of a hop that costs one floor and does
-// nothing: the direct call plus the floor, over the direct call), the
-// forwarder's p50 and its ratio to the direct call (forwarder-ratio: what
-// a hop that forwards and does nothing else costs, its threads woken for
-// the request and again for the primary's answer), the proxy's p50 above
-// the forwarder's (over-forwarder-p50-µs: the proxy's own work), and what
-// the proxy's process makes per proxied call, read from its probe before
-// and after the loop: its allocations (proxy-allocs/req: the front, the
-// dual-write store, the copy to the shadow and the proxy's own client to
-// the primary, and whatever the process did in the background meanwhile)
-// and the goroutines it starts (proxy-goroutines/req: net/http's server
-// starts one per request to watch the connection while the handler runs).
+// time the proxy adds at p50, that time in floors (added-floors: how many
+// bare cross-process round trips the proxy's hop costs; its own hop is one
+// of them), the floor-ratio (the p50 ratio of a hop that costs one floor and
+// does nothing: the direct call plus the floor, over the direct call), the
+// forwarder's p50 and its ratio to the direct call (forwarder-ratio: what a
+// hop that forwards and does nothing else costs, its threads woken for the
+// request and again for the primary's answer), the proxy's p50 above the
+// forwarder's (over-forwarder-p50-µs: the proxy's own work), and what the
+// proxy's process makes per proxied call, read from its probe before and
+// after the loop: its allocations (proxy-allocs/req: the front, the
+// dual-write store, the copy to the shadow and the proxy's own client to the
+// primary, and whatever the process did in the background meanwhile) and the
+// goroutines it starts (proxy-goroutines/req: net/http's server starts one
+// per request to watch the connection while the handler runs).
 func BenchmarkProxyLatency(b *testing.B) {
 	for _, latency := range []time.Duration{0, 3 * time.Millisecond} {
 		r := newBenchRig(b, latency)
