@@ -36,7 +36,8 @@ type Store struct {
 // finds, is then spread over writes that added at most as many keys as the
 // last sweep left, at most two steps a write, so that a write stays O(1)
 // amortized at any size, while a long-running emulator full of TTL keys
-// holds no more expired keys than the writes since its last sweep.
+// never holds more than twice the keys its last sweep left, and sweepEvery
+// more: expired keys cost it memory in proportion to its live ones.
 const sweepEvery = 4096
 
 type item struct {
