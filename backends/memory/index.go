@@ -83,12 +83,21 @@ func (s *sortedKeys) settle(ci int) {
 	}
 }
 
-// retain keeps the keys for which keep reports true.
+// retain keeps the keys for which keep reports true, and joins each chunk
+// left small to the one before it when both fit in one, so that a sweep
+// that empties most of a large store leaves no trail of near-empty chunks
+// holding their memory: no two neighbours fit in one chunk afterwards, so
+// the chunks are more than half full on average.
 func (s *sortedKeys) retain(keep func(string) bool) {
 	out := s.chunks[:0]
 	for _, c := range s.chunks {
 		c = slices.DeleteFunc(c, func(k string) bool { return !keep(k) })
-		if len(c) > 0 {
+		switch last := len(out) - 1; {
+		case len(c) == 0:
+		case last >= 0 && len(out[last])+len(c) <= chunkMax:
+			out[last] = append(out[last], c...)
+			clear(c)
+		default:
 			out = append(out, c)
 		}
 	}

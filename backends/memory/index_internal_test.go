@@ -60,6 +60,11 @@ func TestSortedKeysMatchesASortedSlice(t *testing.T) {
 			drop := rng.IntN(4) // a sweep that drops one key in four
 			keep := func(k string) bool { return hashOf(k)%4 != uint32(drop) }
 			idx.retain(keep)
+			for i := 1; i < len(idx.chunks); i++ {
+				if n := len(idx.chunks[i-1]) + len(idx.chunks[i]); n <= chunkMax {
+					t.Fatalf("step %d: after a sweep, chunks %d and %d hold %d keys together, which fit in one", step, i-1, i, n)
+				}
+			}
 			want = slices.DeleteFunc(want, func(k string) bool {
 				if !keep(k) {
 					delete(has, k)
