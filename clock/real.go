@@ -28,7 +28,7 @@ func init() { base.Store(&reading{time.Now()}) }
 // after either, its wall time is off by the step. Comparisons and
 // durations between its times use the monotonic readings, as time.Now's do.
 //
-// A write through the composite store reads the clock about six times;
+// A caller on a hot path may read the clock several times an operation;
 // the monotonic clock alone costs half as much as both on common Linux
 // machines (about 25 ns against 50).
 func (Real) Now() time.Time {

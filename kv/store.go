@@ -12,8 +12,8 @@ import (
 // The bytes passed in are the caller's and those returned are the
 // caller's: a write (Put, PutEntry, PutMany) must not modify a value or
 // its metadata, nor keep either once it returns, since the caller may
-// reuse the buffer at once (dualwrite does, for its copies); a read must
-// not return bytes the store will change.
+// reuse the buffer at once; a read must not return bytes the store will
+// change.
 type Store interface {
 	// Get returns the value of key, or an error matching ErrNotFound when
 	// the key is missing or expired.

@@ -207,10 +207,11 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p := s.keys.seek(opts.Prefix, false)
+	start, past := opts.Prefix, false
 	if after != "" && after >= opts.Prefix {
-		p = s.keys.seek(after, true)
+		start, past = after, true // resume past the cursor's key
 	}
+	p := s.keys.seek(start, past)
 	res := kv.ListResult{Keys: []string{}, Info: []kv.KeyInfo{}}
 	for ; ; p = s.keys.next(p) {
 		k, ok := s.keys.at(p)
