@@ -5,6 +5,18 @@
 // policy allows), and two metrics per backend, role, operation and outcome:
 // kvshadow.store.operations and kvshadow.store.operation.duration.
 //
+// What a call costs the metrics is small and stays warm: the operations
+// are counted in atomic cells that the meter reads as it collects (an
+// observable counter), and the duration of a call whose span is not
+// sampled waits in a batch of 64 that is recorded at once (batch.go). The
+// SDK's own recording walks its attribute maps and buckets; a proxy that
+// sleeps between requests finds that memory cold each time, and paid some
+// microseconds a call for it. A collection first records what is batched,
+// so both metrics hold every call that ended before it began. A call whose
+// span is sampled is recorded as it ends, under its span, so that the
+// histogram's exemplars link to its trace. New registers the collection
+// callback with the meter for the life of the meter.
+//
 // It wraps rather than threads through: a backend knows nothing of
 // telemetry, and the same wrapper serves Workers KV, MongoDB, the memory
 // store and the dual-write composite. It uses only the OpenTelemetry API;

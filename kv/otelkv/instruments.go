@@ -1,8 +1,10 @@
 package otelkv
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -83,16 +85,25 @@ var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 // instruments holds the metrics and, because a store's backend and role
 // never change, every attribute set and start option it can need, built
 // once so that recording allocates nothing.
+//
+// The operations are counted in counts, one atomic cell per operation and
+// outcome, which the meter reads when it collects (an observable counter):
+// a call costs one atomic add, where a synchronous counter's Add walks the
+// SDK's attribute maps. Durations go to the SDK's histogram, in batches
+// (see batch.go).
 type instruments struct {
-	count metric.Int64Counter
-	dur   metric.Float64Histogram
-	add   [numOps][numOutcomes][]metric.AddOption
-	rec   [numOps][numOutcomes][]metric.RecordOption
-	start [numOps][]trace.SpanStartOption
+	ops    metric.Int64ObservableCounter
+	dur    metric.Float64Histogram
+	counts [numOps][numOutcomes]atomic.Int64
+	obs    [numOps][numOutcomes][]metric.ObserveOption
+	rec    [numOps][numOutcomes][]metric.RecordOption
+	start  [numOps][]trace.SpanStartOption
+	batch  batch
 }
 
 func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
-	count, err := m.Int64Counter(MetricOperations,
+	in := &instruments{}
+	ops, err := m.Int64ObservableCounter(MetricOperations,
 		metric.WithUnit("{operation}"),
 		metric.WithDescription("Store operations, by backend, role, operation and outcome."))
 	if err != nil {
@@ -105,7 +116,7 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otelkv: %w", err)
 	}
-	in := &instruments{count: count, dur: dur}
+	in.ops, in.dur = ops, dur
 	base := []attribute.KeyValue{semconv.DBSystemNameKey.String(system)}
 	if role != "" {
 		base = append(base, RoleKey.String(role))
@@ -119,9 +130,28 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 		for oc := range numOutcomes {
 			set := attribute.NewSet(append(opAttrs[:len(opAttrs):len(opAttrs)], OutcomeKey.String(outcomeNames[oc]))...)
 			opt := metric.WithAttributeSet(set)
-			in.add[o][oc] = []metric.AddOption{opt}
+			in.obs[o][oc] = []metric.ObserveOption{opt}
 			in.rec[o][oc] = []metric.RecordOption{opt}
 		}
 	}
+	if _, err := m.RegisterCallback(in.collect, ops); err != nil {
+		return nil, fmt.Errorf("otelkv: %w", err)
+	}
 	return in, nil
+}
+
+// collect is the meter's callback, run as it collects and before it reads
+// the histogram: the durations still batched go to the histogram first, so
+// that a collection holds every operation that ended before it began, in
+// both metrics.
+func (in *instruments) collect(_ context.Context, o metric.Observer) error {
+	in.flush(in.batch.take())
+	for op := range numOps {
+		for oc := range numOutcomes {
+			if n := in.counts[op][oc].Load(); n > 0 {
+				o.ObserveInt64(in.ops, n, in.obs[op][oc]...)
+			}
+		}
+	}
+	return nil
 }

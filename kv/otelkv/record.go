@@ -67,11 +67,18 @@ func (s *Store) fullKey(key string) string {
 }
 
 // end records the metrics and closes the span. Only the error's class is
-// recorded: its text can quote a key or a URI.
+// recorded: its text can quote a key or a URI. The duration of an operation
+// whose span is sampled is recorded at once, under the span's context, for
+// the histogram's exemplars; any other waits in the store's batch.
 func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
 	oc := outcomeOf(err)
-	s.inst.count.Add(c.ctx, 1, s.inst.add[c.op][oc]...)
-	s.inst.dur.Record(c.ctx, time.Since(c.began).Seconds(), s.inst.rec[c.op][oc]...)
+	s.inst.counts[c.op][oc].Add(1)
+	secs := time.Since(c.began).Seconds()
+	if c.span.SpanContext().IsSampled() {
+		s.inst.dur.Record(c.ctx, secs, s.inst.rec[c.op][oc]...)
+	} else {
+		s.inst.hold(duration{op: c.op, outcome: oc, seconds: secs})
+	}
 	if c.span.IsRecording() {
 		attrs := append(extra, OutcomeKey.String(outcomeNames[oc]))
 		if oc.failed() {
