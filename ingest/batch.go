@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 	"unicode/utf8"
 
@@ -81,9 +80,6 @@ type wireRead struct {
 	ReadAt     int64    `json:"read_at"`
 }
 
-// namespaceID is what a namespace ID may be, as kvapi and cfkv take them.
-var namespaceID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // clockSkew is how far in the future a tee's clock may put an
 // acknowledgement or a read: Workers' clocks are NTP-synchronised, so more
 // than this is a bug or a forgery.
@@ -129,8 +125,8 @@ func jsonProblem(err error) string {
 }
 
 func (w wireBatch) check(limits Config, now time.Time) (Batch, error) {
-	if w.Namespace != "" && !namespaceID.MatchString(w.Namespace) {
-		return Batch{}, fmt.Errorf("%w: namespace must match %s", ErrInvalidBatch, namespaceID)
+	if w.Namespace != "" && !kv.IsID(w.Namespace) {
+		return Batch{}, fmt.Errorf("%w: namespace must match %s", ErrInvalidBatch, kv.IDForm)
 	}
 	if len(w.Copies) > limits.MaxCopies {
 		return Batch{}, fmt.Errorf("%w: %d copies, a batch holds at most %d", ErrTooLarge, len(w.Copies), limits.MaxCopies)

@@ -128,8 +128,8 @@ func New(sink Sink, cfg Config) (*Handler, error) {
 	if cfg.Token == "" || strings.ContainsFunc(cfg.Token, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return nil, fmt.Errorf("%w: Token is required, without whitespace or control characters", ErrConfig)
 	}
-	if cfg.DefaultNamespace != "" && !namespaceID.MatchString(cfg.DefaultNamespace) {
-		return nil, fmt.Errorf("%w: DefaultNamespace must match %s", ErrConfig, namespaceID)
+	if cfg.DefaultNamespace != "" && !kv.IsID(cfg.DefaultNamespace) {
+		return nil, fmt.Errorf("%w: DefaultNamespace must match %s", ErrConfig, kv.IDForm)
 	}
 	cfg = cfg.withDefaults()
 	return &Handler{sink: sink, cfg: cfg, token: []byte(cfg.Token), refused: map[string]uint64{}}, nil
@@ -228,8 +228,8 @@ func (h *Handler) stage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns := r.URL.Query().Get("namespace")
-	if ns != "" && !namespaceID.MatchString(ns) {
-		h.writeError(w, http.StatusBadRequest, "invalid_namespace", "namespace must match "+namespaceID.String(), 0)
+	if ns != "" && !kv.IsID(ns) {
+		h.writeError(w, http.StatusBadRequest, "invalid_namespace", "namespace must match "+kv.IDForm, 0)
 		return
 	}
 	if ns == "" {

@@ -139,7 +139,7 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 	}
 	nsPart, sub, hasSub := strings.Cut(rest[1:], "/")
 	id, err := url.PathUnescape(nsPart)
-	if err != nil || !identifier.MatchString(id) {
+	if err != nil || !kv.IsID(id) {
 		return request{}, errorf(http.StatusBadRequest, CodeNamespaceID, "malformed namespace ID")
 	}
 	req := request{location: r.Header.Get(LocationHeader)}

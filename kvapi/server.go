@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -65,10 +64,6 @@ type Config struct {
 // ErrConfig reports a Config that New refuses.
 var ErrConfig = errors.New("kvapi: invalid config")
 
-// identifier is what the server accepts as an account or namespace ID:
-// Cloudflare's are 32 hex digits; the emulator allows readable names too.
-var identifier = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // namespace is one served namespace.
 type namespace struct {
 	id, title string
@@ -102,8 +97,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	namespaces := make(map[string]*namespace, len(cfg.Namespaces))
 	for id, st := range cfg.Namespaces {
-		if !identifier.MatchString(id) {
-			return nil, fmt.Errorf("%w: namespace ID %q must match %s", ErrConfig, id, identifier)
+		if !kv.IsID(id) {
+			return nil, fmt.Errorf("%w: namespace ID %q must match %s", ErrConfig, id, kv.IDForm)
 		}
 		if st == nil {
 			return nil, fmt.Errorf("%w: namespace %q has a nil store", ErrConfig, id)
@@ -115,8 +110,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.AccountID != "" && !identifier.MatchString(cfg.AccountID) {
-		return nil, fmt.Errorf("%w: account ID %q must match %s", ErrConfig, cfg.AccountID, identifier)
+	if cfg.AccountID != "" && !kv.IsID(cfg.AccountID) {
+		return nil, fmt.Errorf("%w: account ID %q must match %s", ErrConfig, cfg.AccountID, kv.IDForm)
 	}
 	f := cfg.Faults
 	if f == nil {

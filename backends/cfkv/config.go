@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 // The environment variables ConfigFromEnv reads. The first, second and last
@@ -108,24 +108,19 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 }
 
-// identifier is what an account or namespace ID may be: Cloudflare's are 32
-// hex digits; the emulator takes readable names too. The rule keeps IDs from
-// changing the shape of a request path.
-var identifier = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // withDefaults checks c and fills in its defaults. Its errors name fields,
 // never the token's value.
 func (c Config) withDefaults() (Config, error) {
 	var problems []string
 	if c.AccountID == "" {
 		problems = append(problems, "AccountID is empty (set "+EnvAccountID+")")
-	} else if !identifier.MatchString(c.AccountID) {
-		problems = append(problems, fmt.Sprintf("AccountID %q must match %s", c.AccountID, identifier))
+	} else if !kv.IsID(c.AccountID) {
+		problems = append(problems, fmt.Sprintf("AccountID %q must match %s", c.AccountID, kv.IDForm))
 	}
 	if c.NamespaceID == "" {
 		problems = append(problems, "NamespaceID is empty (set "+EnvNamespaceID+")")
-	} else if !identifier.MatchString(c.NamespaceID) {
-		problems = append(problems, fmt.Sprintf("NamespaceID %q must match %s", c.NamespaceID, identifier))
+	} else if !kv.IsID(c.NamespaceID) {
+		problems = append(problems, fmt.Sprintf("NamespaceID %q must match %s", c.NamespaceID, kv.IDForm))
 	}
 	switch {
 	case c.APIToken == "":
