@@ -41,6 +41,11 @@ const (
 	// over its whole life: set it when running the benchmark to see where
 	// the proxy's time goes (go tool pprof FILE).
 	profileEnv = "KVSHADOW_BENCH_PROXY_PROFILE"
+	// procsEnv, when set, is the proxy child's GOMAXPROCS (the others keep
+	// the machine's): set it to 1 to see what the wake of an idle
+	// processor costs a request at low load, the copy's worker on a Put
+	// above all (README).
+	procsEnv = "KVSHADOW_BENCH_PROXY_GOMAXPROCS"
 )
 
 // serveChild runs the role the environment names, if any, and exits.
@@ -189,6 +194,9 @@ func startChild(b *testing.B, role string, env ...string) []string {
 	b.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
+	if n := os.Getenv(procsEnv); n != "" && role == "proxy" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+n)
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
