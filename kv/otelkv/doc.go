@@ -8,7 +8,8 @@
 // What a call costs the metrics is small and stays warm: the operations
 // are counted in atomic cells that the meter reads as it collects (an
 // observable counter), and the duration of a call whose span is not
-// sampled waits in a batch of 64 that is recorded at once (batch.go). The
+// sampled waits in a batch of 64 that is recorded at once (package
+// internal/metricbatch). The
 // SDK's own recording walks its attribute maps and buckets; a proxy that
 // sleeps between requests finds that memory cold each time, and paid some
 // microseconds a call for it. A collection first records what is batched,

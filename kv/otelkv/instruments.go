@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/metricbatch"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -90,7 +91,7 @@ var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 // outcome, which the meter reads when it collects (an observable counter):
 // a call costs one atomic add, where a synchronous counter's Add walks the
 // SDK's attribute maps. Durations go to the SDK's histogram, in batches
-// (see batch.go).
+// (batch.go, package metricbatch).
 type instruments struct {
 	ops    metric.Int64ObservableCounter
 	dur    metric.Float64Histogram
@@ -98,7 +99,7 @@ type instruments struct {
 	obs    [numOps][numOutcomes][]metric.ObserveOption
 	rec    [numOps][numOutcomes][]metric.RecordOption
 	start  [numOps][]trace.SpanStartOption
-	batch  batch
+	batch  metricbatch.Batch[duration]
 }
 
 func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
@@ -145,7 +146,7 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 // that a collection holds every operation that ended before it began, in
 // both metrics.
 func (in *instruments) collect(_ context.Context, o metric.Observer) error {
-	in.flush(in.batch.take())
+	in.flush(in.batch.Take())
 	for op := range numOps {
 		for oc := range numOutcomes {
 			if n := in.counts[op][oc].Load(); n > 0 {
