@@ -67,7 +67,8 @@ type Observer struct {
 	// done holds the metrics of asynchronous operations whose spans are
 	// not sampled until a batch of them is full or the meter collects
 	// (package metricbatch): a lane's worker records each copy's three.
-	done metricbatch.Batch[opDone]
+	done  metricbatch.Batch[opDone]
+	flush func([]opDone) // recordBatch, made once
 }
 
 var _ dualwrite.Observer = (*Observer)(nil)
@@ -81,12 +82,13 @@ func New(opts ...Option) (*Observer, error) {
 		return nil, err
 	}
 	obs := &Observer{tracer: o.tp.Tracer(ScopeName), starts: newStartTable(), meter: m, inst: inst}
+	obs.flush = obs.recordBatch
 	// Run as the meter collects, before it reads the instruments, so that
 	// a collection holds every operation that ended before it. The
 	// callback observes nothing: an instrument of the Observer's own is
 	// named only because the SDK runs no callback that names none.
 	if _, err := m.RegisterCallback(func(context.Context, metric.Observer) error {
-		obs.flush(obs.done.Take())
+		obs.done.Flush(obs.flush)
 		return nil
 	}, inst.overflow); err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
@@ -198,8 +200,8 @@ func (o *Observer) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 	d := opDone{set: set, took: e.Duration.Seconds(), waited: e.Waited.Seconds()}
 	if a != nil && a.span.SpanContext().IsSampled() {
 		o.record(ctx, d) // at once, under its span: the exemplars link it
-	} else if full := o.done.Add(d); full != nil {
-		o.flush(full)
+	} else {
+		o.done.Add(d, o.flush)
 	}
 	if a == nil || !a.end() {
 		return
@@ -299,10 +301,9 @@ func (o *Observer) record(ctx context.Context, d opDone) {
 	o.inst.asyncWait.Record(ctx, d.waited, d.set.rec...)
 }
 
-// flush records a batch of operations' metrics and recycles it.
-func (o *Observer) flush(ds []opDone) {
+// recordBatch records a batch of operations' metrics.
+func (o *Observer) recordBatch(ds []opDone) {
 	for _, d := range ds {
 		o.record(context.Background(), d)
 	}
-	o.done.Recycle(ds)
 }

@@ -2,7 +2,7 @@ package metricbatch
 
 import "sync"
 
-// Size is how many measurements a Batch holds before Add returns them.
+// Size is how many measurements a Batch holds before Add records them.
 const Size = 64
 
 // Batch holds measurements of type T. Its zero value is empty and ready.
@@ -12,41 +12,41 @@ type Batch[T any] struct {
 	spare []T // a recorded batch's slice, for reuse
 }
 
-// Add holds v, and returns the batch to record when v filled it; record it
-// with no lock held, then give it back with Recycle.
-func (b *Batch[T]) Add(v T) []T {
+// Add holds v. When v fills the batch, Add calls record with it, with no
+// lock held, and keeps its slice for a next batch: record must not keep it.
+func (b *Batch[T]) Add(v T, record func([]T)) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.held == nil {
 		b.held = b.fresh()
 	}
 	b.held = append(b.held, v)
 	if len(b.held) < Size {
-		return nil
-	}
-	full := b.held
-	b.held = b.fresh()
-	return full
-}
-
-// Take returns what the batch holds, nil when nothing, and empties it.
-func (b *Batch[T]) Take() []T {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.held) == 0 {
-		return nil
-	}
-	full := b.held
-	b.held = b.fresh()
-	return full
-}
-
-// Recycle keeps a recorded batch's slice for a next one. The caller no
-// longer reads it.
-func (b *Batch[T]) Recycle(s []T) {
-	if s == nil {
+		b.mu.Unlock()
 		return
 	}
+	full := b.held
+	b.held = b.fresh()
+	b.mu.Unlock()
+	b.record(full, record)
+}
+
+// Flush calls record with what the batch holds, if anything, as Add does
+// with a full one: from the meter's callback, before a collection.
+func (b *Batch[T]) Flush(record func([]T)) {
+	b.mu.Lock()
+	if len(b.held) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	full := b.held
+	b.held = b.fresh()
+	b.mu.Unlock()
+	b.record(full, record)
+}
+
+// record hands s to record, then keeps it for reuse.
+func (b *Batch[T]) record(s []T, record func([]T)) {
+	record(s)
 	clear(s) // measurements may hold pointers: let them go
 	b.mu.Lock()
 	if b.spare == nil {

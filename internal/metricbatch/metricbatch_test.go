@@ -8,29 +8,30 @@ import (
 	"github.com/kvshadow/kvshadow/internal/metricbatch"
 )
 
-// TestAddReturnsEachFullBatchOnce adds 2.5 batches' worth: Add returns the
-// first two full, in order, Take the rest, and every value comes out once.
-func TestAddReturnsEachFullBatchOnce(t *testing.T) {
+// TestAddRecordsEachFullBatchOnce adds 2.5 batches' worth: Add records the
+// first two full, in order, Flush the rest, and every value comes out once.
+func TestAddRecordsEachFullBatchOnce(t *testing.T) {
 	var b metricbatch.Batch[int]
 	var out []int
+	full := 0
+	record := func(s []int) {
+		if len(s) == metricbatch.Size {
+			full++
+		}
+		out = append(out, s...)
+	}
 	n := metricbatch.Size*2 + metricbatch.Size/2
 	for i := range n {
-		if full := b.Add(i); full != nil {
-			if len(full) != metricbatch.Size {
-				t.Fatalf("Add returned %d values, want %d", len(full), metricbatch.Size)
-			}
-			out = append(out, full...)
-			b.Recycle(full)
-		}
+		b.Add(i, record)
 	}
-	if len(out) != 2*metricbatch.Size {
-		t.Fatalf("full batches held %d values, want %d", len(out), 2*metricbatch.Size)
+	if full != 2 || len(out) != 2*metricbatch.Size {
+		t.Fatalf("full batches recorded: %d holding %d values, want 2 holding %d", full, len(out), 2*metricbatch.Size)
 	}
-	rest := b.Take()
-	out = append(out, rest...)
-	b.Recycle(rest)
-	if got := b.Take(); got != nil {
-		t.Errorf("Take after Take = %v, want nil", got)
+	b.Flush(record)
+	calls := 0
+	b.Flush(func([]int) { calls++ })
+	if calls != 0 {
+		t.Errorf("Flush of an empty batch called record %d times, want 0", calls)
 	}
 	want := make([]int, n)
 	for i := range want {
@@ -41,27 +42,33 @@ func TestAddReturnsEachFullBatchOnce(t *testing.T) {
 	}
 }
 
-// TestARecycledSliceNeverHoldsLiveValues: a batch returned full and not yet
-// recycled is the caller's alone, however many values arrive meanwhile.
-func TestARecycledSliceNeverHoldsLiveValues(t *testing.T) {
+// TestRecordRunsWithNoLockHeld: a record that adds to the batch itself
+// (the SDK calling back into instrumentation) must not deadlock, and its
+// batch is not changed under it while it runs.
+func TestRecordRunsWithNoLockHeld(t *testing.T) {
 	var b metricbatch.Batch[int]
-	var first []int
-	for i := range metricbatch.Size {
-		first = b.Add(i)
-	}
-	keep := slices.Clone(first)
-	for i := range 3 * metricbatch.Size { // other batches fill and are recycled
-		if full := b.Add(1000 + i); full != nil {
-			b.Recycle(full)
+	var record func(s []int)
+	depth := 0
+	record = func(s []int) {
+		keep := slices.Clone(s)
+		if depth == 0 {
+			depth++
+			for i := range metricbatch.Size { // fills and records another batch
+				b.Add(1000+i, record)
+			}
+			depth--
+		}
+		if !slices.Equal(s, keep) {
+			t.Errorf("a batch changed while its record ran")
 		}
 	}
-	if !slices.Equal(first, keep) {
-		t.Errorf("a batch not recycled changed under its caller")
+	for i := range metricbatch.Size {
+		b.Add(i, record)
 	}
 }
 
-// TestConcurrentAddsLoseNothing: eight adders and a taker beside them; each
-// value is returned exactly once.
+// TestConcurrentAddsLoseNothing: eight adders and a flusher beside them;
+// each value is recorded exactly once.
 func TestConcurrentAddsLoseNothing(t *testing.T) {
 	var b metricbatch.Batch[int]
 	var mu sync.Mutex
@@ -72,19 +79,18 @@ func TestConcurrentAddsLoseNothing(t *testing.T) {
 			seen[v]++
 		}
 		mu.Unlock()
-		b.Recycle(s)
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	taken := make(chan struct{})
+	flushed := make(chan struct{})
 	go func() {
-		defer close(taken)
+		defer close(flushed)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
-				keep(b.Take())
+				b.Flush(keep)
 			}
 		}
 	}()
@@ -92,16 +98,14 @@ func TestConcurrentAddsLoseNothing(t *testing.T) {
 	for a := range adders {
 		wg.Go(func() {
 			for i := range each {
-				if full := b.Add(a*each + i); full != nil {
-					keep(full)
-				}
+				b.Add(a*each+i, keep)
 			}
 		})
 	}
 	wg.Wait()
 	close(stop)
-	<-taken
-	keep(b.Take())
+	<-flushed
+	b.Flush(keep)
 	if len(seen) != adders*each {
 		t.Fatalf("%d values seen, want %d", len(seen), adders*each)
 	}

@@ -100,6 +100,7 @@ type instruments struct {
 	rec    [numOps][numOutcomes][]metric.RecordOption
 	start  [numOps][]trace.SpanStartOption
 	batch  metricbatch.Batch[duration]
+	record func([]duration) // recordDurations
 }
 
 func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
@@ -118,6 +119,7 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 		return nil, fmt.Errorf("otelkv: %w", err)
 	}
 	in.ops, in.dur = ops, dur
+	in.record = in.recordDurations
 	base := []attribute.KeyValue{semconv.DBSystemNameKey.String(system)}
 	if role != "" {
 		base = append(base, RoleKey.String(role))
@@ -146,7 +148,7 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 // that a collection holds every operation that ended before it began, in
 // both metrics.
 func (in *instruments) collect(_ context.Context, o metric.Observer) error {
-	in.flush(in.batch.Take())
+	in.batch.Flush(in.record)
 	for op := range numOps {
 		for oc := range numOutcomes {
 			if n := in.counts[op][oc].Load(); n > 0 {

@@ -77,7 +77,7 @@ func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
 	if c.span.SpanContext().IsSampled() {
 		s.inst.dur.Record(c.ctx, secs, s.inst.rec[c.op][oc]...)
 	} else {
-		s.inst.hold(duration{op: c.op, outcome: oc, seconds: secs})
+		s.inst.batch.Add(duration{op: c.op, outcome: oc, seconds: secs}, s.inst.record)
 	}
 	if c.span.IsRecording() {
 		attrs := append(extra, OutcomeKey.String(outcomeNames[oc]))
