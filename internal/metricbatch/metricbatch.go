@@ -20,21 +20,20 @@ func (b *Batch[T]) Add(v T, record func([]T)) {
 		b.held = b.fresh()
 	}
 	b.held = append(b.held, v)
-	if len(b.held) < Size {
-		b.mu.Unlock()
-		return
-	}
-	full := b.held
-	b.held = b.fresh()
-	b.mu.Unlock()
-	b.record(full, record)
+	b.unlockRecording(len(b.held) >= Size, record)
 }
 
 // Flush calls record with what the batch holds, if anything, as Add does
 // with a full one: from the meter's callback, before a collection.
 func (b *Batch[T]) Flush(record func([]T)) {
 	b.mu.Lock()
-	if len(b.held) == 0 {
+	b.unlockRecording(len(b.held) > 0, record)
+}
+
+// unlockRecording, called with mu held, releases it; when due, it first
+// takes the held batch, then records it unlocked.
+func (b *Batch[T]) unlockRecording(due bool, record func([]T)) {
+	if !due {
 		b.mu.Unlock()
 		return
 	}
