@@ -367,8 +367,15 @@
 // authoritative value stands and a Conflict record, with both sides'
 // digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
 // for the operator (LateConflict); nothing is overwritten unreported.
-// With several instances each orders a late copy against the writes made
-// through it alone.
+// With several instances over the same stores, another may have written
+// the key after the copy's write, which this Store never saw, and its copy
+// of that write may still be on its way to Workers KV: a Store told
+// (SetPeersUntil; package control does so from the heartbeats) that
+// another instance may have written since the copy was acknowledged, within
+// IngestMaxLead, orders it by its own writes alone. The copy is superseded
+// when this Store wrote the key after it, and otherwise a conflict whose
+// record says until when the others may have written; it is never
+// applied, so no instance's newer write is overwritten.
 //
 // # Lifecycle
 //

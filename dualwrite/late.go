@@ -72,7 +72,11 @@ type Conflict struct {
 	AckedAt   time.Time `json:"acked_at"`
 	LastWrite time.Time `json:"last_write,omitzero"`
 	Received  time.Time `json:"received"`
-	Error     string    `json:"error,omitempty"`
+	// PeersUntil, when set, is until when other instances may have written
+	// the key (Store.SetPeersUntil): not before the copy, so its order
+	// against their writes is not known.
+	PeersUntil time.Time `json:"peers_until,omitzero"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // ConflictSink is the optional ability of a Sink to take Conflict records,
@@ -87,7 +91,7 @@ func (l LogSink) Conflict(ctx context.Context, c Conflict) {
 		slog.String("outcome", string(c.Outcome)), slog.String("namespace", c.Namespace), slog.String("key", c.Key),
 		digestAttr("copy", c.Copy), digestAttr("shadow", c.Shadow),
 		slog.Time("acked_at", c.AckedAt), slog.Time("last_write", c.LastWrite), slog.Time("received", c.Received),
-		slog.String("error", c.Error))
+		slog.Time("peers_until", c.PeersUntil), slog.String("error", c.Error))
 }
 
 // MaxConflicts is how many Conflict records Conflicts keeps, the latest.
@@ -190,7 +194,15 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.touch(now)
 	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
-	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
+	// Another instance may have written the key after the copy: only this
+	// Store's own later write orders it then. Workers KV holding the
+	// copy's value proves nothing either, since that instance's copy of
+	// its write may still be on its way there.
+	peers := s.peersAfter(at)
+	switch {
+	case !peers.IsZero() && outcome == LateApplied:
+		outcome = LateConflict
+	case peers.IsZero() && outcome == LateConflict && s.primaryHoldsCopy(ctx, w):
 		outcome = LateApplied
 	}
 	// In complete Workers KV is neither written nor settled any more:
@@ -206,6 +218,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 			return out, outcome, nil
 		}
 		c := s.conflictOf(ctx, w, at, last, now, outcome)
+		c.PeersUntil = peers
 		return out, outcome, &c
 	}
 	// Marked, with its copy counted, before MongoDB takes the write, as

@@ -34,7 +34,10 @@ type Store struct {
 	// nanoseconds on the Store's clock: the fence's clocks.
 	stageSince, lastCopy atomic.Int64
 	started              int64 // when New ran, Unix nanoseconds on the Store's clock
-	conflicts            conflictLog
+	// peersUntil is until when other instances may have written, in Unix
+	// nanoseconds (SetPeersUntil); 0: none.
+	peersUntil atomic.Int64
+	conflicts  conflictLog
 	// gate orders writes against stage flips and Close: a write holds it
 	// shared from reading the stage until its copy is enqueued, so that
 	// SetStage and Close, which take it exclusively, never see a write half
