@@ -70,6 +70,9 @@ type Status struct {
 	Lag      string
 	BoardErr string
 	Draining bool
+	// PeersUntil is until when another instance may have written, from
+	// the heartbeats (see PeerAware); zero while none was ever seen.
+	PeersUntil time.Time
 }
 
 // InSync reports whether the instance runs the Document it last read.
@@ -85,6 +88,10 @@ type Follower struct {
 	mu      sync.Mutex // guards status
 	status  Status
 	applyMu sync.Mutex // serializes applying a Document
+
+	// seen names the other instances on the Board at the last heartbeat;
+	// only the heartbeat's goroutine touches it (see peers).
+	seen map[string]bool
 
 	beatNow chan struct{}
 	quit    chan struct{}
@@ -283,6 +290,7 @@ func (f *Follower) beat(ctx context.Context) {
 	defer cancel()
 	h := f.report(ctx)
 	f.boardDone(f.cfg.Board.Beat(ctx, h))
+	f.peers(ctx)
 }
 
 // Leave writes the instance's last heartbeat, after its stores are closed,

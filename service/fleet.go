@@ -38,7 +38,10 @@ type fleet struct {
 	tee atomic.Pointer[ingest.Handler] // the tee endpoint, when served: its refused batches count in Stats
 }
 
-var _ control.Target = (*fleet)(nil)
+var (
+	_ control.Target    = (*fleet)(nil)
+	_ control.PeerAware = (*fleet)(nil)
+)
 
 // newFleet builds one instrumented dual-write store per namespace, all in
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
@@ -107,6 +110,13 @@ func (f *fleet) Apply(ctx context.Context, stage dualwrite.Stage) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetPeersUntil implements control.PeerAware: every store is told.
+func (f *fleet) SetPeersUntil(t time.Time) {
+	for _, s := range f.ns {
+		s.dual.SetPeersUntil(t)
+	}
 }
 
 // reportWait bounds how long a heartbeat waits for the lanes to drain.

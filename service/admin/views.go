@@ -15,14 +15,17 @@ import (
 
 // StatusView is an instance as it sees itself (GET /stage, "self").
 type StatusView struct {
-	Instance   string       `json:"instance"`
-	Stage      string       `json:"stage"`
-	Generation uint64       `json:"generation"`
-	InSync     bool         `json:"in_sync"`
-	Lag        string       `json:"lag,omitempty"`
-	Draining   bool         `json:"draining"`
-	BoardError string       `json:"board_error,omitempty"`
-	Polled     *time.Time   `json:"polled_at,omitempty"`
+	Instance   string     `json:"instance"`
+	Stage      string     `json:"stage"`
+	Generation uint64     `json:"generation"`
+	InSync     bool       `json:"in_sync"`
+	Lag        string     `json:"lag,omitempty"`
+	Draining   bool       `json:"draining"`
+	BoardError string     `json:"board_error,omitempty"`
+	Polled     *time.Time `json:"polled_at,omitempty"`
+	// PeersUntil is until when another instance may have written: a late
+	// tee copy acknowledged before it is not applied by this instance.
+	PeersUntil *time.Time   `json:"peers_until,omitempty"`
 	Document   DocumentView `json:"document"`
 }
 
@@ -233,7 +236,7 @@ func timePtr(t time.Time) *time.Time {
 func statusOf(s control.Status) StatusView {
 	return StatusView{
 		Instance: s.Instance, Stage: s.Stage.String(), Generation: s.Generation, InSync: s.InSync(), Lag: s.Lag,
-		Draining: s.Draining, BoardError: s.BoardErr, Polled: timePtr(s.Polled),
+		Draining: s.Draining, BoardError: s.BoardErr, Polled: timePtr(s.Polled), PeersUntil: timePtr(s.PeersUntil),
 		Document: DocumentView{Stage: s.Document.Stage.String(), Generation: s.Document.Generation,
 			UpdatedAt: timePtr(s.Document.UpdatedAt), UpdatedBy: s.Document.UpdatedBy},
 	}
