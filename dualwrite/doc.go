@@ -366,7 +366,10 @@
 // write, and it is applied (LateApplied). Otherwise the order is not known: the
 // authoritative value stands and a Conflict record, with both sides'
 // digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
-// for the operator (LateConflict); nothing is overwritten unreported.
+// for the operator (LateConflict); nothing is overwritten unreported. A
+// copy whose order is not known but whose content the authoritative store
+// already holds (a copy delivered twice) has nothing at stake: it is
+// counted (LateHeld) and not reported.
 // With several instances over the same stores, another may have written
 // the key after the copy's write, which this Store never saw, and its copy
 // of that write may still be on its way to Workers KV: a Store told

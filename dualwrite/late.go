@@ -52,10 +52,15 @@ const (
 	// LateFailed: the copy was the last write, but the authoritative
 	// store failed to take it; a LateConflict record reports it.
 	LateFailed LateOutcome = "failed"
+	// LateHeld: the order is not known, but the authoritative store holds
+	// exactly what the copy says (a copy delivered twice, another write of
+	// the same value): whichever write came last, nothing is at stake, and
+	// no Conflict is reported.
+	LateHeld LateOutcome = "held"
 )
 
 // LateOutcomes lists every LateOutcome.
-var LateOutcomes = [...]LateOutcome{LateApplied, LateSuperseded, LateConflict, LateFailed}
+var LateOutcomes = [...]LateOutcome{LateApplied, LateSuperseded, LateConflict, LateFailed, LateHeld}
 
 // Conflict is the record of a late copy the Store could not order, or
 // could not apply: both sides, for the operator to decide, never a value.
@@ -217,7 +222,10 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		if outcome == LateSuperseded {
 			return out, outcome, nil
 		}
-		c := s.conflictOf(ctx, w, at, last, now, outcome)
+		c, held := s.conflictOf(ctx, w, at, last, now, outcome)
+		if held {
+			return out, LateHeld, nil
+		}
 		c.PeersUntil = peers
 		return out, outcome, &c
 	}
@@ -230,7 +238,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		if settles {
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
-		c := s.conflictOf(ctx, w, at, last, now, LateFailed)
+		c, _ := s.conflictOf(ctx, w, at, last, now, LateFailed)
 		c.Error = compare.ErrorClass(err)
 		return out, LateFailed, &c
 	}
@@ -272,19 +280,26 @@ func (s *Store) primaryHoldsCopy(ctx context.Context, w TeeWrite) bool {
 }
 
 // conflictOf builds the record of a late copy, with what the authoritative
-// store holds now.
-func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.Time, outcome LateOutcome) Conflict {
+// store holds now, and reports whether that is exactly what the copy says,
+// as verification compares (its expiry within IngestMaxLead, the trust
+// given to the tee's clock, when both stores report expiries).
+func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.Time, outcome LateOutcome) (c Conflict, same bool) {
 	copied := compare.Observation{Found: !w.Delete, Value: w.Value, Expiration: w.Expiration, Metadata: w.Metadata}
 	e, err := s.get(ctx, RoleShadow, w.Key, readFor(s.withExpiry, s.metadata))
 	held := compare.Observation{Found: err == nil, Value: e.Value, Expiration: e.Expiration, Metadata: e.Metadata}
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		held.Err = err
 	}
+	like := copied
+	if !s.withExpiry {
+		like.Expiration = time.Time{}
+	}
+	same = compare.Classify(like, held, compare.Options{Now: now, TTLTolerance: s.cfg.IngestMaxLead}) == compare.Match
 	rec := s.cfg.Redactor.Record(w.Key, compare.ValueMismatch, copied, held, now)
 	return Conflict{
 		Namespace: rec.Namespace, Key: rec.Key, Outcome: outcome, Copy: rec.Primary, Shadow: rec.Shadow,
 		AckedAt: at, LastWrite: last, Received: now, Error: rec.Error,
-	}
+	}, same
 }
 
 // reportConflict hands a Conflict to the Sink, outside every lock.

@@ -117,3 +117,41 @@ func TestLateCopiesWithPeers(t *testing.T) {
 		}
 	}
 }
+
+// A late copy delivered twice is applied once: the second finds MongoDB
+// holding exactly what it says and reports no conflict, nor does one whose
+// value another instance wrote after it. A copy MongoDB does not hold is
+// still a conflict.
+func TestLateCopiesAlreadyHeldReportNoConflict(t *testing.T) {
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Live})
+	ctx := context.Background()
+	p.clk.Advance(2 * window)
+	ingest := func(key, value string, acked time.Time) {
+		t.Helper()
+		must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: key, Value: []byte(value), At: acked}}))
+		p.flush()
+	}
+	acked := p.clk.Now().Add(-time.Second)
+	ingest("wordle:twice", "binding", acked)
+	p.clk.Advance(time.Second)
+	ingest("wordle:twice", "binding", acked) // the tee retried the batch
+
+	// Another instance may have written since: the same value is held,
+	// another one a conflict.
+	p.store.SetPeersUntil(p.clk.Now().Add(time.Minute))
+	must(t, p.shadow.Put(ctx, "wordle:same", []byte("binding"), kv.PutOptions{}))
+	must(t, p.shadow.Put(ctx, "wordle:other", []byte("through-b"), kv.PutOptions{}))
+	ingest("wordle:same", "binding", p.clk.Now().Add(-5*time.Second))
+	ingest("wordle:other", "binding", p.clk.Now().Add(-5*time.Second))
+
+	st := p.store.Stats()
+	want := map[dualwrite.LateOutcome]uint64{dualwrite.LateApplied: 1, dualwrite.LateHeld: 2, dualwrite.LateConflict: 1}
+	for _, o := range dualwrite.LateOutcomes {
+		if st.LateCopies[o] != want[o] {
+			t.Fatalf("late copies %v, want %v", st.LateCopies, want)
+		}
+	}
+	if recs := p.sink.conflictRecords(); len(recs) != 1 || st.Conflicts != 1 {
+		t.Fatalf("conflicts %d, records %+v; want the one of wordle:other", st.Conflicts, recs)
+	}
+}

@@ -24,7 +24,7 @@ const (
 	// BreakerPreviousKey is the state a breaker left.
 	BreakerPreviousKey = attribute.Key("kvshadow.breaker.previous_state")
 	// LateOutcomeKey is what became of a late tee copy: applied,
-	// superseded, conflict, failed.
+	// superseded, conflict, failed, held.
 	LateOutcomeKey = attribute.Key("kvshadow.late.outcome")
 	// RefusalReasonKey says why tee copies were refused.
 	RefusalReasonKey = attribute.Key("kvshadow.refusal.reason")
