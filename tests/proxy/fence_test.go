@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,27 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 )
+
+// ingest posts the tee's copy of a binding write of key, acknowledged at
+// acked, to the instance's ingest endpoint, as the bot's Worker does.
+func (in *instance) ingest(t *testing.T, key, value string, acked time.Time) {
+	t.Helper()
+	origin, _, _ := strings.Cut(in.api, "/client/v4/")
+	body := fmt.Sprintf(`{"namespace":%q,"copies":[{"key":%q,"value":%q,"acked_at":%d}]}`,
+		namespace, key, base64.StdEncoding.EncodeToString([]byte(value)), acked.UnixMilli())
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, origin+"/kvshadow/v1/ingest", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+clientToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingest: %d %s", resp.StatusCode, raw)
+	}
+}
 
 // Two instances over one primary and one shadow database, in handover: a
 // tee copy that reached b holds the flip asked of a, through b's heartbeat
@@ -27,20 +49,7 @@ func TestTheFenceHoldsTheFlipOnEveryInstance(t *testing.T) {
 	if err := em.store.Put(context.Background(), "wordle:tee", []byte("v"), kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	origin, _, _ := strings.Cut(b.api, "/client/v4/")
-	body := fmt.Sprintf(`{"namespace":%q,"copies":[{"key":"wordle:tee","value":"dg==","acked_at":%d}]}`, namespace, time.Now().UnixMilli())
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, origin+"/kvshadow/v1/ingest", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+clientToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("ingest on b: %d %s", resp.StatusCode, raw)
-	}
+	b.ingest(t, "wordle:tee", "v", time.Now())
 
 	held := `instance "b" (alive): 1 keys last written by a binding copy not verified yet`
 	eventually(t, "b's heartbeat to carry its fence", func() bool {

@@ -1,0 +1,59 @@
+package proxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service/admin"
+)
+
+// Two instances in live over one primary and one shadow database: a late
+// tee copy that reaches a, acknowledged before b wrote its key, never
+// overwrites b's write in MongoDB, and a reports it as a conflict naming
+// until when b may have written. Alone, a would have applied it: the key
+// is outside a's settle set, and a has run for longer than the consistency
+// window, so the copy is newer than anything a wrote.
+func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
+	em := newEmulator(t, nil)
+	db := srv.Database(t)
+	env := em.environment(db)
+	const window = 3 * time.Second
+	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "1h",
+		"--stage", "live", "--consistency-window", window.String(), "--ingest-max-lead", "200ms"}
+	started := time.Now()
+	a := startInProcess(t, env, append(timing, "--instance", "a"))
+	b := startInProcess(t, env, append(timing, "--instance", "b"))
+	eventually(t, "a to see b's heartbeat", func() bool { return a.stage(t).Self.PeersUntil != nil })
+	time.Sleep(time.Until(started.Add(window + 100*time.Millisecond)))
+
+	// A stray isolate writes its binding; b writes the key after it.
+	const key = "wordle:late"
+	acked := time.Now()
+	if err := em.store.Put(context.Background(), key, []byte("binding"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // beyond the clocks' trust
+	if err := b.client(t, nil).Put(t.Context(), key, []byte("through-b"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The isolate's copy, delayed, reaches a.
+	a.ingest(t, key, "binding", acked)
+
+	v, err := shadowStore(t, db, nil).Get(t.Context(), key)
+	if err != nil || string(v) != "through-b" {
+		t.Fatalf("MongoDB holds %q, %v: the late copy overwrote b's newer write", v, err)
+	}
+	var out admin.ConflictsView
+	if code := a.call(t, "GET", "/conflicts", "", &out); code != 200 {
+		t.Fatalf("GET /conflicts: %d", code)
+	}
+	list := out.Namespaces[namespace]
+	if list.Total != 1 || len(list.Conflicts) != 1 || list.Conflicts[0].Outcome != "conflict" || list.Conflicts[0].PeersUntil.Before(acked) {
+		t.Fatalf("a's conflicts: %+v", list)
+	}
+	if late := a.stats(t).Namespaces[namespace].LateCopies; late["conflict"] != 1 || late["applied"] != 0 {
+		t.Fatalf("a's late copies: %v", late)
+	}
+}
