@@ -62,14 +62,11 @@ func TestTheTargetLearnsUntilWhenPeersMayHaveWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
 	liveFor := 3 * DefaultHeartbeatInterval
-	// The loop's timers wait on the fake clock, which only the test moves,
-	// and each beat below is made by the test itself: one goroutine.
+	// Not started: each heartbeat below is the test's own, on one
+	// goroutine, as the Follower's loop makes them (Start makes the first).
 	beat := func() { a.beat(t.Context()) }
+	beat()
 	expect := func(what string, want time.Time, calls int) {
 		t.Helper()
 		got, n := tgt.last()
@@ -126,5 +123,27 @@ func TestTheTargetLearnsUntilWhenPeersMayHaveWritten(t *testing.T) {
 	expect("the board blind", clk.Now().Add(liveFor), 6)
 	if a.Status().BoardErr == "" {
 		t.Fatal("the failure to read the heartbeats is not recorded")
+	}
+}
+
+// Start's first heartbeat tells the Target of the instances already on the
+// Board, before Start returns and the instance serves.
+func TestStartTellsThePeersBeforeServing(t *testing.T) {
+	board := NewMemoryBoard()
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	if err := board.Beat(t.Context(), Heartbeat{Instance: "b", At: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	tgt := &peerTarget{fakeTarget: fakeTarget{report: Heartbeat{Drained: true}}}
+	a, err := NewFollower(Config{Board: board, Target: tgt, Instance: "a", Initial: dualwrite.Live}, WithClock(clk), WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	if got, n := tgt.last(); n != 1 || !got.Equal(clk.Now().Add(3*DefaultHeartbeatInterval)) {
+		t.Fatalf("told %v (%d calls) by Start", got, n)
 	}
 }
