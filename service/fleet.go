@@ -45,9 +45,11 @@ var (
 
 // newFleet builds one instrumented dual-write store per namespace, all in
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
-// store); one callback reports the gauges of the whole fleet, summed, so
-// that several namespaces never observe one series twice.
-func newFleet(cfg dualwrite.Config, all []Sides, journals []dualwrite.Journal, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
+// store) and, when sinks is set, the Sink it gives for the store's
+// namespace and logger;
+// one callback reports the gauges of the whole fleet, summed, so that
+// several namespaces never observe one series twice.
+func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dualwrite.Sink, all []Sides, journals []dualwrite.Journal, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
 	f := &fleet{}
 	var first *dualwriteotel.Observer
 	for i, sd := range all {
@@ -70,7 +72,11 @@ func newFleet(cfg dualwrite.Config, all []Sides, journals []dualwrite.Journal, t
 		if err := errors.Join(errs[:2]...); err != nil {
 			return nil, errors.Join(err, f.close(context.Background()))
 		}
-		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(log.With(slog.String("kv_namespace", sd.ID)))}, opts...)...)
+		nlog := log.With(slog.String("kv_namespace", sd.ID))
+		if sinks != nil {
+			c.Sink = sinks(sd.ID, nlog)
+		}
+		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(nlog)}, opts...)...)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.ID, err), f.close(context.Background()))
 		}

@@ -116,12 +116,25 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if c.JournalDir == "" {
 		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
 	}
-	fl, err := newFleet(dualwrite.Config{Memory: mem,
+	dcfg := dualwrite.Config{Memory: mem,
 		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
-	}, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
+	}
+	// Late copies' conflicts go to the ledger beside the stage document;
+	// the recorder stops after the stores, whose last conflicts it takes.
+	recorder := startConflictRecorder(b.Ledger, c.Instance, log)
+	var sinks func(string, *slog.Logger) dualwrite.Sink
+	if recorder != nil {
+		sinks = recorder.sink
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), control.DefaultBoardTimeout)
+			defer cancel()
+			recorder.Close(ctx)
+		}()
+	}
+	fl, err := newFleet(dcfg, sinks, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
 	if err != nil {
 		return err
 	}
@@ -180,6 +193,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	var ops opCounter
 	acfg := admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
 		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts, TeeRefused: fl.teeRefused}
+	if recorder != nil {
+		acfg.Recorded, acfg.Unrecorded = recorder.ledger, recorder.Unrecorded
+	}
 	if b.Ledger != nil {
 		// Observed once before the admin API serves, so that an overflow
 		// kept by the journal is recorded (and grown) before any clear.

@@ -70,6 +70,12 @@ type Config struct {
 	// error code, added to total.ingest_refused of GET /stats; nil adds
 	// none.
 	TeeRefused func() map[string]uint64
+	// Recorded lists every instance's conflicts, as recorded in the
+	// control ledger, for the recorded part of GET /conflicts; Unrecorded
+	// counts this instance's that were logged and not recorded. Nil lists
+	// none.
+	Recorded   control.ConflictLedger
+	Unrecorded func() uint64
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -250,18 +256,65 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, ChangeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
 }
 
+// DefaultConflictLimit is how many recorded conflicts GET /conflicts lists
+// a namespace without ?limit=.
+const DefaultConflictLimit = 256
+
 // conflicts lists each namespace's latest late copies that conflicted with
-// the authoritative store: redacted keys, digests and times, never values.
-func (h *Handler) conflicts(w http.ResponseWriter, _ *http.Request) {
+// the authoritative store: this instance's since it started, and every
+// instance's recorded in the control ledger. Redacted keys, digests and
+// times, never values.
+func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
+	limit, ok := limitOf(w, r, DefaultConflictLimit, "records")
+	if !ok {
+		return
+	}
 	out := ConflictsView{Namespaces: map[string]ConflictList{}}
+	if h.cfg.Unrecorded != nil {
+		out.Unrecorded = h.cfg.Unrecorded()
+	}
 	for _, ns := range h.cfg.Namespaces {
 		recs, total := ns.Store.Conflicts()
 		if recs == nil {
 			recs = []dualwrite.Conflict{}
 		}
-		out.Namespaces[ns.ID] = ConflictList{Total: total, Conflicts: recs}
+		l := ConflictList{Total: total, Conflicts: recs}
+		if h.cfg.Recorded != nil {
+			l.Recorded = recordedOf(r.Context(), h.cfg.Recorded, ns.ID, limit)
+		}
+		out.Namespaces[ns.ID] = l
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func recordedOf(ctx context.Context, ledger control.ConflictLedger, namespace string, limit int) *RecordedConflicts {
+	ctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
+	defer cancel()
+	recs, total, err := ledger.Conflicts(ctx, namespace, limit)
+	out := &RecordedConflicts{Total: total, Conflicts: []RecordedConflict{}}
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	for _, c := range recs {
+		out.Conflicts = append(out.Conflicts, RecordedConflict{ID: c.ID, Instance: c.Instance, Conflict: c.Conflict})
+	}
+	return out
+}
+
+// limitOf reads ?limit=, a count of what, def when absent; a bad one is
+// answered 400.
+func limitOf(w http.ResponseWriter, r *http.Request, def int, what string) (int, bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a number of %s, 0 or more", v, what))
+		return 0, false
+	}
+	return n, true
 }
 
 func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
@@ -310,14 +363,9 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, list func(Sto
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("keys=%q: want hmac (the default) or plain", k))
 		return
 	}
-	limit := DefaultDirtyLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit=%q: want a number of keys, 0 or more", v))
-			return
-		}
-		limit = n
+	limit, ok := limitOf(w, r, DefaultDirtyLimit, "keys")
+	if !ok {
+		return
 	}
 	out := DirtyView{Keys: "hmac", Namespaces: map[string]DirtyList{}}
 	if plain {

@@ -146,15 +146,36 @@ type FlipView struct {
 	HeldBy           []string `json:"held_by,omitempty"`
 }
 
-// ConflictList is one namespace's latest conflicts (GET /conflicts).
+// ConflictList is one namespace's latest conflicts (GET /conflicts): this
+// instance's since it started, and every instance's in the control ledger.
 type ConflictList struct {
 	Total     uint64               `json:"total"`
 	Conflicts []dualwrite.Conflict `json:"conflicts"`
+	Recorded  *RecordedConflicts   `json:"recorded,omitempty"`
 }
 
-// ConflictsView answers GET /conflicts.
+// RecordedConflicts are a namespace's conflicts in the control ledger,
+// newest first: Total kept (the latest control.MaxConflictRecords), the
+// latest ?limit= listed, Error when the ledger could not be read.
+type RecordedConflicts struct {
+	Total     int64              `json:"total"`
+	Conflicts []RecordedConflict `json:"conflicts"`
+	Error     string             `json:"error,omitempty"`
+}
+
+// RecordedConflict is a conflict with the instance that took the copy.
+type RecordedConflict struct {
+	ID       string `json:"id"`
+	Instance string `json:"instance"`
+	dualwrite.Conflict
+}
+
+// ConflictsView answers GET /conflicts. Unrecorded counts this instance's
+// conflicts logged and not recorded in the ledger (it could not be reached,
+// or its queue was full).
 type ConflictsView struct {
 	Namespaces map[string]ConflictList `json:"namespaces"`
+	Unrecorded uint64                  `json:"unrecorded"`
 }
 
 func fenceOf(f dualwrite.FenceStatus) FenceView {

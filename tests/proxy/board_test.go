@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
@@ -45,5 +48,53 @@ func TestHeartbeatsCarryTheFence(t *testing.T) {
 	}
 	if o := beats[1]; !o.QuietUntil.IsZero() || o.IngestUnverified != 0 || o.FenceRemaining != 0 {
 		t.Fatalf("an older heartbeat: %+v", o)
+	}
+}
+
+// A conflict record reads back from MongoDB as written, newest first
+// within its namespace, an ID twice is refused, and past the board's limit
+// the oldest of the namespace go.
+func TestConflictRecordsInMongoDB(t *testing.T) {
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	board := control.NewMongoBoard(client.Database(mongotest.NewDatabaseName(t.Name())))
+	board.SetConflictLimit(3)
+	at := time.Now().Truncate(time.Millisecond).UTC()
+	rec := func(i int, ns string) control.ConflictRecord {
+		c := control.ConflictRecord{ID: control.NewID(), Instance: "a", KVNamespace: ns}
+		c.Conflict = dualwrite.Conflict{Namespace: "wordle", Key: "wordle:#e6cdd21c", Outcome: dualwrite.LateConflict,
+			Copy:    compare.Digest{Present: true, Length: 7, Hash: "dfbd8505c8af50f2", Expiration: at.Add(time.Hour)},
+			Shadow:  compare.Digest{Present: true, Length: 2, Hash: "da95b47c84acb14d", Metadata: "0a1b"},
+			AckedAt: at, LastWrite: at.Add(-time.Minute), Received: at.Add(time.Duration(i) * time.Second), PeersUntil: at.Add(15 * time.Second)}
+		return c
+	}
+	first := rec(0, "wordle")
+	if err := board.RecordConflict(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	if err := board.RecordConflict(t.Context(), first); !errors.Is(err, control.ErrConflict) {
+		t.Fatalf("an ID twice: %v", err)
+	}
+	got, total, err := board.Conflicts(t.Context(), "wordle", 10)
+	if err != nil || total != 1 || len(got) != 1 || !reflect.DeepEqual(got[0], first) {
+		t.Fatalf("read back: %+v, %d, %v; want %+v", got, total, err, first)
+	}
+	if err := board.RecordConflict(t.Context(), rec(0, "other")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 4; i++ {
+		if err := board.RecordConflict(t.Context(), rec(i, "wordle")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, total, err = board.Conflicts(t.Context(), "wordle", 2)
+	if err != nil || total != 3 || len(got) != 2 || !got[0].Received.Equal(at.Add(4*time.Second)) || !got[1].Received.Equal(at.Add(3*time.Second)) {
+		t.Fatalf("past the limit: %+v, %d, %v", got, total, err)
+	}
+	if _, total, err := board.Conflicts(t.Context(), "other", 10); err != nil || total != 1 {
+		t.Fatalf("another namespace: %d, %v", total, err)
 	}
 }

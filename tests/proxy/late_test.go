@@ -14,7 +14,8 @@ import (
 // overwrites b's write in MongoDB, and a reports it as a conflict naming
 // until when b may have written. Alone, a would have applied it: the key
 // is outside a's settle set, and a has run for longer than the consistency
-// window, so the copy is newer than anything a wrote.
+// window, so the copy is newer than anything a wrote. The conflict is
+// recorded in the control ledger: b lists it, and a does after a restart.
 func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
 	em := newEmulator(t, nil)
 	db := srv.Database(t)
@@ -55,5 +56,31 @@ func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
 	}
 	if late := a.stats(t).Namespaces[namespace].LateCopies; late["conflict"] != 1 || late["applied"] != 0 {
 		t.Fatalf("a's late copies: %v", late)
+	}
+
+	// The conflict is recorded beside the stage document: b lists it,
+	// naming a, and so does a after a restart, which empties its own list.
+	recorded := func(in *instance) []admin.RecordedConflict {
+		var out admin.ConflictsView
+		if code := in.call(t, "GET", "/conflicts", "", &out); code != 200 || out.Unrecorded != 0 {
+			t.Fatalf("GET /conflicts: %d, %d unrecorded", code, out.Unrecorded)
+		}
+		if r := out.Namespaces[namespace].Recorded; r != nil && r.Error == "" {
+			return r.Conflicts
+		}
+		return nil
+	}
+	eventually(t, "b to list a's conflict", func() bool {
+		r := recorded(b)
+		return len(r) == 1 && r[0].Instance == "a" && r[0].Key == list.Conflicts[0].Key && r[0].Copy == list.Conflicts[0].Copy
+	})
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	a = startInProcess(t, env, append(timing, "--instance", "a"))
+	var after admin.ConflictsView
+	a.call(t, "GET", "/conflicts", "", &after)
+	if l := after.Namespaces[namespace]; l.Total != 0 || len(recorded(a)) != 1 {
+		t.Fatalf("a after its restart: %d of its own, recorded %+v", l.Total, l.Recorded)
 	}
 }

@@ -1,0 +1,163 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// conflictQueue bounds the conflicts waiting for the ledger; one that finds
+// it full is logged, counted and not recorded.
+const conflictQueue = 1024
+
+// conflictRecorder records late copies' conflicts in the control ledger,
+// beside the stage document, where every instance lists every instance's
+// and a restart loses none; each store's Sink (sink) hands it its
+// conflicts. Its goroutine records them, so that an ingest never waits for
+// MongoDB; Start begins it and Close ends it, after the stores are closed.
+type conflictRecorder struct {
+	ledger   control.ConflictLedger
+	instance string
+	timeout  time.Duration
+	log      *slog.Logger
+
+	queue   chan control.ConflictRecord
+	bg      context.Context // the records' parent; Close cancels it at its deadline
+	abort   context.CancelFunc
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	dropped atomic.Uint64 // queue full, or closing
+	failed  atomic.Uint64 // the ledger refused, or could not be reached
+	warned  atomic.Bool
+}
+
+func newConflictRecorder(ledger control.ConflictLedger, instance string, log *slog.Logger) *conflictRecorder {
+	r := &conflictRecorder{ledger: ledger, instance: instance,
+		timeout: control.DefaultBoardTimeout, log: log,
+		queue: make(chan control.ConflictRecord, conflictQueue), quit: make(chan struct{}), done: make(chan struct{})}
+	r.bg, r.abort = context.WithCancel(context.Background())
+	return r
+}
+
+// sink is the Sink of the store of Workers KV namespace id: divergences
+// and conflicts logged on the store's log as dualwrite.LogSink logs them,
+// and conflicts recorded.
+func (r *conflictRecorder) sink(id string, log *slog.Logger) dualwrite.Sink {
+	return recordingSink{LogSink: dualwrite.LogSink{Logger: log}, r: r, id: id}
+}
+
+type recordingSink struct {
+	dualwrite.LogSink
+	r  *conflictRecorder
+	id string // the Workers KV namespace ID
+}
+
+var _ dualwrite.ConflictSink = recordingSink{}
+
+// Divergence implements dualwrite.Sink.
+func (s recordingSink) Divergence(ctx context.Context, rec compare.Record) {
+	s.LogSink.Divergence(ctx, rec)
+}
+
+// Conflict implements dualwrite.ConflictSink: logged at once, recorded by
+// the recorder's goroutine.
+func (s recordingSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
+	s.LogSink.Conflict(ctx, c)
+	s.r.add(s.id, c)
+}
+
+// add queues c, of the store of Workers KV namespace id, for the ledger,
+// or counts it as not recorded.
+func (r *conflictRecorder) add(id string, c dualwrite.Conflict) {
+	rec := control.ConflictRecord{ID: control.NewID(), Instance: r.instance, KVNamespace: id, Conflict: c}
+	select {
+	case <-r.quit:
+		r.drop("the proxy is stopping")
+		return
+	default:
+	}
+	select {
+	case r.queue <- rec:
+	default:
+		r.drop("the queue to the control ledger is full")
+	}
+}
+
+func (r *conflictRecorder) drop(why string) {
+	r.dropped.Add(1)
+	r.warn("kvshadow-proxy: a late copy's conflict was logged but not recorded in the control ledger: " + why)
+}
+
+// warn logs the first failure to record; the counts say how many since.
+func (r *conflictRecorder) warn(msg string, attrs ...slog.Attr) {
+	if r.warned.CompareAndSwap(false, true) {
+		r.log.LogAttrs(context.Background(), slog.LevelWarn, msg+" (later failures are counted, not logged)", attrs...)
+	}
+}
+
+// Start begins recording.
+func (r *conflictRecorder) Start() { go r.run() }
+
+func (r *conflictRecorder) run() {
+	defer close(r.done)
+	for {
+		select {
+		case rec := <-r.queue:
+			r.record(rec)
+		case <-r.quit:
+			for {
+				select {
+				case rec := <-r.queue:
+					r.record(rec)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (r *conflictRecorder) record(rec control.ConflictRecord) {
+	ctx, cancel := context.WithTimeout(r.bg, r.timeout)
+	defer cancel()
+	if err := r.ledger.RecordConflict(ctx, rec); err != nil {
+		r.failed.Add(1)
+		r.warn("kvshadow-proxy: a late copy's conflict was logged but could not be recorded in the control ledger",
+			slog.String("error", err.Error()))
+	}
+}
+
+// Close records what is queued, each within the Board's timeout, until
+// ctx ends, and stops; what is left then counts as not recorded.
+func (r *conflictRecorder) Close(ctx context.Context) {
+	r.once.Do(func() { close(r.quit) })
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.abort()
+		<-r.done
+	}
+	r.abort()
+}
+
+// Unrecorded is how many conflicts were logged and not recorded.
+func (r *conflictRecorder) Unrecorded() uint64 { return r.dropped.Load() + r.failed.Load() }
+
+// startConflictRecorder starts a recorder into ledger when it keeps
+// conflicts; nil when it does not.
+func startConflictRecorder(ledger control.Ledger, instance string, log *slog.Logger) *conflictRecorder {
+	cl, ok := ledger.(control.ConflictLedger)
+	if !ok {
+		return nil
+	}
+	r := newConflictRecorder(cl, instance, log)
+	r.Start()
+	return r
+}

@@ -1,0 +1,103 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// stuckLedger records nothing until released, then records as a
+// MemoryLedger does, or fails while broken.
+type stuckLedger struct {
+	*control.MemoryLedger
+	release chan struct{}
+	mu      sync.Mutex
+	broken  bool
+}
+
+func (l *stuckLedger) RecordConflict(ctx context.Context, c control.ConflictRecord) error {
+	select {
+	case <-l.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	broken := l.broken
+	l.mu.Unlock()
+	if broken {
+		return control.ErrBoard
+	}
+	return l.MemoryLedger.RecordConflict(ctx, c)
+}
+
+// A store's conflicts are logged on its own log and recorded in the
+// ledger with the instance's name; a queue that the ledger cannot keep up
+// with counts what it could not hold as unrecorded (still logged), as it
+// does a ledger that fails; Close records what is queued, and past its
+// deadline counts the rest as unrecorded.
+func TestConflictsAreRecordedInTheLedger(t *testing.T) {
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	ledger := &stuckLedger{MemoryLedger: control.NewMemoryLedger(), release: make(chan struct{})}
+	r := newConflictRecorder(ledger, "proxy-a", log)
+	r.Start()
+	sink := r.sink("demo-kv", log.With(slog.String("kv_namespace", "demo-kv"))).(dualwrite.ConflictSink)
+	c := dualwrite.Conflict{Namespace: "wordle", Key: "wordle:#ab", Outcome: dualwrite.LateConflict, Received: time.Now()}
+	// The goroutine takes one and waits on the ledger; the queue fills.
+	sink.Conflict(t.Context(), c)
+	for len(r.queue) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for range conflictQueue + 1 {
+		sink.Conflict(t.Context(), c)
+	}
+	if n := r.Unrecorded(); n != 1 {
+		t.Fatalf("%d unrecorded with the queue full, want 1", n)
+	}
+	if got := strings.Count(logged.String(), "kv_namespace=demo-kv"); got < conflictQueue+2 {
+		t.Fatalf("%d conflict lines name the store's namespace, want %d", got, conflictQueue+2)
+	}
+	if !strings.Contains(logged.String(), "not recorded in the control ledger: the queue to the control ledger is full") {
+		t.Fatalf("the first drop is not logged:\n%s", logged.String())
+	}
+	close(ledger.release)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r.Close(ctx)
+	recs, total, err := ledger.Conflicts(t.Context(), "demo-kv", 1)
+	if err != nil || total != conflictQueue+1 || len(recs) != 1 || recs[0].Instance != "proxy-a" || recs[0].KVNamespace != "demo-kv" || recs[0].Key != c.Key || recs[0].ID == "" {
+		t.Fatalf("recorded %d: %+v, %v", total, recs, err)
+	}
+	// Closed: a conflict still arriving is logged and counted.
+	sink.Conflict(t.Context(), c)
+	if n := r.Unrecorded(); n != 2 {
+		t.Fatalf("%d unrecorded after Close, want 2", n)
+	}
+
+	// A failing ledger, and a Close whose deadline passes.
+	broken := &stuckLedger{MemoryLedger: control.NewMemoryLedger(), release: make(chan struct{}), broken: true}
+	close(broken.release)
+	r = newConflictRecorder(broken, "proxy-a", log)
+	r.Start()
+	r.sink("demo-kv", log).(dualwrite.ConflictSink).Conflict(t.Context(), c)
+	stuck := &stuckLedger{MemoryLedger: control.NewMemoryLedger(), release: make(chan struct{})}
+	r2 := newConflictRecorder(stuck, "proxy-a", log)
+	r2.Start()
+	for range 3 {
+		r2.sink("demo-kv", log).(dualwrite.ConflictSink).Conflict(t.Context(), c)
+	}
+	short, cancel2 := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel2()
+	r2.Close(short)
+	r.Close(ctx)
+	if n, n2 := r.Unrecorded(), r2.Unrecorded(); n != 1 || n2 != 3 {
+		t.Fatalf("unrecorded: %d from a failing ledger (want 1), %d past Close's deadline (want 3)", n, n2)
+	}
+}
