@@ -46,6 +46,15 @@
 // so that a load balancer stops sending it traffic until it runs the
 // Document's stage.
 //
+// # Peers and the ledger
+//
+// After every heartbeat the Follower tells a PeerAware Target until when
+// another instance may have written (from the others' heartbeats), so that
+// a late tee copy is never applied over a write this instance never saw
+// (dualwrite.Store.SetPeersUntil). Beside the Board, a Ledger keeps the
+// report runs and the settle sets' overflows, and a ConflictLedger every
+// instance's late-copy conflicts: MongoBoard and MemoryLedger are both.
+//
 // What the Board does not give, the package does not claim: two instances
 // may run different stages for up to one poll interval, during which both
 // stores are written by every instance whatever the stage (a flip is only
