@@ -101,3 +101,12 @@ func TestConflictsAreRecordedInTheLedger(t *testing.T) {
 		t.Fatalf("unrecorded: %d from a failing ledger (want 1), %d past Close's deadline (want 3)", n, n2)
 	}
 }
+
+// The service records conflicts in its ledger (the embedded defaults' is
+// in memory) and exports how many it could not record.
+func TestTheServiceExportsItsUnrecordedConflicts(t *testing.T) {
+	r := start(t)
+	if lines := grep(r.scrape(t), "kvshadow_conflicts_unrecorded_total{"); !strings.HasSuffix(lines, " 0") {
+		t.Fatalf("kvshadow_conflicts_unrecorded_total: %q", lines)
+	}
+}

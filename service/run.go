@@ -180,6 +180,13 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer func() { _ = memGauges.Unregister() }()
+	if recorder != nil {
+		confGauges, err := watchConflicts(tel.MeterProvider, recorder)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = confGauges.Unregister() }()
+	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
 		FixedNamespaces: fixedNamespaces(c), Memory: mem})
