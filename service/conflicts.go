@@ -32,7 +32,8 @@ type conflictRecorder struct {
 	abort   context.CancelFunc
 	quit    chan struct{}
 	done    chan struct{}
-	once    sync.Once
+	mu      sync.Mutex // guards closing, and orders queuing before it
+	closing bool
 	dropped atomic.Uint64 // queue full, or closing
 	failed  atomic.Uint64 // the ledger refused, or could not be reached
 	warned  atomic.Bool
@@ -77,16 +78,23 @@ func (s recordingSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
 // or counts it as not recorded.
 func (r *conflictRecorder) add(id string, c dualwrite.Conflict) {
 	rec := control.ConflictRecord{ID: control.NewID(), Instance: r.instance, KVNamespace: id, Conflict: c}
-	select {
-	case <-r.quit:
-		r.drop("the proxy is stopping")
-		return
+	// Under mu, so that nothing is queued once Close has begun: the
+	// goroutine's last drain would not see it.
+	why := ""
+	r.mu.Lock()
+	switch {
+	case r.closing:
+		why = "the proxy is stopping"
 	default:
+		select {
+		case r.queue <- rec:
+		default:
+			why = "the queue to the control ledger is full"
+		}
 	}
-	select {
-	case r.queue <- rec:
-	default:
-		r.drop("the queue to the control ledger is full")
+	r.mu.Unlock()
+	if why != "" {
+		r.drop(why)
 	}
 }
 
@@ -137,7 +145,12 @@ func (r *conflictRecorder) record(rec control.ConflictRecord) {
 // Close records what is queued, each within the Board's timeout, until
 // ctx ends, and stops; what is left then counts as not recorded.
 func (r *conflictRecorder) Close(ctx context.Context) {
-	r.once.Do(func() { close(r.quit) })
+	r.mu.Lock()
+	if !r.closing {
+		r.closing = true
+		close(r.quit)
+	}
+	r.mu.Unlock()
 	select {
 	case <-r.done:
 	case <-ctx.Done():
