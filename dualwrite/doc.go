@@ -371,14 +371,16 @@
 // already holds (a copy delivered twice) has nothing at stake: it is
 // counted (LateHeld) and not reported.
 // With several instances over the same stores, another may have written
-// the key after the copy's write, which this Store never saw, and its copy
-// of that write may still be on its way to Workers KV: a Store told
+// the key after the copy's write, which this Store never saw. A Store told
 // (SetPeersUntil; package control does so from the heartbeats) that
 // another instance may have written since the copy was acknowledged, within
-// IngestMaxLead, orders it by its own writes alone. The copy is superseded
-// when this Store wrote the key after it, and otherwise a conflict whose
-// record says until when the others may have written; it is never
-// applied, so no instance's newer write is overwritten.
+// IngestMaxLead, never orders it by its own set's window: the copy is
+// superseded when this Store wrote the key after it; else, when Workers KV
+// holds exactly what the copy says, it is applied as above but reported
+// too (a Conflict with Outcome LateApplied and PeersUntil), since another
+// instance's newer write may still be on its way to Workers KV and the
+// record keeps the digest of what MongoDB held; else it is a conflict. No
+// instance's newer write is overwritten unreported.
 //
 // # Lifecycle
 //

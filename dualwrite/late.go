@@ -63,7 +63,10 @@ const (
 var LateOutcomes = [...]LateOutcome{LateApplied, LateSuperseded, LateConflict, LateFailed, LateHeld}
 
 // Conflict is the record of a late copy the Store could not order, or
-// could not apply: both sides, for the operator to decide, never a value.
+// could not apply, or applied on Workers KV's evidence alone while other
+// instances may have written its key (Outcome LateApplied, PeersUntil
+// set: Shadow is what MongoDB held before, for the operator to see that it
+// was no other instance's newer write): both sides, never a value.
 type Conflict struct {
 	Namespace string         `json:"namespace"`
 	Key       string         `json:"key"` // as the Redactor renders it
@@ -199,16 +202,27 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.touch(now)
 	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
-	// Another instance may have written the key after the copy: only this
-	// Store's own later write orders it then. Workers KV holding the
-	// copy's value proves nothing either, since that instance's copy of
-	// its write may still be on its way there.
+	// Another instance may have written the key after the copy, and this
+	// Store never saw it: its own writes order the copy only when one of
+	// them supersedes it.
 	peers := s.peersAfter(at)
-	switch {
-	case !peers.IsZero() && outcome == LateApplied:
+	if !peers.IsZero() && outcome == LateApplied {
 		outcome = LateConflict
-	case peers.IsZero() && outcome == LateConflict && s.primaryHoldsCopy(ctx, w):
+	}
+	// Workers KV holding the copy's value orders it still: a newer write
+	// through any instance reaches Workers KV after MongoDB. But one on
+	// its way there does not show yet, so with other instances the copy
+	// is applied and reported, with what MongoDB held, for the operator
+	// to see that it was no other instance's newer write.
+	var witness *Conflict
+	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
 		outcome = LateApplied
+		if !peers.IsZero() {
+			if c, held := s.conflictOf(ctx, w, at, last, now, LateApplied); !held {
+				c.PeersUntil = peers
+				witness = &c
+			}
+		}
 	}
 	// In complete Workers KV is neither written nor settled any more:
 	// MongoDB alone takes (or keeps) the value, and no key enters the set.
@@ -239,18 +253,18 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
 		c, _ := s.conflictOf(ctx, w, at, last, now, LateFailed)
-		c.Error = compare.ErrorClass(err)
+		c.Error, c.PeersUntil = compare.ErrorClass(err), peers
 		return out, LateFailed, &c
 	}
 	if !settles {
-		return out, outcome, nil
+		return out, outcome, witness
 	}
 	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, reason != ""))
 	}
-	return out, outcome, nil
+	return out, outcome, witness
 }
 
 // primaryHoldsCopy reports whether a late copy whose order is not known is

@@ -11,30 +11,32 @@ import (
 )
 
 // With a second instance writing over the same stores, a late copy is never
-// applied over a write of that instance it cannot order: b's newer write
-// stands in MongoDB and a conflict names until when b may have written,
-// whether a would have ordered the copy by its settle set's window or by
-// Workers KV still holding the copy's value (b's copy of its own write
-// never got there). Once b has been gone for longer than the clocks'
-// trust, a copy acknowledged since is applied again, and a's own newer
-// write supersedes a copy throughout.
+// applied over a write of that instance unreported: b's newer write that
+// reached Workers KV stands in MongoDB and the copy is a conflict naming
+// until when b may have written, though a, alone, would have taken the copy
+// as newer than anything it wrote (its settle set's window); one whose copy
+// to Workers KV is still on its way leaves Workers KV holding the copy's
+// value, so the copy is applied, as the last write Workers KV acknowledged,
+// and reported with the digest of b's value that MongoDB held. Once b has
+// been gone for longer than the clocks' trust, a copy acknowledged since is
+// applied unreported again, and a's own newer write supersedes a copy
+// throughout.
 func TestLateCopiesWithPeers(t *testing.T) {
 	p := newPair(t, dualwrite.Config{Stage: dualwrite.Live})
 	ctx := context.Background()
 	p.clk.Advance(2 * window) // a has run for longer than a window
-	// b copies to Workers KV through a store that is down: its copies
-	// never land, as ones still on their way.
+	// b copies to Workers KV through a store that goes down at will: its
+	// copies then stay on their way.
 	down, err := kvfault.New(p.primary, kvfault.Config{Clock: p.clk})
 	must(t, err)
-	down.SetOutage(true)
 	b, err := dualwrite.New(dualwrite.Config{Primary: down.Exact(), Shadow: p.shadow, Stage: dualwrite.Live,
 		ConsistencyWindow: window, FenceInterval: -1, RepairInterval: never},
 		dualwrite.WithClock(p.clk), dualwrite.WithLogger(discardLogger()))
 	must(t, err)
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	get := func(key string) string {
+	get := func(s kv.Store, key string) string {
 		t.Helper()
-		v, err := p.shadow.Get(ctx, key)
+		v, err := s.Get(ctx, key)
 		if isNotFound(err) {
 			return "<none>"
 		}
@@ -50,59 +52,60 @@ func TestLateCopiesWithPeers(t *testing.T) {
 	p.store.SetPeersUntil(p.clk.Now().Add(time.Minute))
 
 	// A stray isolate wrote its binding (Workers KV took it) at acked; b
-	// wrote both keys 5 s later; the copies reach a after that.
+	// wrote both keys 5 s later, one copy reaching Workers KV, one not.
 	acked := p.clk.Now()
-	for _, k := range []string{"wordle:window", "wordle:held"} {
+	for _, k := range []string{"wordle:landed", "wordle:inflight"} {
 		must(t, p.primary.Put(ctx, k, []byte("binding"), kv.PutOptions{}))
 	}
 	p.clk.Advance(5 * time.Second)
-	for _, k := range []string{"wordle:window", "wordle:held"} {
-		must(t, b.Put(ctx, k, []byte("through-b"), kv.PutOptions{}))
-	}
+	must(t, b.Put(ctx, "wordle:landed", []byte("through-b"), kv.PutOptions{}))
+	flush, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	must(t, b.Flush(flush))
+	down.SetOutage(true)
+	must(t, b.Put(ctx, "wordle:inflight", []byte("through-b"), kv.PutOptions{}))
 	p.clk.Advance(time.Second)
-	// Alone, a would take this one as newer than anything it wrote (its
-	// set's window)...
-	late("wordle:window", acked)
-	// ...and this one, older than a window, by Workers KV holding it.
-	p.clk.Advance(window)
-	late("wordle:held", acked)
-	for _, k := range []string{"wordle:window", "wordle:held"} {
-		if v := get(k); v != "through-b" {
-			t.Fatalf("%s: MongoDB holds %q: the late copy overwrote b's newer write", k, v)
-		}
+	late("wordle:landed", acked)
+	late("wordle:inflight", acked)
+	if s, pr := get(p.shadow, "wordle:landed"), get(p.primary, "wordle:landed"); s != "through-b" || pr != "through-b" {
+		t.Fatalf("wordle:landed: MongoDB holds %q, Workers KV %q: the late copy overwrote b's newer write", s, pr)
+	}
+	if s, pr := get(p.shadow, "wordle:inflight"), get(p.primary, "wordle:inflight"); s != "binding" || pr != "binding" {
+		t.Fatalf("wordle:inflight: MongoDB holds %q, Workers KV %q; want the copy, as Workers KV acknowledged it last", s, pr)
 	}
 
 	// a's own write after a copy supersedes it, peers or not.
 	must(t, p.store.Put(ctx, "wordle:own", []byte("through-a"), kv.PutOptions{}))
 	p.clk.Advance(5 * time.Second)
 	late("wordle:own", p.clk.Now().Add(-10*time.Second))
-	if v := get("wordle:own"); v != "through-a" {
+	if v := get(p.shadow, "wordle:own"); v != "through-a" {
 		t.Fatalf("wordle:own: MongoDB holds %q", v)
 	}
 
-	// b stopped: its last heartbeat bounds its writes. A copy
-	// acknowledged after that, beyond the clocks' trust, is the last
-	// write, and both stores take it; an earlier time is ignored.
+	// b stopped, past what its last live heartbeat promised: its last
+	// heartbeat bounds its writes. A copy acknowledged after that, beyond
+	// the clocks' trust, is the last write, and both stores take it; an
+	// earlier time is ignored.
+	p.clk.Advance(time.Minute)
 	stopped := p.clk.Now()
 	p.store.SetPeersUntil(stopped)
 	p.store.SetPeersUntil(stopped.Add(-time.Hour))
 	p.clk.Advance(time.Minute)
 	late("wordle:after", stopped.Add(dualwrite.DefaultIngestMaxLead+time.Second))
-	if v, pr := get("wordle:after"), p.primary.Store.Get; v != "binding" {
-		t.Fatalf("wordle:after: MongoDB holds %q", v)
-	} else if w, err := pr(ctx, "wordle:after"); err != nil || string(w) != "binding" {
-		t.Fatalf("wordle:after: Workers KV holds %q, %v", w, err)
+	if s, pr := get(p.shadow, "wordle:after"), get(p.primary, "wordle:after"); s != "binding" || pr != "binding" {
+		t.Fatalf("wordle:after: MongoDB holds %q, Workers KV %q", s, pr)
 	}
-	// Within the trust of b's last heartbeat: still not known.
+	// Within the trust of b's last heartbeat, with nothing in Workers KV
+	// to order it: not known.
 	late("wordle:close", stopped.Add(dualwrite.DefaultIngestMaxLead/2))
-	if v := get("wordle:close"); v != "<none>" {
+	if v := get(p.shadow, "wordle:close"); v != "<none>" {
 		t.Fatalf("wordle:close: MongoDB holds %q", v)
 	}
 
 	st := p.store.Stats()
-	want := map[dualwrite.LateOutcome]uint64{dualwrite.LateApplied: 1, dualwrite.LateSuperseded: 1, dualwrite.LateConflict: 3}
-	for o, n := range want {
-		if st.LateCopies[o] != n {
+	want := map[dualwrite.LateOutcome]uint64{dualwrite.LateApplied: 2, dualwrite.LateSuperseded: 1, dualwrite.LateConflict: 2}
+	for _, o := range dualwrite.LateOutcomes {
+		if st.LateCopies[o] != want[o] {
 			t.Fatalf("late copies %v, want %v", st.LateCopies, want)
 		}
 	}
@@ -110,10 +113,17 @@ func TestLateCopiesWithPeers(t *testing.T) {
 	if len(recs) != 3 {
 		t.Fatalf("%d conflict records, want 3: %+v", len(recs), recs)
 	}
-	wantUntil := []time.Time{acked.Add(time.Minute), acked.Add(time.Minute), stopped}
-	for i, c := range recs {
-		if c.Outcome != dualwrite.LateConflict || !c.PeersUntil.Equal(wantUntil[i]) || !c.Copy.Present {
-			t.Fatalf("conflict record %d: %+v, peers until want %v", i, c, wantUntil[i])
+	for i, w := range []struct {
+		key     string
+		outcome dualwrite.LateOutcome
+		until   time.Time
+		shadow  int // the length of what MongoDB held
+	}{{"wordle:landed", dualwrite.LateConflict, acked.Add(time.Minute), len("through-b")},
+		{"wordle:inflight", dualwrite.LateApplied, acked.Add(time.Minute), len("through-b")},
+		{"wordle:close", dualwrite.LateConflict, stopped, 0}} {
+		c := recs[i]
+		if c.Outcome != w.outcome || !c.PeersUntil.Equal(w.until) || !c.Copy.Present || c.Copy.Length != len("binding") || c.Shadow.Length != w.shadow {
+			t.Fatalf("record %d: %+v; want %s %s until %v, MongoDB holding %d bytes", i, c, w.key, w.outcome, w.until, w.shadow)
 		}
 	}
 }

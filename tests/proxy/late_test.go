@@ -39,7 +39,12 @@ func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
 	if err := b.client(t, nil).Put(t.Context(), key, []byte("through-b"), kv.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The isolate's copy, delayed, reaches a.
+	// b's copy of its write reaches Workers KV; the isolate's, delayed,
+	// reaches a after it.
+	eventually(t, "b's write to reach Workers KV", func() bool {
+		v, err := em.store.Get(context.Background(), key)
+		return err == nil && string(v) == "through-b"
+	})
 	a.ingest(t, key, "binding", acked)
 
 	v, err := shadowStore(t, db, nil).Get(t.Context(), key)
