@@ -152,8 +152,17 @@ func flip(t *testing.T, adm *admin.Client, to string) {
 // past its lease across the flip; one of bot2's copies is held back until
 // the flip to live is applied, past the fence. At the end both stores hold,
 // for every key, the last value a bot was told was written, and the counter
-// equals its acknowledged increments.
+// equals its acknowledged increments. With a second replica beside the
+// one the bots reach, the late copy is still applied (Workers KV holds it),
+// and listed as applied in GET /conflicts, since the other replica might
+// have written its key.
 func TestFlipUnderTrafficLosesNothing(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) { flipUnderTraffic(t, replicas) })
+	}
+}
+
+func flipUnderTraffic(t *testing.T, replicas int) {
 	mongo := mongotest.New(t)
 	db := mongo.Database(t)
 	const account, namespace = "flip-account", "flip-namespace"
@@ -169,12 +178,17 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 	node.next(&ready, 3*time.Minute)
 	// The fence covers a lease (1 s), a stage read (0.5 s) and an
 	// invocation with its waitUntil (well under 1 s here).
-	_, adminURL := startProxy(t, map[string]string{
+	env := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
 		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
 		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}, "--listen", listen, "--stage", "shadow", "--consistency-window", "0", "--fence-interval", "3s",
-		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms")
+	}
+	flags := []string{"--stage", "shadow", "--consistency-window", "0", "--fence-interval", "3s",
+		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms"}
+	_, adminURL := startProxy(t, env, append([]string{"--listen", listen, "--instance", "reached"}, flags...)...)
+	for i := 2; i <= replicas; i++ { // replicas the bots do not reach
+		startProxy(t, env, append([]string{"--instance", fmt.Sprintf("replica-%d", i)}, flags...)...)
+	}
 	adm := &admin.Client{URL: adminURL, Token: adminToken}
 	b := &bots{node: node, acked: map[string]string{}}
 	must := func(err error) {
@@ -261,4 +275,17 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 	st, err := adm.Stats(context.Background())
 	must(err)
 	t.Logf("%d keys acknowledged, %d increments across the flip and back; late copies %v, conflicts %d", len(b.acked), len(b.incrs), st.Total.LateCopies, st.Total.Conflicts)
+	var out admin.ConflictsView
+	if _, err := adm.Do(context.Background(), "GET", "conflicts", "", &out); err != nil {
+		t.Fatal(err)
+	}
+	var applied int
+	for _, c := range out.Namespaces[namespace].Conflicts {
+		if c.Outcome == "applied" && !c.PeersUntil.IsZero() {
+			applied++
+		}
+	}
+	if want := min(replicas-1, 1); applied != want {
+		t.Fatalf("%d late copies listed as applied beside another replica, want %d: %+v", applied, want, out)
+	}
 }
