@@ -95,7 +95,11 @@ type ConflictSink interface {
 
 // Conflict implements ConflictSink: one warning per record.
 func (l LogSink) Conflict(ctx context.Context, c Conflict) {
-	l.Logger.LogAttrs(ctx, slog.LevelWarn, "dualwrite: a late tee copy conflicts with the authoritative store",
+	msg := "dualwrite: a late tee copy conflicts with the authoritative store"
+	if c.Outcome == LateApplied {
+		msg = "dualwrite: a late tee copy was applied while another instance may have written its key"
+	}
+	l.Logger.LogAttrs(ctx, slog.LevelWarn, msg,
 		slog.String("outcome", string(c.Outcome)), slog.String("namespace", c.Namespace), slog.String("key", c.Key),
 		digestAttr("copy", c.Copy), digestAttr("shadow", c.Shadow),
 		slog.Time("acked_at", c.AckedAt), slog.Time("last_write", c.LastWrite), slog.Time("received", c.Received),
