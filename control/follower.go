@@ -71,7 +71,8 @@ type Status struct {
 	BoardErr string
 	Draining bool
 	// PeersUntil is until when another instance may have written, from
-	// the heartbeats (see PeerAware); zero while none was ever seen.
+	// the heartbeats (see PeerAware); zero until the Board shows one or
+	// cannot be read.
 	PeersUntil time.Time
 }
 

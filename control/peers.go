@@ -22,7 +22,7 @@ type PeerAware interface {
 // stores closed), one forgotten since the last look until now (it left
 // meanwhile). A Board that cannot be read hides whoever may be writing:
 // as if one were alive. The time only moves forward; nothing is told
-// while no other instance was ever seen.
+// until the Board shows another instance or cannot be read.
 func (f *Follower) peers(ctx context.Context) {
 	aware, ok := f.cfg.Target.(PeerAware)
 	if !ok {
