@@ -161,3 +161,29 @@ func TestFullRunsAreRecorded(t *testing.T) {
 		t.Fatal("a run of one module was recorded")
 	}
 }
+
+// TestReportedLateCopiesAreNoticed: when kvshadow-proxy recorded late tee
+// copies of the namespace beside the stage document, a run says so on
+// stderr, with how many and the latest, and says nothing of another
+// namespace's.
+func TestReportedLateCopiesAreNoticed(t *testing.T) {
+	r := newRig(t)
+	b := r.board(t)
+	ctx := context.Background()
+	r.seed(t, []spec{{key: "wordle:a", pv: "v", sv: "v"}})
+	if res := r.run(t, ctx); res.code != cli.ExitOK || strings.Contains(res.stderr, "late tee copies") {
+		t.Fatalf("none recorded: exit %d\n%s", res.code, res.stderr)
+	}
+	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for i, ns := range []string{namespace, namespace, "0123456789abcdef0123456789abcdef"} {
+		c := control.ConflictRecord{ID: control.NewID(), Instance: "proxy-0", KVNamespace: ns}
+		c.Namespace, c.Key, c.Outcome, c.Received = "wordle", "wordle:#ab", dualwrite.LateConflict, at.Add(time.Duration(i)*time.Minute)
+		if err := b.RecordConflict(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := r.run(t, ctx)
+	if res.code != cli.ExitOK || !strings.Contains(res.stderr, "kvshadow-proxy reported 2 late tee copies of this namespace (the latest received 2026-12-02T12:01:00Z)") {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+}

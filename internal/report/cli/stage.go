@@ -29,7 +29,12 @@ type stageView struct {
 	// ledger records the run; overflows are those open at the start.
 	ledger    control.Ledger
 	overflows []control.Overflow
-	close     func()
+	// conflicts is how many late tee copies kvshadow-proxy reported for
+	// the namespace (control.ConflictLedger), the latest received at
+	// lastConflict.
+	conflicts    int64
+	lastConflict time.Time
+	close        func()
 }
 
 // readStage reads the stage document and the namespace's open overflows
@@ -55,8 +60,25 @@ func readStage(ctx context.Context, o *options) *stageView {
 	sv.ledger = board
 	if sv.overflows, sv.err = board.OpenOverflows(cctx, o.cfNamespace); sv.err != nil {
 		sv.ledger = nil
+		return sv
+	}
+	// The report does without them: they only add a notice.
+	if latest, n, err := board.Conflicts(cctx, o.cfNamespace, 1); err == nil && len(latest) > 0 {
+		sv.conflicts, sv.lastConflict = n, latest[0].Received
 	}
 	return sv
+}
+
+// noticeConflicts says, when kvshadow-proxy reported late tee copies for
+// the namespace, that a parity cannot show which of those writes should
+// have won.
+func noticeConflicts(sv *stageView, w io.Writer) {
+	if sv == nil || sv.conflicts == 0 {
+		return
+	}
+	fmt.Fprintf(w, "shadow-report: kvshadow-proxy reported %d late tee copies of this namespace (the latest received %s): "+
+		"the stores can agree and still hold the wrong one of two writes; decide each listed by GET /conflicts (recorded) on the admin API\n",
+		sv.conflicts, sv.lastConflict.UTC().Format(time.RFC3339))
 }
 
 // decideTruth picks the authoritative side: the stage document's when it
