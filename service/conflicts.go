@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -55,17 +54,12 @@ func (r *conflictRecorder) sink(id string, log *slog.Logger) dualwrite.Sink {
 }
 
 type recordingSink struct {
-	dualwrite.LogSink
-	r  *conflictRecorder
-	id string // the Workers KV namespace ID
+	dualwrite.LogSink // its Divergence, and the log line of each Conflict
+	r                 *conflictRecorder
+	id                string // the Workers KV namespace ID
 }
 
 var _ dualwrite.ConflictSink = recordingSink{}
-
-// Divergence implements dualwrite.Sink.
-func (s recordingSink) Divergence(ctx context.Context, rec compare.Record) {
-	s.LogSink.Divergence(ctx, rec)
-}
 
 // Conflict implements dualwrite.ConflictSink: logged at once, recorded by
 // the recorder's goroutine.
