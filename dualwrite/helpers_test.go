@@ -251,6 +251,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// valueOf is key's value in s, "<none>" when s holds none.
+func valueOf(t testing.TB, s kv.Store, key string) string {
+	t.Helper()
+	v, err := s.Get(context.Background(), key)
+	if isNotFound(err) {
+		return "<none>"
+	}
+	must(t, err)
+	return string(v)
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -34,15 +34,6 @@ func TestLateCopiesWithPeers(t *testing.T) {
 		dualwrite.WithClock(p.clk), dualwrite.WithLogger(discardLogger()))
 	must(t, err)
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	get := func(s kv.Store, key string) string {
-		t.Helper()
-		v, err := s.Get(ctx, key)
-		if isNotFound(err) {
-			return "<none>"
-		}
-		must(t, err)
-		return string(v)
-	}
 	late := func(key string, acked time.Time) {
 		t.Helper()
 		must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: key, Value: []byte("binding"), At: acked}}))
@@ -67,10 +58,10 @@ func TestLateCopiesWithPeers(t *testing.T) {
 	p.clk.Advance(time.Second)
 	late("wordle:landed", acked)
 	late("wordle:inflight", acked)
-	if s, pr := get(p.shadow, "wordle:landed"), get(p.primary, "wordle:landed"); s != "through-b" || pr != "through-b" {
+	if s, pr := valueOf(t, p.shadow, "wordle:landed"), valueOf(t, p.primary, "wordle:landed"); s != "through-b" || pr != "through-b" {
 		t.Fatalf("wordle:landed: MongoDB holds %q, Workers KV %q: the late copy overwrote b's newer write", s, pr)
 	}
-	if s, pr := get(p.shadow, "wordle:inflight"), get(p.primary, "wordle:inflight"); s != "binding" || pr != "binding" {
+	if s, pr := valueOf(t, p.shadow, "wordle:inflight"), valueOf(t, p.primary, "wordle:inflight"); s != "binding" || pr != "binding" {
 		t.Fatalf("wordle:inflight: MongoDB holds %q, Workers KV %q; want the copy, as Workers KV acknowledged it last", s, pr)
 	}
 
@@ -78,7 +69,7 @@ func TestLateCopiesWithPeers(t *testing.T) {
 	must(t, p.store.Put(ctx, "wordle:own", []byte("through-a"), kv.PutOptions{}))
 	p.clk.Advance(5 * time.Second)
 	late("wordle:own", p.clk.Now().Add(-10*time.Second))
-	if v := get(p.shadow, "wordle:own"); v != "through-a" {
+	if v := valueOf(t, p.shadow, "wordle:own"); v != "through-a" {
 		t.Fatalf("wordle:own: MongoDB holds %q", v)
 	}
 
@@ -92,13 +83,13 @@ func TestLateCopiesWithPeers(t *testing.T) {
 	p.store.SetPeersUntil(stopped.Add(-time.Hour))
 	p.clk.Advance(time.Minute)
 	late("wordle:after", stopped.Add(dualwrite.DefaultIngestMaxLead+time.Second))
-	if s, pr := get(p.shadow, "wordle:after"), get(p.primary, "wordle:after"); s != "binding" || pr != "binding" {
+	if s, pr := valueOf(t, p.shadow, "wordle:after"), valueOf(t, p.primary, "wordle:after"); s != "binding" || pr != "binding" {
 		t.Fatalf("wordle:after: MongoDB holds %q, Workers KV %q", s, pr)
 	}
 	// Within the trust of b's last heartbeat, with nothing in Workers KV
 	// to order it: not known.
 	late("wordle:close", stopped.Add(dualwrite.DefaultIngestMaxLead/2))
-	if v := get(p.shadow, "wordle:close"); v != "<none>" {
+	if v := valueOf(t, p.shadow, "wordle:close"); v != "<none>" {
 		t.Fatalf("wordle:close: MongoDB holds %q", v)
 	}
 

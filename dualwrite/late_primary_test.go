@@ -23,15 +23,6 @@ func TestLateCopyThatWorkersKVStillHolds(t *testing.T) {
 		t.Helper()
 		must(t, s.Put(ctx, key, []byte(value), kv.PutOptions{}))
 	}
-	get := func(s kv.Store, key string) string {
-		t.Helper()
-		v, err := s.Get(ctx, key)
-		if isNotFound(err) {
-			return "<none>"
-		}
-		must(t, err)
-		return string(v)
-	}
 	// The binding wrote f (and deleted g) before the flip; their copies
 	// never came until now. MongoDB holds what it had before.
 	put(p.primary.Store, "wordle:f", "binding")
@@ -46,13 +37,13 @@ func TestLateCopyThatWorkersKVStillHolds(t *testing.T) {
 		{Key: "wordle:h", Value: []byte("binding"), At: acked},
 	}))
 	p.flush()
-	if s, pr := get(p.shadow, "wordle:f"), get(p.primary, "wordle:f"); s != "binding" || pr != "binding" {
+	if s, pr := valueOf(t, p.shadow, "wordle:f"), valueOf(t, p.primary, "wordle:f"); s != "binding" || pr != "binding" {
 		t.Fatalf("a late copy Workers KV holds: shadow %q, primary %q", s, pr)
 	}
-	if s := get(p.shadow, "wordle:g"); s != "<none>" {
+	if s := valueOf(t, p.shadow, "wordle:g"); s != "<none>" {
 		t.Fatalf("a late delete Workers KV shows: shadow %q", s)
 	}
-	if s := get(p.shadow, "wordle:h"); s != "older" {
+	if s := valueOf(t, p.shadow, "wordle:h"); s != "older" {
 		t.Fatalf("a late copy Workers KV does not hold overwrote MongoDB: %q", s)
 	}
 	st := p.store.Stats()

@@ -18,15 +18,6 @@ func TestLateCopies(t *testing.T) {
 	p := newPair(t, dualwrite.Config{Stage: dualwrite.Live})
 	ctx := context.Background()
 	p.clk.Advance(2 * window) // the Store has run for longer than a window
-	get := func(s kv.Store, key string) string {
-		t.Helper()
-		v, err := s.Get(ctx, key)
-		if isNotFound(err) {
-			return "<none>"
-		}
-		must(t, err)
-		return string(v)
-	}
 	late := func(key, value string, acked time.Time) {
 		t.Helper()
 		must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: key, Value: []byte(value), At: acked}}))
@@ -39,7 +30,7 @@ func TestLateCopies(t *testing.T) {
 	tA := p.clk.Now()
 	p.clk.Advance(5 * time.Second)
 	late("wordle:a", "binding", tA.Add(3*time.Second))
-	if s, pr := get(p.shadow, "wordle:a"), get(p.primary, "wordle:a"); s != "binding" || pr != "binding" {
+	if s, pr := valueOf(t, p.shadow, "wordle:a"), valueOf(t, p.primary, "wordle:a"); s != "binding" || pr != "binding" {
 		t.Fatalf("applied late copy: shadow %q, primary %q", s, pr)
 	}
 
@@ -50,7 +41,7 @@ func TestLateCopies(t *testing.T) {
 	must(t, p.store.Put(ctx, "wordle:b", []byte("proxy"), kv.PutOptions{}))
 	p.clk.Advance(time.Second)
 	late("wordle:b", "binding", tB)
-	if s := get(p.shadow, "wordle:b"); s != "proxy" {
+	if s := valueOf(t, p.shadow, "wordle:b"); s != "proxy" {
 		t.Fatalf("superseded late copy: shadow %q", s)
 	}
 
@@ -65,11 +56,11 @@ func TestLateCopies(t *testing.T) {
 	// since is possible, and the order not known.
 	must(t, p.shadow.Store.Put(ctx, "wordle:e", []byte("old"), kv.PutOptions{}))
 	late("wordle:e", "binding", p.clk.Now().Add(-2*time.Minute))
-	if s := get(p.shadow, "wordle:d"); s != "binding" {
+	if s := valueOf(t, p.shadow, "wordle:d"); s != "binding" {
 		t.Fatalf("late copy of an idle key: shadow %q", s)
 	}
 	for _, k := range []string{"wordle:c", "wordle:e"} {
-		if s := get(p.shadow, k); s == "binding" {
+		if s := valueOf(t, p.shadow, k); s == "binding" {
 			t.Fatalf("%s: a conflicting late copy overwrote the authoritative value", k)
 		}
 	}
@@ -112,7 +103,7 @@ func TestLateCopies(t *testing.T) {
 		t.Fatalf("fence after verification: %+v", f)
 	}
 	for _, k := range []string{"wordle:a", "wordle:b", "wordle:c", "wordle:d", "wordle:e"} {
-		if s, pr := get(p.shadow, k), get(p.primary, k); s != pr {
+		if s, pr := valueOf(t, p.shadow, k), valueOf(t, p.primary, k); s != pr {
 			t.Fatalf("%s after settling: shadow %q, primary %q", k, s, pr)
 		}
 	}
