@@ -75,7 +75,9 @@ type Stats struct {
 	// refused by the outage, Stale the reads answered with an older value.
 	Injected, Outages, Stale uint64
 	// InFlight is the number of calls under way now (waiting out their
-	// latency or inside the wrapped store).
+	// latency, inside the wrapped store or waiting out the reply's latency).
+	// A call counts from the moment its latency timer is set, so a test that
+	// sees it in flight may advance a fake clock past that latency.
 	InFlight int64
 }
 
@@ -285,40 +287,55 @@ func (s *Store) draw(read bool) plan {
 }
 
 // begin waits out the call's latency and reports the injected failure, if
-// any. An outage answers at once, as a refused connection does.
+// any. An outage answers at once, as a refused connection does. A call that
+// begin lets through is in flight until its end; it counts from the moment its
+// latency timer is set, so a test that sees it in flight may advance a fake
+// clock past its latency.
 func (s *Store) begin(ctx context.Context, read bool) (plan, error) {
 	p := s.draw(read)
 	if errors.Is(p.fail, ErrOutage) {
 		s.outages.Add(1)
 		return p, p.fail
 	}
-	if err := s.wait(ctx, p.delay); err != nil {
-		return p, err
-	}
-	if p.fail != nil {
+	t := s.timer(p.delay)
+	s.inFlight.Add(1)
+	err := wait(ctx, t)
+	if err == nil && p.fail != nil {
 		s.injected.Add(1)
-		return p, p.fail
+		err = p.fail
+	}
+	if err != nil {
+		s.inFlight.Add(-1)
+		return p, err
 	}
 	return p, nil
 }
 
-// end delays the answer of a call that reached the wrapped store. The
-// answer comes even if ctx ends meanwhile: the store has acted.
+// end delays the answer of a call that reached the wrapped store, and ends
+// its time in flight. The answer comes even if ctx ends meanwhile: the store
+// has acted.
 func (s *Store) end(p plan) {
-	if p.reply > 0 {
-		_ = s.wait(context.Background(), p.reply)
+	_ = wait(context.Background(), s.timer(p.reply))
+	s.inFlight.Add(-1)
+}
+
+// timer returns a timer for d on the store's clock, or nil when d is not
+// positive.
+func (s *Store) timer(d time.Duration) clock.Timer {
+	switch {
+	case d <= 0:
+		return nil
+	case s.real:
+		return clock.Real{}.NewTimer(d)
+	default:
+		return s.clock.NewTimer(d)
 	}
 }
 
-func (s *Store) wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+// wait waits for t to fire or ctx to end, and stops t; a nil t is no wait.
+func wait(ctx context.Context, t clock.Timer) error {
+	if t == nil {
 		return nil
-	}
-	var t clock.Timer
-	if s.real {
-		t = clock.Real{}.NewTimer(d)
-	} else {
-		t = s.clock.NewTimer(d)
 	}
 	defer t.Stop()
 	select {
@@ -358,9 +375,4 @@ func (s *Store) remember(key string, next version) {
 	h := s.history[key]
 	s.history[key] = history{prev: h.cur, cur: next, at: now}
 	s.mu.Unlock()
-}
-
-func (s *Store) track() func() {
-	s.inFlight.Add(1)
-	return func() { s.inFlight.Add(-1) }
 }

@@ -142,6 +142,44 @@ func TestLatencyOnFakeClock(t *testing.T) {
 	}
 }
 
+// gatedClock holds each NewTimer until the test lets it through.
+type gatedClock struct {
+	*clock.Fake
+	entered, release chan struct{}
+}
+
+func (g gatedClock) NewTimer(d time.Duration) clock.Timer {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Fake.NewTimer(d)
+}
+
+// A call counts as in flight only once its latency timer is set: a test that
+// waits for InFlight and then advances the clock must not advance it before
+// the timer exists, or the call waits forever.
+func TestInFlightCountsOnceTheTimerIsSet(t *testing.T) {
+	clk := gatedClock{Fake: clock.NewFake(start), entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := kvfault.New(memory.New(memory.Config{Clock: clk.Fake}), kvfault.Config{Clock: clk, Latency: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Put(context.Background(), "k", []byte("v"), kv.PutOptions{}) }()
+	<-clk.entered
+	if n := s.Stats().InFlight; n != 0 {
+		t.Fatalf("InFlight = %d while the call's timer is being set, want 0", n)
+	}
+	close(clk.release)
+	waitFor(t, "the call to be in flight", func() bool { return s.Stats().InFlight == 1 })
+	clk.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats().InFlight; n != 0 {
+		t.Fatalf("InFlight = %d after the call, want 0", n)
+	}
+}
+
 // Reply latency holds the answer after the wrapped store has acted: the
 // write is visible to others before the caller returns.
 func TestReplyLatency(t *testing.T) {

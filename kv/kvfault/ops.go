@@ -28,7 +28,6 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 }
 
 func (s *Store) read(ctx context.Context, key string, get func(context.Context) (kv.Entry, error)) (kv.Entry, error) {
-	defer s.track()()
 	s.reads.Add(1)
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
@@ -52,7 +51,6 @@ func (s *Store) read(ctx context.Context, key string, get func(context.Context) 
 
 // Put implements kv.Store.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
-	defer s.track()()
 	s.writes.Add(1)
 	now := s.clock.Now()
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
@@ -72,7 +70,6 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 
 // Delete implements kv.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	defer s.track()()
 	s.writes.Add(1)
 	if err := kv.ValidateKey(key); err != nil {
 		return err
@@ -91,7 +88,6 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // List implements kv.Store. Listings are never stale.
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
-	defer s.track()()
 	s.lists.Add(1)
 	if _, err := kv.ValidateListOptions(opts); err != nil {
 		return kv.ListResult{}, err
@@ -112,7 +108,6 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	if !ok {
 		return nil, ErrUnsupported
 	}
-	defer s.track()()
 	s.reads.Add(1)
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err
@@ -178,7 +173,6 @@ func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, e
 // putEntry writes e through the wrapped store's kv.MetadataStore. Only the
 // store Exact returns has it, exactly when the wrapped store does.
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
-	defer s.track()()
 	s.writes.Add(1)
 	if err := kv.ValidateEntry(e, s.clock.Now()); err != nil {
 		return err
@@ -220,7 +214,6 @@ func (s *Store) putMany(ctx context.Context, entries []kv.Entry) error {
 	if !ok {
 		return ErrUnsupported
 	}
-	defer s.track()()
 	s.writes.Add(1)
 	if err := kv.ValidateEntries(entries, s.clock.Now()); err != nil {
 		return err
@@ -245,7 +238,6 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if !ok {
 		return ErrUnsupported
 	}
-	defer s.track()()
 	s.writes.Add(1)
 	if err := kv.ValidateKeys(keys); err != nil {
 		return err
