@@ -22,6 +22,11 @@ var (
 	ErrConfig = errors.New("control: invalid config")
 	// ErrNoRecord: the Ledger holds no report run of that ID.
 	ErrNoRecord = errors.New("control: no such report run")
+	// ErrNoConflict: the conflict ledger has no record of that ID (never
+	// recorded, or past the ledger's limit).
+	ErrNoConflict = errors.New("control: no such conflict record")
+	// ErrDecided: the conflict record has a decision already.
+	ErrDecided = errors.New("control: the conflict is decided already")
 	// ErrNotReconciled: a report run that cannot clear an overflow (not
 	// full, not passed, of another store, or started before the overflow
 	// last grew); the message says which.

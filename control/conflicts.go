@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -21,6 +22,20 @@ type ConflictRecord struct {
 	Instance    string
 	KVNamespace string
 	dualwrite.Conflict
+	// Decision is the operator's, once made (package keep); nil until then.
+	Decision *Decision
+}
+
+// Decision is what the operator decided for a recorded conflict: which side
+// stands (Keep: "copy" or "shadow", as the record names them), whether the
+// kept side was written back for it (Restored) over a key written since
+// the conflict (Forced), when and by which instance.
+type Decision struct {
+	Keep     string    `json:"keep"`
+	Restored bool      `json:"restored"`
+	Forced   bool      `json:"forced,omitempty"`
+	At       time.Time `json:"at"`
+	Instance string    `json:"instance"`
 }
 
 // MaxConflictRecords is how many records a ConflictLedger keeps for a
@@ -37,6 +52,11 @@ type ConflictLedger interface {
 	// Conflicts returns the latest records of a Workers KV namespace,
 	// newest first, at most limit of them, and how many it keeps for it.
 	Conflicts(ctx context.Context, kvNamespace string, limit int) ([]ConflictRecord, int64, error)
+	// Conflict returns the record id, or an error matching ErrNoConflict.
+	Conflict(ctx context.Context, id string) (ConflictRecord, error)
+	// Decide records the decision for the record id, once: ErrNoConflict
+	// when there is no such record, ErrDecided when it has a decision.
+	Decide(ctx context.Context, id string, d Decision) error
 }
 
 var (
@@ -86,4 +106,37 @@ func (l *MemoryLedger) Conflicts(ctx context.Context, kvNamespace string, limit 
 		}
 	}
 	return out, total, nil
+}
+
+// Conflict implements ConflictLedger.
+func (l *MemoryLedger) Conflict(ctx context.Context, id string) (ConflictRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return ConflictRecord{}, fmt.Errorf("%w: %w", ErrBoard, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conflicts {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return ConflictRecord{}, fmt.Errorf("%w: %q", ErrNoConflict, id)
+}
+
+// Decide implements ConflictLedger.
+func (l *MemoryLedger) Decide(ctx context.Context, id string, d Decision) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBoard, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.conflicts, func(c ConflictRecord) bool { return c.ID == id })
+	switch {
+	case i < 0:
+		return fmt.Errorf("%w: %q", ErrNoConflict, id)
+	case l.conflicts[i].Decision != nil:
+		return fmt.Errorf("%w: %q", ErrDecided, id)
+	}
+	l.conflicts[i].Decision = &d
+	return nil
 }

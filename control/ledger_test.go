@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/control/ledgertest"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
@@ -114,3 +115,5 @@ func TestMemoryLedgerConflicts(t *testing.T) {
 		t.Fatalf("another namespace lost records to wordle's limit: %d", total)
 	}
 }
+
+func TestMemoryLedgerDecisions(t *testing.T) { ledgertest.Decisions(t, control.NewMemoryLedger()) }

@@ -157,6 +157,11 @@ type Config struct {
 	// Sink receives each divergence found by a comparison. Nil logs them on
 	// the Store's logger.
 	Sink Sink
+	// Keeper keeps the side of each late copy's Conflict that the
+	// authoritative store does not hold after it, so that the operator's
+	// decision can restore it (see Late copies). Nil keeps none: the
+	// record has both sides' digests alone.
+	Keeper Keeper
 }
 
 // BreakerConfig configures the circuit breaker (sony/gobreaker) that guards

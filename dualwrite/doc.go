@@ -381,6 +381,13 @@
 // instance's newer write may still be on its way to Workers KV and the
 // record keeps the digest of what MongoDB held; else it is a conflict. No
 // instance's newer write is overwritten unreported.
+// With a Keeper (Config.Keeper) neither side of a reported copy is lost:
+// the one the authoritative store does not hold after it (the copy, for a
+// conflict or a failure, which verification then erases from Workers KV;
+// what MongoDB held, for a copy applied with PeersUntil) is kept before
+// anything is overwritten, and the record carries its reference
+// (Conflict.Kept), so that the operator's decision can restore it (package
+// keep does both).
 //
 // # Lifecycle
 //

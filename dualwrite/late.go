@@ -85,6 +85,10 @@ type Conflict struct {
 	// against their writes is not known.
 	PeersUntil time.Time `json:"peers_until,omitzero"`
 	Error      string    `json:"error,omitempty"`
+	// Kept is the Keeper's reference to the side the authoritative store
+	// does not hold (Config.Keeper); KeepError says why it was not kept.
+	Kept      string `json:"kept,omitempty"`
+	KeepError string `json:"keep_error,omitempty"`
 }
 
 // ConflictSink is the optional ability of a Sink to take Conflict records,
@@ -103,7 +107,8 @@ func (l LogSink) Conflict(ctx context.Context, c Conflict) {
 		slog.String("outcome", string(c.Outcome)), slog.String("namespace", c.Namespace), slog.String("key", c.Key),
 		digestAttr("copy", c.Copy), digestAttr("shadow", c.Shadow),
 		slog.Time("acked_at", c.AckedAt), slog.Time("last_write", c.LastWrite), slog.Time("received", c.Received),
-		slog.Time("peers_until", c.PeersUntil), slog.String("error", c.Error))
+		slog.Time("peers_until", c.PeersUntil), slog.String("error", c.Error),
+		slog.String("kept", c.Kept), slog.String("keep_error", c.KeepError))
 }
 
 // MaxConflicts is how many Conflict records Conflicts keeps, the latest.
@@ -222,8 +227,10 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
 		outcome = LateApplied
 		if !peers.IsZero() {
-			if c, held := s.conflictOf(ctx, w, at, last, now, LateApplied); !held {
+			if c, copied, held, same := s.conflictOf(ctx, w, at, last, now, LateApplied); !same {
 				c.PeersUntil = peers
+				// What MongoDB held is kept before the copy overwrites it.
+				s.keep(ctx, &c, w.Key, held, copied)
 				witness = &c
 			}
 		}
@@ -240,11 +247,12 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		if outcome == LateSuperseded {
 			return out, outcome, nil
 		}
-		c, held := s.conflictOf(ctx, w, at, last, now, outcome)
-		if held {
+		c, copied, held, same := s.conflictOf(ctx, w, at, last, now, outcome)
+		if same {
 			return out, LateHeld, nil
 		}
 		c.PeersUntil = peers
+		s.keep(ctx, &c, w.Key, copied, held)
 		return out, outcome, &c
 	}
 	// Marked, with its copy counted, before MongoDB takes the write, as
@@ -256,8 +264,9 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		if settles {
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
-		c, _ := s.conflictOf(ctx, w, at, last, now, LateFailed)
+		c, copied, held, _ := s.conflictOf(ctx, w, at, last, now, LateFailed)
 		c.Error, c.PeersUntil = compare.ErrorClass(err), peers
+		s.keep(ctx, &c, w.Key, copied, held)
 		return out, LateFailed, &c
 	}
 	if !settles {
@@ -298,13 +307,14 @@ func (s *Store) primaryHoldsCopy(ctx context.Context, w TeeWrite) bool {
 }
 
 // conflictOf builds the record of a late copy, with what the authoritative
-// store holds now, and reports whether that is exactly what the copy says,
-// as verification compares (its expiry within IngestMaxLead, the trust
-// given to the tee's clock, when both stores report expiries).
-func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.Time, outcome LateOutcome) (c Conflict, same bool) {
-	copied := compare.Observation{Found: !w.Delete, Value: w.Value, Expiration: w.Expiration, Metadata: w.Metadata}
+// store holds now, and returns both sides and whether what it holds is
+// exactly what the copy says, as verification compares (its expiry within
+// IngestMaxLead, the trust given to the tee's clock, when both stores
+// report expiries).
+func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.Time, outcome LateOutcome) (c Conflict, copied, held compare.Observation, same bool) {
+	copied = compare.Observation{Found: !w.Delete, Value: w.Value, Expiration: w.Expiration, Metadata: w.Metadata}
 	e, err := s.get(ctx, RoleShadow, w.Key, readFor(s.withExpiry, s.metadata))
-	held := compare.Observation{Found: err == nil, Value: e.Value, Expiration: e.Expiration, Metadata: e.Metadata}
+	held = compare.Observation{Found: err == nil, Value: e.Value, Expiration: e.Expiration, Metadata: e.Metadata}
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		held.Err = err
 	}
@@ -317,7 +327,7 @@ func (s *Store) conflictOf(ctx context.Context, w TeeWrite, at, last, now time.T
 	return Conflict{
 		Namespace: rec.Namespace, Key: rec.Key, Outcome: outcome, Copy: rec.Primary, Shadow: rec.Shadow,
 		AckedAt: at, LastWrite: last, Received: now, Error: rec.Error,
-	}, same
+	}, copied, held, same
 }
 
 // reportConflict hands a Conflict to the Sink, outside every lock.

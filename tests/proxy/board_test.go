@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/control/ledgertest"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
@@ -97,4 +98,15 @@ func TestConflictRecordsInMongoDB(t *testing.T) {
 	if _, total, err := board.Conflicts(t.Context(), "other", 10); err != nil || total != 1 {
 		t.Fatalf("another namespace: %d, %v", total, err)
 	}
+}
+
+// MongoBoard takes decisions as the memory ledger does: once, one of
+// several at once (a conditional update).
+func TestConflictDecisionsInMongoDB(t *testing.T) {
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	ledgertest.Decisions(t, control.NewMongoBoard(client.Database(mongotest.NewDatabaseName(t.Name()))))
 }
