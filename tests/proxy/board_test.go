@@ -11,10 +11,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/control/ledgertest"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/keep"
+	"github.com/kvshadow/kvshadow/keep/keeptest"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
@@ -109,4 +112,17 @@ func TestConflictDecisionsInMongoDB(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
 	ledgertest.Decisions(t, control.NewMongoBoard(client.Database(mongotest.NewDatabaseName(t.Name()))))
+}
+
+// MongoStore keeps late copies' displaced sides as MemoryStore does, a
+// value larger than a document split into parts.
+func TestKeptSidesInMongoDB(t *testing.T) {
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	db := client.Database(mongotest.NewDatabaseName(t.Name()))
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	keeptest.Run(t, clk, true, func() keep.Store { return keep.NewMongoStore(db, keep.Config{KeepFor: keeptest.KeepFor, Clock: clk}) })
 }

@@ -1,0 +1,150 @@
+package keep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// Side names a side of a recorded conflict, as the record does.
+type Side string
+
+// The sides.
+const (
+	// Copy is the late copy: what the binding wrote to Workers KV.
+	Copy Side = "copy"
+	// Shadow is what MongoDB held when the copy arrived.
+	Shadow Side = "shadow"
+)
+
+// ParseSide returns the Side s names, or an error matching ErrSide.
+func ParseSide(s string) (Side, error) {
+	switch Side(s) {
+	case Copy, Shadow:
+		return Side(s), nil
+	}
+	return "", fmt.Errorf("%w, not %q", ErrSide, s)
+}
+
+// Standing is the side the authoritative store holds after a record's
+// copy: the copy when it was applied, else what MongoDB held.
+func Standing(outcome dualwrite.LateOutcome) Side {
+	if outcome == dualwrite.LateApplied {
+		return Copy
+	}
+	return Shadow
+}
+
+// Ledger is what a Decider needs of the conflict ledger
+// (control.ConflictLedger).
+type Ledger interface {
+	Conflict(ctx context.Context, id string) (control.ConflictRecord, error)
+	Decide(ctx context.Context, id string, d control.Decision) error
+}
+
+// Target is the store a decision writes through: the namespace's
+// dual-write store, so that the write reaches the authoritative store and
+// is copied to the other as any write is.
+type Target interface {
+	kv.Store
+	GetEntry(ctx context.Context, key string) (kv.Entry, error)
+}
+
+// Decider carries out decisions (see the package documentation).
+type Decider struct {
+	Ledger Ledger
+	Kept   Store
+	// Target returns the store of a Workers KV namespace ID; false when
+	// this instance serves none.
+	Target func(kvNamespace string) (Target, bool)
+	// Instance names this instance in the decisions it records.
+	Instance string
+	Clock    clock.Clock
+	// Logger, when set, says each decision carried out.
+	Logger *slog.Logger
+}
+
+// Decide carries out the decision to keep side keep for the record id:
+// with the side that stands, nothing is written; with the kept one, it is
+// written through the record's namespace store if the key still holds the
+// side that stood (or holds the kept one already), or whatever the key
+// holds when force is set. It returns the record with its decision.
+// Errors: ErrSide, control.ErrNoConflict, control.ErrDecided, ErrGone,
+// ErrNotServed, ErrWrittenSince, and the stores' and the ledger's own.
+func (d *Decider) Decide(ctx context.Context, id string, keep Side, force bool) (control.ConflictRecord, error) {
+	if _, err := ParseSide(string(keep)); err != nil {
+		return control.ConflictRecord{}, err
+	}
+	rec, err := d.Ledger.Conflict(ctx, id)
+	if err != nil {
+		return control.ConflictRecord{}, err
+	}
+	if rec.Decision != nil {
+		return rec, fmt.Errorf("%w: %s, by %s at %s", control.ErrDecided, rec.Decision.Keep, rec.Decision.Instance, rec.Decision.At.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	dec := control.Decision{Keep: string(keep), At: clock.OrReal(d.Clock).Now(), Instance: d.Instance}
+	if keep != Standing(rec.Outcome) {
+		if dec.Forced, err = d.restore(ctx, rec, force); err != nil {
+			return rec, err
+		}
+		dec.Restored = true
+	}
+	if err := d.Ledger.Decide(ctx, id, dec); err != nil {
+		return rec, err
+	}
+	rec.Decision = &dec
+	if rec.Kept != "" {
+		// It goes at its time anyway; a failure here keeps it no longer.
+		_ = d.Kept.Discard(ctx, rec.Kept)
+	}
+	if d.Logger != nil {
+		d.Logger.LogAttrs(ctx, slog.LevelInfo, "keep: a late copy's conflict was decided",
+			slog.String("conflict", id), slog.String("keep", dec.Keep), slog.Bool("restored", dec.Restored), slog.Bool("forced", dec.Forced))
+	}
+	return rec, nil
+}
+
+// restore writes the kept side of rec through its namespace's store;
+// forced reports that the key held neither side and force was set.
+func (d *Decider) restore(ctx context.Context, rec control.ConflictRecord, force bool) (forced bool, err error) {
+	if rec.Kept == "" {
+		why := "no Keeper was set when it arrived"
+		if rec.KeepError != "" {
+			why = rec.KeepError
+		}
+		return false, fmt.Errorf("%w: nothing was kept for this record: %s", ErrGone, why)
+	}
+	v, err := d.Kept.Load(ctx, rec.Kept)
+	if err != nil {
+		return false, err
+	}
+	t, ok := d.Target(rec.KVNamespace)
+	if !ok {
+		return false, fmt.Errorf("%w: %s", ErrNotServed, rec.KVNamespace)
+	}
+	now, err := observe(ctx, t, v.Key)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case now == FingerprintOf(v.Found, v.Entry.Value, v.Entry.Metadata):
+		return false, nil // an earlier decision wrote it, and was not recorded
+	case now != v.Standing && !force:
+		return false, ErrWrittenSince
+	}
+	if !v.Found {
+		err = t.Delete(ctx, v.Key)
+	} else {
+		err = kv.PutEntry(ctx, t, v.Entry)
+	}
+	if errors.Is(err, kv.ErrInvalidTTL) {
+		return false, fmt.Errorf("%w: the kept value expires too soon to be written: %w", ErrGone, err)
+	}
+	return now != v.Standing, err
+}

@@ -1,0 +1,31 @@
+// Package keep keeps what a late tee copy's conflict leaves out of the
+// authoritative store, and carries out the operator's decision for it.
+//
+// A late copy (dualwrite's "Late copies") that the Store reports as a
+// Conflict has two sides, the copy the binding wrote to Workers KV and what
+// MongoDB held, and after it the authoritative store holds one of them: for
+// a conflict or a failure MongoDB's, whose value verification then copies
+// over the copy in Workers KV; for a copy applied while another instance
+// may have written the key, the copy, over what MongoDB held. The record
+// has both sides' digests and no value, so without this package the side
+// that lost is gone once verification has run: the operator can see that a
+// write was displaced, not restore it.
+//
+// A Store (MongoStore beside the control documents, MemoryStore) is a
+// dualwrite.Keeper: it keeps the displaced side, value, expiry and
+// metadata, under a reference that the record carries, with a fingerprint
+// (SHA-256) of the side that stood, for at most KeepFor and never past the
+// displaced value's own expiry. The Store calls it under the key's lock,
+// before anything is overwritten.
+//
+// A Decider carries out a decision for a record of the conflict ledger
+// (control.ConflictLedger): keep the side that stands, which writes nothing,
+// or the kept one, which it writes through the namespace's dual-write store
+// (to the authoritative store, copied to the other, as any write) only if
+// the key still holds the side that stood when it was kept, so that no
+// write made since is overwritten unless the decision says so (force). The
+// decision is then recorded, once (control.ErrDecided for a second), and the
+// kept side discarded. A decision whose write was made but not recorded
+// (the ledger could not be reached) is taken again without a second
+// write: the key then holds the kept side already.
+package keep

@@ -1,0 +1,122 @@
+package keep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The errors of this package.
+var (
+	// ErrGone: nothing is kept under the reference: never kept (the
+	// record's keep_error says why), past KeepFor or the value's own
+	// expiry, or discarded by a decision.
+	ErrGone = errors.New("keep: the kept side is gone")
+	// ErrWrittenSince: the key no longer holds the side that stood when
+	// the other was kept; restoring it would overwrite a newer write.
+	ErrWrittenSince = errors.New("keep: the key was written since the conflict")
+	// ErrNotServed: the record's Workers KV namespace is not served here.
+	ErrNotServed = errors.New("keep: the record's namespace is not served by this instance")
+	// ErrSide: a decision names neither side.
+	ErrSide = errors.New(`keep: a decision keeps "copy" or "shadow"`)
+	// ErrStore: the kept sides could not be read or written.
+	ErrStore = errors.New("keep: the store of kept sides is unavailable")
+)
+
+// DefaultKeepFor is how long a side is kept at most: long enough for an
+// operator to decide before complete, short enough that a bot version that
+// writes its binding long after the flip fills no database.
+const DefaultKeepFor = 14 * 24 * time.Hour
+
+// Value is a kept side as a decision reads it back.
+type Value struct {
+	Ref string
+	// Key is the key as written; Found is false when the side is a
+	// deletion, else Entry has its value, expiry and metadata.
+	Key   string
+	Found bool
+	Entry kv.Entry
+	// Standing is the fingerprint of the side the authoritative store
+	// held when this one was kept.
+	Standing Fingerprint
+	// KeptAt is when it was kept; Until when it goes: KeptAt plus
+	// KeepFor, or the value's own expiry if that comes first.
+	KeptAt, Until time.Time
+}
+
+// Fingerprint identifies a side without holding it: whether it holds a
+// value, and the SHA-256 of its value and of its metadata (normalised, as
+// the stores compare it), in hex. Expiries are not in it: a decision that a
+// key's TTL alone changed since would refuse nothing worth refusing.
+type Fingerprint struct {
+	Found    bool   `json:"found"`
+	Value    string `json:"value,omitempty"`
+	Metadata string `json:"metadata,omitempty"`
+}
+
+// FingerprintOf is the fingerprint of an observation of a key.
+func FingerprintOf(found bool, value, metadata []byte) Fingerprint {
+	if !found {
+		return Fingerprint{}
+	}
+	f := Fingerprint{Found: true, Value: sum(value)}
+	if md := kv.NormalizeMetadata(metadata); md != nil {
+		f.Metadata = sum(md)
+	}
+	return f
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Store keeps displaced sides: MongoStore and MemoryStore are ones.
+type Store interface {
+	dualwrite.Keeper
+	// Load returns the side kept under ref, or an error matching ErrGone.
+	Load(ctx context.Context, ref string) (Value, error)
+	// Discard removes it; a ref that holds nothing is no error.
+	Discard(ctx context.Context, ref string) error
+}
+
+// valueOf is what a Store keeps of k under ref at now, for at most
+// keepFor; an error when there is nothing to keep.
+func valueOf(k dualwrite.Kept, ref string, now time.Time, keepFor time.Duration) (Value, error) {
+	if err := kv.ValidateKey(k.Key); err != nil {
+		return Value{}, err
+	}
+	d := k.Displaced
+	v := Value{Ref: ref, Key: k.Key, Found: d.Found,
+		Standing: FingerprintOf(k.Standing.Found, k.Standing.Value, k.Standing.Metadata),
+		KeptAt:   now, Until: now.Add(keepFor)}
+	if d.Found {
+		v.Entry = kv.Entry{Key: k.Key, Value: d.Value, Expiration: d.Expiration, Metadata: d.Metadata}
+		if !d.Expiration.IsZero() && d.Expiration.Before(v.Until) {
+			v.Until = d.Expiration
+		}
+		if !v.Until.After(now) {
+			return Value{}, fmt.Errorf("%w: the displaced value has expired", ErrGone)
+		}
+	}
+	return v, nil
+}
+
+// observe reads what the authoritative store holds for key through t, as
+// a Fingerprint.
+func observe(ctx context.Context, t Target, key string) (Fingerprint, error) {
+	e, err := t.GetEntry(ctx, key)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return Fingerprint{}, nil
+	case err != nil:
+		return Fingerprint{}, err
+	}
+	return FingerprintOf(true, e.Value, e.Metadata), nil
+}

@@ -1,0 +1,98 @@
+// Package keeptest is the conformance suite of keep.Store: keep's tests run
+// it on MemoryStore, tests/proxy on MongoStore over an embedded FerretDB
+// (and any MongoDB at MONGODB_URI).
+package keeptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/keep"
+)
+
+// KeepFor is the keep.Config.KeepFor that Run's stores must be given.
+const KeepFor = time.Hour
+
+// Run checks a Store made by open on clk with KeepFor: a side reads back as
+// kept (value, expiry, metadata, a deletion, a value larger than
+// keep.PartSize when large is set), with the fingerprint of the side that
+// stood; it goes at KeepFor or at its own expiry, whichever comes first, and
+// when discarded; a side already expired is not kept.
+func Run(t *testing.T, clk *clock.Fake, large bool, open func() keep.Store) {
+	ctx := context.Background()
+	s := open()
+	standing := compare.Observation{Found: true, Value: []byte("through-b"), Metadata: json.RawMessage(`{"by": "b"}`)}
+	kept := func(d compare.Observation) string {
+		t.Helper()
+		ref, err := s.Keep(ctx, dualwrite.Kept{Key: "wordle:k", Displaced: d, Standing: standing})
+		if err != nil || ref == "" {
+			t.Fatalf("Keep: %q, %v", ref, err)
+		}
+		return ref
+	}
+	load := func(ref string) keep.Value {
+		t.Helper()
+		v, err := s.Load(ctx, ref)
+		if err != nil {
+			t.Fatalf("Load(%s): %v", ref, err)
+		}
+		return v
+	}
+	gone := func(ref, when string) {
+		t.Helper()
+		if _, err := s.Load(ctx, ref); !errors.Is(err, keep.ErrGone) {
+			t.Fatalf("Load %s: %v, want ErrGone", when, err)
+		}
+	}
+	now := clk.Now()
+	exp := now.Add(30 * time.Minute).Truncate(time.Second)
+	plain := kept(compare.Observation{Found: true, Value: []byte("binding"), Expiration: exp, Metadata: json.RawMessage(`{"a":1}`)})
+	v := load(plain)
+	if v.Key != "wordle:k" || !v.Found || string(v.Entry.Value) != "binding" || !v.Entry.Expiration.Equal(exp) || string(v.Entry.Metadata) != `{"a":1}` {
+		t.Fatalf("the side read back: %+v", v)
+	}
+	if v.Standing != keep.FingerprintOf(true, []byte("through-b"), []byte(`{"by":"b"}`)) || !v.Until.Equal(exp) {
+		t.Fatalf("standing %+v, until %v (want the value's expiry %v)", v.Standing, v.Until, exp)
+	}
+	deleted := kept(compare.Observation{})
+	if v := load(deleted); v.Found || v.Key != "wordle:k" || !v.Until.Equal(now.Add(KeepFor)) {
+		t.Fatalf("a deletion read back: %+v", v)
+	}
+	empty := kept(compare.Observation{Found: true, Value: []byte{}})
+	if v := load(empty); !v.Found || len(v.Entry.Value) != 0 || v.Entry.Metadata != nil {
+		t.Fatalf("an empty value read back: %+v", v)
+	}
+	if large {
+		big := bytes.Repeat([]byte("0123456789abcdef"), (keep.PartSize*5/2)/16)
+		ref := kept(compare.Observation{Found: true, Value: big})
+		if v := load(ref); !bytes.Equal(v.Entry.Value, big) {
+			t.Fatalf("a value of %d bytes read back as %d", len(big), len(v.Entry.Value))
+		}
+		if err := s.Discard(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		gone(ref, "after Discard")
+	}
+	if err := s.Discard(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	gone(deleted, "after Discard")
+	if err := s.Discard(ctx, deleted); err != nil {
+		t.Fatalf("Discard twice: %v", err)
+	}
+	if _, err := s.Keep(ctx, dualwrite.Kept{Key: "wordle:k", Displaced: compare.Observation{Found: true, Value: []byte("x"), Expiration: now.Add(-time.Second)}}); !errors.Is(err, keep.ErrGone) {
+		t.Fatalf("Keep of an expired side: %v, want ErrGone", err)
+	}
+	clk.Advance(30 * time.Minute)
+	gone(plain, "at the value's own expiry")
+	load(empty)
+	clk.Advance(30 * time.Minute)
+	gone(empty, "at KeepFor")
+}
