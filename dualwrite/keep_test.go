@@ -56,7 +56,10 @@ func TestLateCopiesKeepTheSideThatLost(t *testing.T) {
 		must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{w}))
 		p.flush()
 	}
-	put := func(s kv.Store, key, value string) { t.Helper(); must(t, s.Put(ctx, key, []byte(value), kv.PutOptions{})) }
+	put := func(s kv.Store, key, value string) {
+		t.Helper()
+		must(t, s.Put(ctx, key, []byte(value), kv.PutOptions{}))
+	}
 
 	// Alone, and past its window: applied unreported, nothing kept.
 	ingest(dualwrite.TeeWrite{Key: "wordle:alone", Value: []byte("binding")})
