@@ -16,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
 	"github.com/kvshadow/kvshadow/ingest"
+	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -94,6 +95,17 @@ func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dual
 	}
 	f.reg = reg
 	return f, nil
+}
+
+// target is the dual-write store of Workers KV namespace id, which a
+// decision for one of its conflicts writes through.
+func (f *fleet) target(id string) (keep.Target, bool) {
+	for _, s := range f.ns {
+		if s.id == id {
+			return s.dual, true
+		}
+	}
+	return nil, false
 }
 
 // stores maps each namespace ID to what the front serves.

@@ -19,6 +19,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
+	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -122,6 +123,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}
+	if b.Kept != nil {
+		dcfg.Keeper = b.Kept
+	}
 	// Late copies' conflicts go to the ledger beside the stage document;
 	// the recorder stops after the stores, whose last conflicts it takes.
 	recorder := startConflictRecorder(b.Ledger, c.Instance, log)
@@ -202,6 +206,10 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts, TeeRefused: fl.teeRefused}
 	if recorder != nil {
 		acfg.Recorded, acfg.Unrecorded = recorder.ledger, recorder.Unrecorded
+		if b.Kept != nil {
+			acfg.Decider = &keep.Decider{Ledger: recorder.ledger, Kept: b.Kept, Target: fl.target,
+				Instance: c.Instance, Clock: o.clock, Logger: log}
+		}
 	}
 	if b.Ledger != nil {
 		// Observed once before the admin API serves, so that an overflow

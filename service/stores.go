@@ -20,6 +20,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/kvapi"
@@ -43,6 +44,10 @@ type Backends struct {
 	// Ledger keeps the report runs and the settle sets' overflows, beside
 	// the Board; nil keeps none (POST /reconciliation answers 404).
 	Ledger control.Ledger
+	// Kept keeps the side of each late copy's conflict that lost, beside
+	// the Ledger, for POST /conflicts/ID; nil keeps none (the records have
+	// digests alone, and a decision can only keep the side that stands).
+	Kept keep.Store
 	// Closers release them once the service has stopped, last first.
 	Closers []func(context.Context) error
 	// Note is a line the banner prints about them.
@@ -136,6 +141,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	db := cmp.Or(c.ControlDB, c.Namespaces[0].Database, mongokv.DefaultDatabase)
 	board := control.NewMongoBoard(boardClient.Database(db))
 	b.Board, b.Ledger = board, board
+	b.Kept = keep.NewMongoStore(boardClient.Database(db), keep.Config{Clock: clk})
 	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
 	return b, nil
 }
@@ -169,7 +175,7 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/client/v4/"
-	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(),
+	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: keep.NewMemoryStore(keep.Config{Clock: clk}),
 		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {

@@ -76,6 +76,8 @@ type Config struct {
 	// none.
 	Recorded   control.ConflictLedger
 	Unrecorded func() uint64
+	// Decider carries out POST /conflicts/ID; nil answers 404 there.
+	Decider Decider
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -123,13 +125,14 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
 	h.mux.HandleFunc("POST /repair", h.auth(changes(h.repair)))
 	h.mux.HandleFunc("GET /conflicts", h.auth(h.conflicts))
+	h.mux.HandleFunc("POST /conflicts/{id}", h.auth(changes(h.decide)))
 	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(changes(h.forget)))
 	h.mux.HandleFunc("POST /reconciliation", h.auth(changes(h.clearReconciliation)))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /conflicts, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /conflicts, POST /conflicts/ID, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
@@ -254,52 +257,6 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted // the document changed; this instance follows when it can
 	}
 	writeJSON(w, status, ChangeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
-}
-
-// DefaultConflictLimit is how many recorded conflicts GET /conflicts lists
-// a namespace without ?limit=.
-const DefaultConflictLimit = 256
-
-// conflicts lists each namespace's latest late copies that conflicted with
-// the authoritative store: this instance's since it started, and every
-// instance's recorded in the control ledger. Redacted keys, digests and
-// times, never values.
-func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
-	limit, ok := limitOf(w, r, DefaultConflictLimit, "records")
-	if !ok {
-		return
-	}
-	out := ConflictsView{Namespaces: map[string]ConflictList{}}
-	if h.cfg.Unrecorded != nil {
-		out.Unrecorded = h.cfg.Unrecorded()
-	}
-	for _, ns := range h.cfg.Namespaces {
-		recs, total := ns.Store.Conflicts()
-		if recs == nil {
-			recs = []dualwrite.Conflict{}
-		}
-		l := ConflictList{Total: total, Conflicts: recs}
-		if h.cfg.Recorded != nil {
-			l.Recorded = recordedOf(r.Context(), h.cfg.Recorded, ns.ID, limit)
-		}
-		out.Namespaces[ns.ID] = l
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func recordedOf(ctx context.Context, ledger control.ConflictLedger, namespace string, limit int) *RecordedConflicts {
-	ctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
-	defer cancel()
-	recs, total, err := ledger.Conflicts(ctx, namespace, limit)
-	out := &RecordedConflicts{Total: total, Conflicts: []RecordedConflict{}}
-	if err != nil {
-		out.Error = err.Error()
-		return out
-	}
-	for _, c := range recs {
-		out.Conflicts = append(out.Conflicts, RecordedConflict{ID: c.ID, Instance: c.Instance, Conflict: c.Conflict})
-	}
-	return out
 }
 
 // limitOf reads ?limit=, a count of what, def when absent; a bad one is

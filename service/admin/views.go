@@ -8,6 +8,7 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/keep"
 )
 
 // The JSON the API answers with; field names are part of the API, and
@@ -163,11 +164,15 @@ type RecordedConflicts struct {
 	Error     string             `json:"error,omitempty"`
 }
 
-// RecordedConflict is a conflict with the instance that took the copy.
+// RecordedConflict is a conflict with the instance that took the copy,
+// the side that stands in the authoritative store since (POST
+// /conflicts/ID restores the other, kept), and the decision once made.
 type RecordedConflict struct {
 	ID       string `json:"id"`
 	Instance string `json:"instance"`
 	dualwrite.Conflict
+	Stands   keep.Side         `json:"stands"`
+	Decision *control.Decision `json:"decision,omitempty"`
 }
 
 // ConflictsView answers GET /conflicts. Unrecorded counts this instance's

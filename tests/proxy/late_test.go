@@ -2,9 +2,11 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
 )
@@ -87,5 +89,30 @@ func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
 	a.call(t, "GET", "/conflicts", "", &after)
 	if l := after.Namespaces[namespace]; l.Total != 0 || len(recorded(a)) != 1 {
 		t.Fatalf("a after its restart: %d of its own, recorded %+v", l.Total, l.Recorded)
+	}
+
+	// The copy was kept, in MongoDB beside the record: the operator decides
+	// for it on b, which writes it back through its store to both stores,
+	// across a's restart; the decision is listed, and taken once.
+	rec := recorded(b)[0]
+	if rec.Kept == "" || rec.Stands != "shadow" || rec.Decision != nil {
+		t.Fatalf("the record before the decision: %+v", rec)
+	}
+	ac := b.adminClient()
+	decided, err := ac.Decide(t.Context(), rec.ID, keep.Copy, false)
+	if err != nil || decided.Decision == nil || !decided.Decision.Restored || decided.Decision.Instance != "b" {
+		t.Fatalf("POST /conflicts/%s: %+v, %v", rec.ID, decided.Decision, err)
+	}
+	eventually(t, "the kept copy in both stores", func() bool {
+		m, err1 := shadowStore(t, db, nil).Get(t.Context(), key)
+		w, err2 := em.store.Get(context.Background(), key)
+		return err1 == nil && err2 == nil && string(m) == "binding" && string(w) == "binding"
+	})
+	if r := recorded(a); len(r) != 1 || r[0].Decision == nil || r[0].Decision.Keep != "copy" {
+		t.Fatalf("a lists the record as %+v", r)
+	}
+	var refusal *admin.Error
+	if _, err := ac.Decide(t.Context(), rec.ID, keep.Shadow, false); !errors.As(err, &refusal) || refusal.Status != 409 {
+		t.Fatalf("a second decision: %v, want 409", err)
 	}
 }
