@@ -52,6 +52,9 @@ type ConflictLedger interface {
 	// Conflicts returns the latest records of a Workers KV namespace,
 	// newest first, at most limit of them, and how many it keeps for it.
 	Conflicts(ctx context.Context, kvNamespace string, limit int) ([]ConflictRecord, int64, error)
+	// Undecided is how many records of a Workers KV namespace it keeps
+	// that have no decision.
+	Undecided(ctx context.Context, kvNamespace string) (int64, error)
 	// Conflict returns the record id, or an error matching ErrNoConflict.
 	Conflict(ctx context.Context, id string) (ConflictRecord, error)
 	// Decide records the decision for the record id, once: ErrNoConflict
@@ -139,4 +142,20 @@ func (l *MemoryLedger) Decide(ctx context.Context, id string, d Decision) error 
 	}
 	l.conflicts[i].Decision = &d
 	return nil
+}
+
+// Undecided implements ConflictLedger.
+func (l *MemoryLedger) Undecided(ctx context.Context, kvNamespace string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBoard, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, c := range l.conflicts {
+		if c.KVNamespace == kvNamespace && c.Decision == nil {
+			n++
+		}
+	}
+	return n, nil
 }

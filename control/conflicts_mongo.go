@@ -213,3 +213,18 @@ func (b *MongoBoard) decisions(ctx context.Context, ids []string) (map[string]*D
 	}
 	return out, nil
 }
+
+// Undecided implements ConflictLedger: the namespace's records less its
+// decisions, which are removed with their records.
+func (b *MongoBoard) Undecided(ctx context.Context, kvNamespace string) (int64, error) {
+	ns := bson.D{{Key: "kvNamespace", Value: kvNamespace}}
+	total, err := b.db.Collection(ConflictsCollection).CountDocuments(ctx, ns)
+	if err != nil {
+		return 0, boardErr("counting the conflicts", err)
+	}
+	decided, err := b.db.Collection(DecisionsCollection).CountDocuments(ctx, ns)
+	if err != nil {
+		return 0, boardErr("counting the decisions", err)
+	}
+	return max(total-decided, 0), nil
+}

@@ -53,7 +53,9 @@
 // a late tee copy is never applied over a write this instance never saw
 // (dualwrite.Store.SetPeersUntil). Beside the Board, a Ledger keeps the
 // report runs and the settle sets' overflows, and a ConflictLedger every
-// instance's late-copy conflicts: MongoBoard and MemoryLedger are both.
+// instance's late-copy conflicts and the operator's decision for each,
+// taken once (package keep carries them out): MongoBoard and MemoryLedger
+// are both, and package ledgertest checks them alike.
 //
 // What the Board does not give, the package does not claim: two instances
 // may run different stages for up to one poll interval, during which both

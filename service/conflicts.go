@@ -35,6 +35,7 @@ type conflictRecorder struct {
 	closing bool
 	dropped atomic.Uint64 // queue full, or closing
 	failed  atomic.Uint64 // the ledger refused, or could not be reached
+	unkept  atomic.Uint64 // their losing side could not be kept (KeepError)
 	warned  atomic.Bool
 }
 
@@ -65,6 +66,9 @@ var _ dualwrite.ConflictSink = recordingSink{}
 // the recorder's goroutine.
 func (s recordingSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
 	s.LogSink.Conflict(ctx, c)
+	if c.KeepError != "" {
+		s.r.unkept.Add(1)
+	}
 	s.r.add(s.id, c)
 }
 

@@ -100,13 +100,28 @@ func TestConflictsAreRecordedInTheLedger(t *testing.T) {
 	if n, n2 := r.Unrecorded(), r2.Unrecorded(); n != 1 || n2 != 3 {
 		t.Fatalf("unrecorded: %d from a failing ledger (want 1), %d past Close's deadline (want 3)", n, n2)
 	}
+
+	// A conflict whose losing side could not be kept counts as unkept.
+	r3 := newConflictRecorder(control.NewMemoryLedger(), "proxy-a", log)
+	r3.Start()
+	defer r3.Close(ctx)
+	sink3 := r3.sink("demo-kv", log).(dualwrite.ConflictSink)
+	sink3.Conflict(t.Context(), c)
+	unkept := c
+	unkept.KeepError = "keep: the store of kept sides is unavailable"
+	sink3.Conflict(t.Context(), unkept)
+	if n := r3.unkept.Load(); n != 1 {
+		t.Fatalf("%d unkept, want the one with a keep error", n)
+	}
 }
 
 // The service records conflicts in its ledger (the embedded defaults' is
 // in memory) and exports how many it could not record.
 func TestTheServiceExportsItsUnrecordedConflicts(t *testing.T) {
 	r := start(t)
-	if lines := grep(r.scrape(t), "kvshadow_conflicts_unrecorded_total{"); !strings.HasSuffix(lines, " 0") {
-		t.Fatalf("kvshadow_conflicts_unrecorded_total: %q", lines)
+	for _, name := range []string{"kvshadow_conflicts_unrecorded_total{", "kvshadow_conflicts_unkept_total{"} {
+		if lines := grep(r.scrape(t), name); !strings.HasSuffix(lines, " 0") {
+			t.Fatalf("%s: %q", name, lines)
+		}
 	}
 }

@@ -28,6 +28,10 @@ const (
 // not recorded in the control ledger (conflicts.go).
 const MetricConflictsUnrecorded = "kvshadow.conflicts.unrecorded"
 
+// MetricConflictsUnkept counts the late copies' conflicts whose losing side
+// could not be kept for a decision (the record's keep_error).
+const MetricConflictsUnkept = "kvshadow.conflicts.unkept"
+
 // meterName is the instrumentation scope of the gauges.
 const meterName = "github.com/kvshadow/kvshadow/service"
 
@@ -100,10 +104,16 @@ func watchConflicts(mp metric.MeterProvider, r *conflictRecorder) (metric.Regist
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	unkept, err := m.Int64ObservableCounter(MetricConflictsUnkept, metric.WithUnit("{conflict}"),
+		metric.WithDescription("Late tee copies' conflicts whose losing side could not be kept for a decision (keep_error in GET /conflicts): once verification has run, that side survives in neither store."))
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(unrecorded, int64(r.Unrecorded()))
+		o.ObserveInt64(unkept, int64(r.unkept.Load()))
 		return nil
-	}, unrecorded)
+	}, unrecorded, unkept)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

@@ -19,7 +19,8 @@ import (
 // Decisions checks a ledger's decisions: a record reads back by its ID with
 // what it was recorded with, its kept reference included; an unknown ID is
 // ErrNoConflict; a decision is recorded once, and of several at once
-// exactly one is taken; the decision reads back, by ID and in the listing.
+// exactly one is taken; the decision reads back, by ID and in the listing,
+// and the record no longer counts as undecided.
 func Decisions(t *testing.T, l control.ConflictLedger) {
 	ctx := context.Background()
 	at := time.Now().Truncate(time.Millisecond).UTC()
@@ -42,6 +43,9 @@ func Decisions(t *testing.T, l control.ConflictLedger) {
 		t.Fatalf("Decide of an unknown ID: %v, want ErrNoConflict", err)
 	}
 
+	if n, err := l.Undecided(ctx, rec.KVNamespace); err != nil || n != 1 {
+		t.Fatalf("Undecided before the decision: %d, %v; want 1", n, err)
+	}
 	const deciders = 4
 	errs := make([]error, deciders)
 	var wg sync.WaitGroup
@@ -76,5 +80,8 @@ func Decisions(t *testing.T, l control.ConflictLedger) {
 	}
 	if err := l.Decide(ctx, rec.ID, control.Decision{Keep: "copy", At: at}); !errors.Is(err, control.ErrDecided) {
 		t.Fatalf("a second decision: %v, want ErrDecided", err)
+	}
+	if n, err := l.Undecided(ctx, rec.KVNamespace); err != nil || n != 0 {
+		t.Fatalf("Undecided after the decision: %d, %v; want 0", n, err)
 	}
 }

@@ -46,6 +46,9 @@ func recordedOf(ctx context.Context, ledger control.ConflictLedger, namespace st
 	defer cancel()
 	recs, total, err := ledger.Conflicts(ctx, namespace, limit)
 	out := &RecordedConflicts{Total: total, Conflicts: []RecordedConflict{}}
+	if err == nil {
+		out.Undecided, err = ledger.Undecided(ctx, namespace)
+	}
 	if err != nil {
 		out.Error = err.Error()
 		return out

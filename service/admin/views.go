@@ -160,6 +160,7 @@ type ConflictList struct {
 // latest ?limit= listed, Error when the ledger could not be read.
 type RecordedConflicts struct {
 	Total     int64              `json:"total"`
+	Undecided int64              `json:"undecided"`
 	Conflicts []RecordedConflict `json:"conflicts"`
 	Error     string             `json:"error,omitempty"`
 }

@@ -183,7 +183,26 @@ func TestReportedLateCopiesAreNoticed(t *testing.T) {
 		}
 	}
 	res := r.run(t, ctx)
-	if res.code != cli.ExitOK || !strings.Contains(res.stderr, "kvshadow-proxy reported 2 late tee copies of this namespace (the latest received 2026-12-02T12:01:00Z)") {
+	if res.code != cli.ExitOK || !strings.Contains(res.stderr, "kvshadow-proxy reported 2 late tee copies of this namespace, 2 undecided (the latest received 2026-12-02T12:01:00Z)") {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	// Decided, they are no longer noticed.
+	recs, _, err := b.Conflicts(ctx, namespace, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(b.Decide(ctx, recs[0].ID, control.Decision{Keep: "shadow", At: at.Add(time.Hour), Instance: "proxy-0"}))
+	if res := r.run(t, ctx); !strings.Contains(res.stderr, "2 late tee copies of this namespace, 1 undecided") {
+		t.Fatalf("one decided:\n%s", res.stderr)
+	}
+	must(b.Decide(ctx, recs[1].ID, control.Decision{Keep: "copy", At: at.Add(time.Hour), Instance: "proxy-0"}))
+	if res := r.run(t, ctx); strings.Contains(res.stderr, "late tee copies") {
+		t.Fatalf("every one decided, still noticed:\n%s", res.stderr)
 	}
 }
