@@ -3,6 +3,7 @@ package dualwrite
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -37,6 +38,11 @@ type Kept struct {
 // side it holds is not known, nor which one the copy displaces.
 var errStandingUnread = errors.New("the authoritative store could not be read")
 
+// keepTimeout bounds a Keep, which a tee that stops waiting does not
+// cancel: the side it keeps is gone from both stores once verification
+// has run.
+const keepTimeout = 30 * time.Second
+
 // keep hands a Conflict's displaced side to the Keeper, if any, and notes
 // the outcome in c. Called under the key's lock.
 func (s *Store) keep(ctx context.Context, c *Conflict, key string, displaced, standing compare.Observation) {
@@ -48,7 +54,9 @@ func (s *Store) keep(ctx context.Context, c *Conflict, key string, displaced, st
 	case displaced.Err != nil || standing.Err != nil:
 		err = errStandingUnread
 	default:
-		c.Kept, err = s.cfg.Keeper.Keep(ctx, Kept{Key: key, Displaced: displaced, Standing: standing})
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+		c.Kept, err = s.cfg.Keeper.Keep(kctx, Kept{Key: key, Displaced: displaced, Standing: standing})
+		cancel()
 	}
 	if err != nil {
 		c.Kept, c.KeepError = "", err.Error()

@@ -118,8 +118,8 @@ TEE MODE (the bot keeps its binding as the primary; copies come after its respon
 
 ADMIN API (Authorization: Bearer $KVSHADOW_ADMIN_TOKEN)
   GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain], GET /unsettled,
-  POST /repair, DELETE /instances/ID, GET /metrics (Prometheus);
-  GET /healthz and GET /readyz need no token.
+  POST /repair, POST /reconciliation, GET /conflicts, POST /conflicts/ID {"keep":"copy"},
+  DELETE /instances/ID, GET /metrics (Prometheus); GET /healthz and GET /readyz need no token.
 
 TELEMETRY
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, ... as in
