@@ -15,8 +15,10 @@
 // dualwrite.Keeper: it keeps the displaced side, value, expiry and
 // metadata, under a reference that the record carries, with a fingerprint
 // (SHA-256) of the side that stood, for at most KeepFor and never past the
-// displaced value's own expiry. The Store calls it under the key's lock,
-// before anything is overwritten.
+// displaced value's own expiry, and at most MaxKept sides and MaxKeptBytes
+// of values (the oldest go first), so that a bot version that writes its
+// binding long after the flip cannot fill the database. The Store calls it
+// under the key's lock, before anything is overwritten.
 //
 // A Decider carries out a decision for a record of the conflict ledger
 // (control.ConflictLedger): keep the side that stands, which writes nothing,

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/keep/keeptest"
 )
@@ -12,6 +11,5 @@ import (
 var start = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
 func TestMemoryStore(t *testing.T) {
-	clk := clock.NewFake(start)
-	keeptest.Run(t, clk, true, func() keep.Store { return keep.NewMemoryStore(keep.Config{KeepFor: keeptest.KeepFor, Clock: clk}) })
+	keeptest.Run(t, true, func(c keep.Config) keep.Store { return keep.NewMemoryStore(c) })
 }

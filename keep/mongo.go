@@ -52,6 +52,7 @@ type keptDoc struct {
 	KeptAt     time.Time   `bson:"keptAt"`
 	Until      time.Time   `bson:"until"`
 	Parts      int         `bson:"parts"`
+	Size       int64       `bson:"size"`
 }
 
 type partDoc struct {
@@ -85,7 +86,7 @@ func (m *MongoStore) Keep(ctx context.Context, k dualwrite.Kept) (string, error)
 		parts = append(parts, partDoc{ID: fmt.Sprintf("%s/%d", v.Ref, len(parts)), Ref: v.Ref, I: len(parts),
 			Data: data[:min(len(data), PartSize)], Until: v.Until})
 	}
-	doc.Parts = len(parts)
+	doc.Parts, doc.Size = len(parts), int64(len(v.Entry.Value))
 	for _, p := range parts {
 		// One at a time: a batch of parts could pass MongoDB's 48 MB
 		// message limit.
@@ -96,7 +97,49 @@ func (m *MongoStore) Keep(ctx context.Context, k dualwrite.Kept) (string, error)
 	if _, err := m.coll.InsertOne(ctx, doc); err != nil {
 		return "", storeErr("keeping the side", err)
 	}
+	// The side is kept: a bound that fails is kept at the next Keep.
+	_ = m.bound(ctx)
 	return v.Ref, nil
+}
+
+// bound removes the oldest sides past MaxKept and MaxKeptBytes. It reads
+// every side's document, without its value: at most MaxKept small ones, at
+// each Keep, which only a late copy that conflicts makes.
+func (m *MongoStore) bound(ctx context.Context) error {
+	docs, err := findAll[keptDoc](ctx, m.coll, bson.D{{Key: "parts", Value: bson.D{{Key: "$exists", Value: true}}}},
+		options.Find().SetSort(bson.D{{Key: "keptAt", Value: -1}, {Key: "_id", Value: -1}}).
+			SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "size", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	sides := make([]sized, len(docs))
+	for i, d := range docs {
+		sides[i] = sized{ref: d.ID, size: d.Size}
+	}
+	n, b := m.cfg.bounds()
+	refs := past(sides, n, b)
+	if len(refs) == 0 {
+		return nil
+	}
+	if _, err := m.coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: refs}}}}); err != nil {
+		return storeErr("removing the sides past the bounds", err)
+	}
+	if _, err := m.coll.DeleteMany(ctx, bson.D{{Key: "ref", Value: bson.D{{Key: "$in", Value: refs}}}}); err != nil {
+		return storeErr("removing the values past the bounds", err)
+	}
+	return nil
+}
+
+func findAll[D any](ctx context.Context, coll *mongo.Collection, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]D, error) {
+	cur, err := coll.Find(ctx, filter, opts...)
+	if err != nil {
+		return nil, storeErr("reading the sides", err)
+	}
+	var docs []D
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, storeErr("reading the sides", err)
+	}
+	return docs, nil
 }
 
 // Load implements Store.

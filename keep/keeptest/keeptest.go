@@ -17,17 +17,28 @@ import (
 	"github.com/kvshadow/kvshadow/keep"
 )
 
-// KeepFor is the keep.Config.KeepFor that Run's stores must be given.
-const KeepFor = time.Hour
-
-// Run checks a Store made by open on clk with KeepFor: a side reads back as
-// kept (value, expiry, metadata, a deletion, a value larger than
+// Run checks Stores made by open with the Config it gives: a side reads
+// back as kept (value, expiry, metadata, a deletion, a value larger than
 // keep.PartSize when large is set), with the fingerprint of the side that
 // stood; it goes at KeepFor or at its own expiry, whichever comes first, and
-// when discarded; a side already expired is not kept.
-func Run(t *testing.T, clk *clock.Fake, large bool, open func() keep.Store) {
+// when discarded; a side already expired is not kept; past MaxKept or
+// MaxKeptBytes the oldest go, never the newest.
+func Run(t *testing.T, large bool, open func(keep.Config) keep.Store) {
+	t.Run("kept", func(t *testing.T) { kept(t, large, open) })
+	t.Run("bounds", func(t *testing.T) { bounds(t, open) })
+}
+
+// keepFor is the Config.KeepFor of Run's stores.
+const keepFor = time.Hour
+
+// newClock is a fake clock at a whole second of now, as MongoDB keeps times
+// to the millisecond.
+func newClock() *clock.Fake { return clock.NewFake(time.Now().Truncate(time.Second)) }
+
+func kept(t *testing.T, large bool, open func(keep.Config) keep.Store) {
 	ctx := context.Background()
-	s := open()
+	clk := newClock()
+	s := open(keep.Config{KeepFor: keepFor, Clock: clk})
 	standing := compare.Observation{Found: true, Value: []byte("through-b"), Metadata: json.RawMessage(`{"by": "b"}`)}
 	kept := func(d compare.Observation) string {
 		t.Helper()
@@ -62,7 +73,7 @@ func Run(t *testing.T, clk *clock.Fake, large bool, open func() keep.Store) {
 		t.Fatalf("standing %+v, until %v (want the value's expiry %v)", v.Standing, v.Until, exp)
 	}
 	deleted := kept(compare.Observation{})
-	if v := load(deleted); v.Found || v.Key != "wordle:k" || !v.Until.Equal(now.Add(KeepFor)) {
+	if v := load(deleted); v.Found || v.Key != "wordle:k" || !v.Until.Equal(now.Add(keepFor)) {
 		t.Fatalf("a deletion read back: %+v", v)
 	}
 	empty := kept(compare.Observation{Found: true, Value: []byte{}})
@@ -95,4 +106,42 @@ func Run(t *testing.T, clk *clock.Fake, large bool, open func() keep.Store) {
 	load(empty)
 	clk.Advance(30 * time.Minute)
 	gone(empty, "at KeepFor")
+}
+
+func bounds(t *testing.T, open func(keep.Config) keep.Store) {
+	ctx := context.Background()
+	clk := newClock()
+	s := open(keep.Config{MaxKept: 3, MaxKeptBytes: 100, Clock: clk})
+	keepOf := func(size int) string {
+		t.Helper()
+		clk.Advance(time.Second) // the sides are ordered by when they were kept
+		ref, err := s.Keep(ctx, dualwrite.Kept{Key: "wordle:k", Displaced: compare.Observation{Found: true, Value: bytes.Repeat([]byte("x"), size)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	held := func(refs ...string) (n int) {
+		for _, ref := range refs {
+			if _, err := s.Load(ctx, ref); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	var refs []string
+	for range 5 {
+		refs = append(refs, keepOf(10))
+	}
+	if held(refs[:2]...) != 0 || held(refs[2:]...) != 3 {
+		t.Fatalf("past MaxKept: %d of the oldest two and %d of the newest three held", held(refs[:2]...), held(refs[2:]...))
+	}
+	big := keepOf(90)
+	if held(refs[2:4]...) != 0 || held(refs[4], big) != 2 {
+		t.Fatalf("past MaxKeptBytes: the newest two should stand alone (100 bytes)")
+	}
+	huge := keepOf(500)
+	if held(huge) != 1 || held(refs[4], big) != 0 {
+		t.Fatal("a side larger than MaxKeptBytes alone: kept, the others gone")
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/control/ledgertest"
@@ -25,12 +24,7 @@ import (
 // one instance waits for another's; a heartbeat written by an older
 // version, without those fields, reads as a clear fence.
 func TestHeartbeatsCarryTheFence(t *testing.T) {
-	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	db := client.Database(mongotest.NewDatabaseName(t.Name()))
+	db := testDatabase(t)
 	board := control.NewMongoBoard(db)
 	at := time.Now().Truncate(time.Millisecond).UTC()
 	want := control.Heartbeat{Instance: "a", Generation: 3, Stage: dualwrite.Handover, At: at, Drained: true,
@@ -59,12 +53,7 @@ func TestHeartbeatsCarryTheFence(t *testing.T) {
 // within its namespace, an ID twice is refused, and past the board's limit
 // the oldest of the namespace go.
 func TestConflictRecordsInMongoDB(t *testing.T) {
-	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	board := control.NewMongoBoard(client.Database(mongotest.NewDatabaseName(t.Name())))
+	board := control.NewMongoBoard(testDatabase(t))
 	board.SetConflictLimit(3)
 	at := time.Now().Truncate(time.Millisecond).UTC()
 	rec := func(i int, ns string) control.ConflictRecord {
@@ -106,23 +95,23 @@ func TestConflictRecordsInMongoDB(t *testing.T) {
 // MongoBoard takes decisions as the memory ledger does: once, one of
 // several at once (a conditional update).
 func TestConflictDecisionsInMongoDB(t *testing.T) {
-	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	ledgertest.Decisions(t, control.NewMongoBoard(client.Database(mongotest.NewDatabaseName(t.Name()))))
+	ledgertest.Decisions(t, control.NewMongoBoard(testDatabase(t)))
 }
 
 // MongoStore keeps late copies' displaced sides as MemoryStore does, a
 // value larger than a document split into parts.
 func TestKeptSidesInMongoDB(t *testing.T) {
+	keeptest.Run(t, true, func(c keep.Config) keep.Store { return keep.NewMongoStore(testDatabase(t), c) })
+}
+
+// testDatabase is a database of its own for the test, on the embedded
+// server, through a client of its own.
+func testDatabase(t *testing.T) *mongo.Database {
+	t.Helper()
 	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	db := client.Database(mongotest.NewDatabaseName(t.Name()))
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	keeptest.Run(t, clk, true, func() keep.Store { return keep.NewMongoStore(db, keep.Config{KeepFor: keeptest.KeepFor, Clock: clk}) })
+	return client.Database(mongotest.NewDatabaseName(t.Name()))
 }
