@@ -229,7 +229,8 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Stage string `json:"stage"`
+		Stage           string `json:"stage"`
+		AcceptUndecided bool   `json:"accept_undecided"`
 	}
 	if err := decodeStrict(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -239,6 +240,11 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", req.Stage))
 		return
+	}
+	if to == dualwrite.Complete && !req.AcceptUndecided && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
+		if !h.decidedAll(r.Context(), w) {
+			return
+		}
 	}
 	c, err := h.cfg.Stager.SetStage(r.Context(), to)
 	switch {

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/kvshadow/kvshadow/control"
@@ -105,4 +106,36 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 // recordedView renders a ledger record.
 func recordedView(c control.ConflictRecord) RecordedConflict {
 	return RecordedConflict{ID: c.ID, Instance: c.Instance, Conflict: c.Conflict, Stands: keep.Standing(c.Outcome), Decision: c.Decision}
+}
+
+// decidedAll holds the move to complete, one way, while a recorded conflict
+// of a served namespace is undecided, or the ledger cannot say: once
+// complete, Workers KV is no longer written, and a decision can no longer
+// be checked against it. It answers 409 and returns false when it holds.
+func (h *Handler) decidedAll(ctx context.Context, w http.ResponseWriter) bool {
+	if h.cfg.Recorded == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
+	defer cancel()
+	undecided := map[string]int64{}
+	for _, ns := range h.cfg.Namespaces {
+		n, err := h.cfg.Recorded.Undecided(ctx, ns.ID)
+		if err != nil {
+			writeError(w, http.StatusConflict, fmt.Sprintf("complete is one-way, and the conflict ledger cannot say whether every late copy is decided (%v): "+
+				`try again, or move with {"stage": "complete", "accept_undecided": true}`, err))
+			return false
+		}
+		if n > 0 {
+			undecided[ns.ID] = n
+		}
+	}
+	if len(undecided) == 0 {
+		return true
+	}
+	writeJSON(w, http.StatusConflict, map[string]any{
+		"error": `complete is one-way, and late copies are undecided: decide each listed by GET /conflicts (recorded) with POST /conflicts/ID, ` +
+			`or move with {"stage": "complete", "accept_undecided": true} to let what stands stand`,
+		"undecided": undecided, "stage": h.cfg.Stager.Status().Document.Stage.String(), "generation": h.cfg.Stager.Status().Document.Generation})
+	return false
 }
