@@ -110,8 +110,8 @@ func recordedView(c control.ConflictRecord) RecordedConflict {
 
 // decidedAll holds the move to complete, one way, while a recorded conflict
 // of a served namespace is undecided, or the ledger cannot say: once
-// complete, Workers KV is no longer written, and a decision can no longer
-// be checked against it. It answers 409 and returns false when it holds.
+// complete, Workers KV is neither written nor read, and what stands in
+// MongoDB is the bot's. It answers 409 and returns false when it holds.
 func (h *Handler) decidedAll(ctx context.Context, w http.ResponseWriter) bool {
 	if h.cfg.Recorded == nil {
 		return true
