@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,10 @@ const conflictQueue = 1024
 // conflictRecorder records late copies' conflicts in the control ledger,
 // beside the stage document, where every instance lists every instance's
 // and a restart loses none; each store's Sink (sink) hands it its
-// conflicts. Its goroutine records them, so that an ingest never waits for
-// MongoDB; Start begins it and Close ends it, after the stores are closed.
+// conflicts. Its goroutine records them, so that an ingest does not wait
+// for MongoDB once more, but one whose losing side was kept (its ingest
+// waited for MongoDB already) at once; Start begins the goroutine and Close
+// ends it, after the stores are closed.
 type conflictRecorder struct {
 	ledger   control.ConflictLedger
 	instance string
@@ -63,19 +66,38 @@ type recordingSink struct {
 var _ dualwrite.ConflictSink = recordingSink{}
 
 // Conflict implements dualwrite.ConflictSink: logged at once, recorded by
-// the recorder's goroutine.
+// the recorder's goroutine; one whose losing side was kept is recorded at
+// once, before the tee's batch is answered (its ingest has waited for
+// MongoDB already, to keep it), so that a crash cannot leave a kept side
+// that no record names. Should that fail, the goroutine tries again.
 func (s recordingSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
 	s.LogSink.Conflict(ctx, c)
 	if c.KeepError != "" {
 		s.r.unkept.Add(1)
 	}
-	s.r.add(s.id, c)
+	rec := control.ConflictRecord{ID: control.NewID(), Instance: s.r.instance, KVNamespace: s.id, Conflict: c}
+	if c.Kept != "" && s.r.recordNow(ctx, rec) {
+		return
+	}
+	s.r.add(rec)
 }
 
-// add queues c, of the store of Workers KV namespace id, for the ledger,
-// or counts it as not recorded.
-func (r *conflictRecorder) add(id string, c dualwrite.Conflict) {
-	rec := control.ConflictRecord{ID: control.NewID(), Instance: r.instance, KVNamespace: id, Conflict: c}
+// recordNow records rec within the Board's timeout, whatever becomes of
+// ctx, unless the recorder is closing; false when it did not.
+func (r *conflictRecorder) recordNow(ctx context.Context, rec control.ConflictRecord) bool {
+	r.mu.Lock()
+	closing := r.closing
+	r.mu.Unlock()
+	if closing {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+	defer cancel()
+	return r.ledger.RecordConflict(ctx, rec) == nil
+}
+
+// add queues rec for the ledger, or counts it as not recorded.
+func (r *conflictRecorder) add(rec control.ConflictRecord) {
 	// Under mu, so that nothing is queued once Close has begun: the
 	// goroutine's last drain would not see it.
 	why := ""
@@ -133,7 +155,9 @@ func (r *conflictRecorder) run() {
 func (r *conflictRecorder) record(rec control.ConflictRecord) {
 	ctx, cancel := context.WithTimeout(r.bg, r.timeout)
 	defer cancel()
-	if err := r.ledger.RecordConflict(ctx, rec); err != nil {
+	// ErrConflict: its ID is taken, by this very record (IDs are random),
+	// which recordNow wrote though its answer was lost.
+	if err := r.ledger.RecordConflict(ctx, rec); err != nil && !errors.Is(err, control.ErrConflict) {
 		r.failed.Add(1)
 		r.warn("kvshadow-proxy: a late copy's conflict was logged but could not be recorded in the control ledger",
 			slog.String("error", err.Error()))

@@ -125,3 +125,41 @@ func TestTheServiceExportsItsUnrecordedConflicts(t *testing.T) {
 		}
 	}
 }
+
+// A conflict whose losing side was kept is recorded before the sink
+// returns, so that the tee's batch is answered only once the record
+// exists; one that was not is queued; a kept one the ledger refuses is
+// queued for the goroutine to try again, and a record the ledger has
+// already under its ID counts as recorded.
+func TestKeptConflictsAreRecordedAtOnce(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	ledger := control.NewMemoryLedger()
+	r := newConflictRecorder(ledger, "proxy-a", log) // not started: nothing drains the queue
+	sink := r.sink("demo-kv", log).(dualwrite.ConflictSink)
+	c := dualwrite.Conflict{Namespace: "wordle", Key: "wordle:#ab", Outcome: dualwrite.LateConflict, Received: time.Now()}
+	kept := c
+	kept.Kept = "ref-1"
+	sink.Conflict(t.Context(), kept)
+	sink.Conflict(t.Context(), c)
+	recs, total, err := ledger.Conflicts(t.Context(), "demo-kv", 10)
+	if err != nil || total != 1 || recs[0].Kept != "ref-1" || len(r.queue) != 1 {
+		t.Fatalf("recorded %d (%+v, %v), queued %d; want the kept one recorded, the other queued", total, recs, err, len(r.queue))
+	}
+
+	broken := &stuckLedger{MemoryLedger: control.NewMemoryLedger(), release: make(chan struct{}), broken: true}
+	close(broken.release)
+	rb := newConflictRecorder(broken, "proxy-a", log)
+	rb.sink("demo-kv", log).(dualwrite.ConflictSink).Conflict(t.Context(), kept)
+	if len(rb.queue) != 1 {
+		t.Fatalf("a kept conflict the ledger refused: %d queued, want 1 to try again", len(rb.queue))
+	}
+
+	rec := <-r.queue
+	if err := ledger.RecordConflict(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	r.record(rec) // its answer lost, the same record again
+	if n := r.Unrecorded(); n != 0 {
+		t.Fatalf("%d unrecorded: a record already under its ID counts as recorded", n)
+	}
+}
