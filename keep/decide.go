@@ -96,6 +96,11 @@ func (d *Decider) Decide(ctx context.Context, id string, keep Side, force bool) 
 		dec.Restored = true
 	}
 	if err := d.Ledger.Decide(ctx, id, dec); err != nil {
+		if dec.Restored && errors.Is(err, control.ErrDecided) {
+			// Another decision was recorded while this one wrote: the key
+			// holds the kept side, whatever that one says.
+			err = fmt.Errorf("%w by another at the same time, after this one wrote the kept side back: read the key and the record", err)
+		}
 		return rec, err
 	}
 	rec.Decision = &dec

@@ -3,7 +3,7 @@ package keep_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,15 +26,16 @@ func (s ledgerSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
 	_ = s.l.RecordConflict(ctx, control.ConflictRecord{ID: control.NewID(), Instance: "a", KVNamespace: "ns", Conflict: c})
 }
 
-// flaky fails the next Decide once, after it was asked.
+// flaky fails the next Decide once with fail, when set.
 type flaky struct {
 	*control.MemoryLedger
-	fail atomic.Bool
+	fail error
 }
 
 func (f *flaky) Decide(ctx context.Context, id string, d control.Decision) error {
-	if f.fail.CompareAndSwap(true, false) {
-		return control.ErrBoard
+	if err := f.fail; err != nil {
+		f.fail = nil
+		return err
 	}
 	return f.MemoryLedger.Decide(ctx, id, d)
 }
@@ -168,13 +169,20 @@ func TestDecisionsNeverOverwriteUnasked(t *testing.T) {
 	r.both("wordle:k", "binding")
 
 	id = r.late("wordle:unrecorded", "binding", "through-b", "through-b")
-	r.ledger.fail.Store(true)
+	r.ledger.fail = control.ErrBoard
 	if _, err := r.decide(id, keep.Copy, false); !errors.Is(err, control.ErrBoard) {
 		t.Fatalf("with the ledger down: %v", err)
 	}
 	r.both("wordle:unrecorded", "binding")
 	if rec, err := r.decide(id, keep.Copy, false); err != nil || rec.Decision.Forced {
 		t.Fatalf("the decision again: %+v, %v", rec.Decision, err)
+	}
+
+	// Another decision recorded while this one wrote: it says it wrote.
+	id = r.late("wordle:race", "binding", "through-b", "through-b")
+	r.ledger.fail = control.ErrDecided
+	if _, err := r.decide(id, keep.Copy, false); !errors.Is(err, control.ErrDecided) || !strings.Contains(err.Error(), "wrote the kept side back") {
+		t.Fatalf("decided by another meanwhile: %v", err)
 	}
 
 	id = r.late("wordle:other", "binding", "through-b", "through-b")

@@ -27,7 +27,8 @@
 // the key still holds the side that stood when it was kept, so that no
 // write made since is overwritten unless the decision says so (force). The
 // decision is then recorded, once (control.ErrDecided for a second), and the
-// kept side discarded. A decision whose write was made but not recorded
+// kept side discarded; of two decisions for one record at once, one that
+// wrote and then finds the other recorded says so. A decision whose write was made but not recorded
 // (the ledger could not be reached) is taken again without a second
 // write: the key then holds the kept side already.
 package keep
