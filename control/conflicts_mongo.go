@@ -149,12 +149,12 @@ func (b *MongoBoard) Conflicts(ctx context.Context, kvNamespace string, limit in
 	return out, total, nil
 }
 
+// record is the ConflictRecord of d, without its decision (decisions).
 func (d conflictDoc) record() ConflictRecord {
-	r := ConflictRecord{ID: d.ID, Instance: d.Instance, KVNamespace: d.KVNamespace, Conflict: dualwrite.Conflict{
+	return ConflictRecord{ID: d.ID, Instance: d.Instance, KVNamespace: d.KVNamespace, Conflict: dualwrite.Conflict{
 		Namespace: d.Namespace, Key: d.Key, Outcome: dualwrite.LateOutcome(d.Outcome), Copy: d.Copy.digest(), Shadow: d.Shadow.digest(),
 		AckedAt: d.AckedAt, LastWrite: d.LastWrite, Received: d.Received, PeersUntil: d.PeersUntil, Error: d.Error,
 		Kept: d.Kept, KeepError: d.KeepError}}
-	return r
 }
 
 // Conflict implements ConflictLedger.

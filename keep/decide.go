@@ -133,14 +133,14 @@ func (d *Decider) restore(ctx context.Context, rec control.ConflictRecord, force
 	if !ok {
 		return false, fmt.Errorf("%w: %s", ErrNotServed, rec.KVNamespace)
 	}
-	now, err := observe(ctx, t, v.Key)
+	holds, err := observe(ctx, t, v.Key)
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case now == FingerprintOf(v.Found, v.Entry.Value, v.Entry.Metadata):
+	case holds == FingerprintOf(v.Found, v.Entry.Value, v.Entry.Metadata):
 		return false, nil // an earlier decision wrote it, and was not recorded
-	case now != v.Standing && !force:
+	case holds != v.Standing && !force:
 		return false, ErrWrittenSince
 	}
 	if !v.Found {
@@ -151,5 +151,5 @@ func (d *Decider) restore(ctx context.Context, rec control.ConflictRecord, force
 	if errors.Is(err, kv.ErrInvalidTTL) {
 		return false, fmt.Errorf("%w: the kept value expires too soon to be written: %w", ErrGone, err)
 	}
-	return now != v.Standing, err
+	return holds != v.Standing, err
 }

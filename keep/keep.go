@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -119,4 +121,68 @@ func observe(ctx context.Context, t Target, key string) (Fingerprint, error) {
 		return Fingerprint{}, err
 	}
 	return FingerprintOf(true, e.Value, e.Metadata), nil
+}
+
+// Config configures a Store. The zero value keeps for DefaultKeepFor, at
+// most DefaultMaxKept sides and DefaultMaxKeptBytes, on the system clock.
+type Config struct {
+	// KeepFor is how long a side is kept at most; zero means
+	// DefaultKeepFor.
+	KeepFor time.Duration
+	// MaxKept is how many sides are kept at most, and MaxKeptBytes how
+	// many bytes of their values: past either, the oldest go, though
+	// never the one just kept (a bot version that still writes its
+	// binding after the flip makes a conflict of every write). Zero means
+	// DefaultMaxKept and DefaultMaxKeptBytes.
+	MaxKept      int
+	MaxKeptBytes int64
+	// Clock is the time of KeptAt and Until; nil means the system clock.
+	Clock clock.Clock
+}
+
+// The bounds of a Store: as many sides as the conflict ledger keeps
+// records of a namespace, and enough bytes for that many values of 200 KiB.
+const (
+	DefaultMaxKept      = control.MaxConflictRecords
+	DefaultMaxKeptBytes = 2 << 30
+)
+
+func (c Config) keepFor() time.Duration {
+	if c.KeepFor <= 0 {
+		return DefaultKeepFor
+	}
+	return c.KeepFor
+}
+
+// bounds returns MaxKept and MaxKeptBytes, defaults filled in.
+func (c Config) bounds() (int, int64) {
+	n, b := c.MaxKept, c.MaxKeptBytes
+	if n <= 0 {
+		n = DefaultMaxKept
+	}
+	if b <= 0 {
+		b = DefaultMaxKeptBytes
+	}
+	return n, b
+}
+
+// sized is a kept side's reference and the bytes of its value.
+type sized struct {
+	ref  string
+	size int64
+}
+
+// past returns the refs of sides, newest first, beyond the bounds: the
+// oldest, so that the rest are at most n and b bytes, the newest always
+// kept.
+func past(sides []sized, n int, b int64) []string {
+	var out []string
+	var bytes int64
+	for i, s := range sides {
+		bytes += s.size
+		if i > 0 && (i >= n || bytes > b) {
+			out = append(out, s.ref)
+		}
+	}
+	return out
 }

@@ -106,11 +106,15 @@ func (m *MongoStore) Keep(ctx context.Context, k dualwrite.Kept) (string, error)
 // every side's document, without its value: at most MaxKept small ones, at
 // each Keep, which only a late copy that conflicts makes.
 func (m *MongoStore) bound(ctx context.Context) error {
-	docs, err := findAll[keptDoc](ctx, m.coll, bson.D{{Key: "parts", Value: bson.D{{Key: "$exists", Value: true}}}},
+	cur, err := m.coll.Find(ctx, bson.D{{Key: "parts", Value: bson.D{{Key: "$exists", Value: true}}}},
 		options.Find().SetSort(bson.D{{Key: "keptAt", Value: -1}, {Key: "_id", Value: -1}}).
 			SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "size", Value: 1}}))
 	if err != nil {
-		return err
+		return storeErr("reading the sides", err)
+	}
+	var docs []keptDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return storeErr("reading the sides", err)
 	}
 	sides := make([]sized, len(docs))
 	for i, d := range docs {
@@ -128,18 +132,6 @@ func (m *MongoStore) bound(ctx context.Context) error {
 		return storeErr("removing the values past the bounds", err)
 	}
 	return nil
-}
-
-func findAll[D any](ctx context.Context, coll *mongo.Collection, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]D, error) {
-	cur, err := coll.Find(ctx, filter, opts...)
-	if err != nil {
-		return nil, storeErr("reading the sides", err)
-	}
-	var docs []D
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, storeErr("reading the sides", err)
-	}
-	return docs, nil
 }
 
 // Load implements Store.
