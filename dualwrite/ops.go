@@ -88,7 +88,7 @@ func (s *Store) read(ctx context.Context, key string, kind readKind) (kv.Entry, 
 	st := s.Stage()
 	from := st.authority()
 	h := hashKey(key)
-	if !st.compares() || !sampled(h, s.threshold) {
+	if !st.compares() || !sampled(h, s.threshold) || s.excludedRead(key) {
 		return s.get(ctx, from, key, kind)
 	}
 	seq := s.slotOf(h).seq.Load() // before the read: see comparison.seq
@@ -221,17 +221,18 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	}
 	st := s.Stage()
 	auth := st.authority()
+	mirrors := st.mirrors() && !s.excluded(key)
 	sl := s.slotOf(h)
 	sl.mu.Lock()
 	sl.seq.Add(1)
 	var out markOutcome
-	if st.mirrors() {
+	if mirrors {
 		out = s.premark(key, s.clock.Now())
 	}
 	err := s.apply(ctx, auth, op, key, value, exp, md)
 	now := s.clock.Now()
 	sl.touch(now)
-	if st.mirrors() {
+	if mirrors {
 		out.merge(s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err, false))
 	}
 	sl.seq.Add(1)

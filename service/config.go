@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 )
@@ -106,6 +107,9 @@ type Config struct {
 	MaxSettle       int
 	BreakerFailures int
 	BreakerOpen     time.Duration
+	// ExcludePrefixes are the key prefixes left out of the migration
+	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.
+	ExcludePrefixes []string
 
 	// ReadTimeout and WriteTimeout are the front's (kvapi.ServeConfig): a
 	// request's context ends a tenth of WriteTimeout before it, at most 5 s.
@@ -195,6 +199,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
+	fs.Var((*listFlag)(&c.ExcludePrefixes), "exclude-prefix", "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
 	fs.BoolVar(&c.Help, "h", false, "")
@@ -222,6 +227,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.checkNumbers(); err != nil {
 		return nil, err
+	}
+	if _, err := kv.NewExclusions(c.ExcludePrefixes); err != nil {
+		return nil, usage("--exclude-prefix: %v", err)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {

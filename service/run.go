@@ -122,6 +122,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
+		ExcludePrefixes: c.ExcludePrefixes,
 	}
 	if b.Kept != nil {
 		dcfg.Keeper = b.Kept
