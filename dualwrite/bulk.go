@@ -127,12 +127,14 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 	}
 	if st.mirrors() {
 		for i, e := range batch {
+			w := writeOf(op, e, hashes[i])
+			w.at = now
 			switch {
 			case skip[i]:
 			case i < applied:
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil, true))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), &w, nil, true))
 			case i < reached: // its outcome is the error's
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err, true))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), &w, err, true))
 			default: // never reached the authoritative store
 				outs[i].merge(s.noCopy(e.Key, now, false))
 			}
@@ -185,7 +187,8 @@ func (s *Store) applyMany(ctx context.Context, r Role, op Op, batch []kv.Entry) 
 		return len(batch), len(batch), nil
 	}
 	for i, e := range batch {
-		if err := s.apply(ctx, r, op, e.Key, e.Value, e.Expiration, e.Metadata); err != nil {
+		w := writeOf(op, e, 0)
+		if err := s.apply(ctx, r, &w); err != nil {
 			return i, i + 1, err
 		}
 	}
@@ -298,7 +301,7 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out 
 		return s.markIngested(w.Key, time.Time{}, now, 0)
 	}
 	out = s.markIngested(w.Key, at, now, 1)
-	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	reason, fresh := s.mirror(ctx, RoleShadow, w.write(h, at, now), true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, out.reason != ""))
@@ -318,6 +321,12 @@ func (s *Store) markIngested(key string, acked, now time.Time, copies int32) (ou
 		out.unrecorded = !s.record(key, MarkUnsettled)
 	}
 	return out
+}
+
+// write is w as the Store's write paths carry it: its key hashes to h, it
+// was acknowledged at acked and received at now.
+func (w *TeeWrite) write(h uint64, acked, now time.Time) *write {
+	return &write{op: teeOp(*w), key: w.Key, hash: h, value: w.Value, exp: w.Expiration, md: w.Metadata, at: now, acked: acked}
 }
 
 func teeOp(w TeeWrite) Op {

@@ -212,7 +212,6 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.seq.Add(1)
 	defer sl.seq.Add(1)
 	sl.touch(now)
-	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
 	// Another instance may have written the key after the copy, and this
 	// Store never saw it: its own writes order the copy only when one of
@@ -272,7 +271,8 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if settles {
 		out = s.markIngested(w.Key, at, now, 1)
 	}
-	if err := s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
+	wr := w.write(h, at, now)
+	if err := s.apply(ctx, RoleShadow, wr); err != nil {
 		if settles {
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
@@ -284,7 +284,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if !settles {
 		return out, outcome, witness
 	}
-	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	reason, fresh := s.mirror(ctx, RolePrimary, wr, true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, reason != ""))
