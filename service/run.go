@@ -192,6 +192,13 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		}
 		defer func() { _ = confGauges.Unregister() }()
 	}
+	if b.Pool != nil {
+		poolGauges, err := watchPool(tel.MeterProvider, b.Pool)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = poolGauges.Unregister() }()
+	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
 		FixedNamespaces: fixedNamespaces(c), Memory: mem})
