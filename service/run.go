@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
@@ -123,6 +124,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 		ExcludePrefixes: c.ExcludePrefixes,
+	}
+	if c.ShadowRate > 0 {
+		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
 	}
 	if b.Kept != nil {
 		dcfg.Keeper = b.Kept
