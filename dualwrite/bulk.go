@@ -253,6 +253,9 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	var conflicts []Conflict
 	for i, w := range writes {
 		at, refused := s.trustAcked(w.At, now)
+		if refused == "" && st.authority() == RoleShadow {
+			refused = s.credible(at)
+		}
 		switch {
 		case refused != "":
 			s.ctr.refused[refusalIndex[refused]].Add(1)

@@ -123,6 +123,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 	}
+	if stage.ShadowAuthoritative() {
+		// MongoDB became authoritative before this start: a late copy
+		// acknowledged a fence interval after it is not credible.
+		dcfg.AuthoritativeSince = o.clock.Now()
+	}
 	if b.Kept != nil {
 		dcfg.Keeper = b.Kept
 	}
