@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
@@ -41,6 +42,19 @@ type Document struct {
 	UpdatedAt  time.Time
 	// UpdatedBy is the instance that made the change.
 	UpdatedBy string
+}
+
+// describe names d for a loser of a change: the stage, the generation and
+// who wrote it.
+func (d Document) describe() string {
+	if d.Generation == 0 {
+		return "there is no stage document"
+	}
+	s := fmt.Sprintf("the stage is %s at generation %d", d.Stage, d.Generation)
+	if d.UpdatedBy != "" {
+		s += ", set by instance " + d.UpdatedBy
+	}
+	return s
 }
 
 // Heartbeat is what an instance reports about itself.

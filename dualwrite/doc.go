@@ -103,12 +103,10 @@
 // primary wait on PrimaryBudget, never a caller's request. The keys due
 // are kept in time order (a list per state, by the time each became
 // ready), so a pass finds them at a cost in proportion to their number,
-// never a scan of the whole set under the lock that writes take: 30 to 80
-// ns a due key from 1,000 to 1,000,000 keys in the set, where the scan it
-// replaced took 0.17 to 6,100 µs a due key (BenchmarkSettleSetDue). A key
-// in the set costs 140 to 160 bytes of memory with a 21-byte key, its own
-// bytes included (BenchmarkSettleSetMemory): an 80-byte entry, the map's
-// slot and the key; a held difference adds 144 bytes while it lasts.
+// never a scan of the whole set under the lock that writes take
+// (BenchmarkSettleSetDue). A key in the set costs an entry, the map's slot
+// and the key's bytes (BenchmarkSettleSetMemory); a held difference adds a
+// record while it lasts. docs/performance.md has the figures.
 //
 // A sampled read that disagrees (the Store's own, or a tee's through
 // CompareReads) holds its difference on the key's entry when the key is in
@@ -398,4 +396,11 @@
 // left, queued or in flight (Stats.LeftAtClose), as dirty, and makes the
 // journal's last commit. After Close every call fails with an error
 // matching kv.ErrClosed.
+//
+// WaitSettled, for a test or an orderly shutdown, waits until every key
+// written so far is settled (lanes drained, no key dirty or unsettled), or
+// until its context ends, returning what is left (Left). Keys settle a
+// ConsistencyWindow after their last write: against stores that read
+// their own writes at once, set ConsistencyWindow negative (zero is the
+// 60 s default).
 package dualwrite

@@ -54,7 +54,7 @@ var plan = []step{
 	{9, "Handover again", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"handover"}'`}, true},
 	{10, "Live again", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, true},
 	{11, "Rampdown", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"rampdown"}'`}, true},
-	{12, "Complete", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete"}'`}, false},
+	{12, "Complete", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete","confirm_irreversible":true}'`}, false},
 }
 
 // rig is what the rehearsal runs on.
@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 var (
-	stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"\}`)
+	stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"(,"confirm_irreversible":true)?\}`)
 	digits    = regexp.MustCompile(`[0-9]+`)
 )
 
@@ -185,7 +185,7 @@ func (r *rig) runCommand(ctx context.Context, line string) error {
 		if err != nil {
 			return err
 		}
-		return r.setStage(ctx, to)
+		return r.setStage(ctx, to, m[2] != "")
 	case strings.HasPrefix(line, "shadow-report"):
 		return r.report(ctx, strings.Fields(line)[1:])
 	}
@@ -195,11 +195,15 @@ func (r *rig) runCommand(ctx context.Context, line string) error {
 // setStage moves the stage as PUT /stage does; a flip the proxy holds back
 // (409: the fence, lanes, dirty keys) is said and asked again, as an
 // operator would after reading GET /stage, for at most five minutes.
-func (r *rig) setStage(ctx context.Context, to dualwrite.Stage) error {
+func (r *rig) setStage(ctx context.Context, to dualwrite.Stage, confirmed bool) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	said := ""
+	set := r.admin.SetStage
+	if confirmed {
+		set = r.admin.SetStageConfirmed
+	}
 	for {
-		c, err := r.admin.SetStage(ctx, to)
+		c, err := set(ctx, to)
 		var refused *admin.Error
 		switch {
 		case err == nil:
