@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 )
@@ -25,12 +26,14 @@ import (
 // (cfkv.EnvAccountID, EnvAPIToken, EnvNamespaceID, EnvBaseURL) and the
 // OTEL_* ones. Secrets come from the environment or a file, never a flag: a
 // flag shows in ps.
+// The names are package kvenv's, which a Go bot's constructor (package
+// botkv) reads too.
 const (
-	EnvToken      = "KVSHADOW_TOKEN"       // the clients' token
-	EnvAdminToken = "KVSHADOW_ADMIN_TOKEN" // the admin API's token
-	EnvKeySecret  = "KVSHADOW_KEY_SECRET"  // the HMAC secret of redacted keys
-	EnvMongoURI   = "MONGODB_URI"
-	EnvMongoDB    = "MONGODB_DB"
+	EnvToken      = kvenv.Token      // the clients' token
+	EnvAdminToken = kvenv.AdminToken // the admin API's token
+	EnvKeySecret  = kvenv.KeySecret  // the HMAC secret of redacted keys
+	EnvMongoURI   = kvenv.MongoURI
+	EnvMongoDB    = kvenv.MongoDB
 )
 
 // Defaults of the flags.
@@ -248,7 +251,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	// proxy follows it, so that a URI the two share (an Atlas one ending in
 	// /test) cannot split them into two databases. OpenBackends warns when
 	// the URI names another.
-	mongoDB = cmpOr(cmpOr(mongoDB, env(EnvMongoDB)), mongokv.DefaultDatabase)
+	mongoDB = kvenv.Database(mongoDB, getenv)
 	read := func(file, name string, dst *string) {
 		if err != nil {
 			return
@@ -379,16 +382,9 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 
 // secret reads a secret from file when given, else from the environment.
 func secret(file, env string, getenv func(string) string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(getenv(env)), nil
-	}
-	b, err := os.ReadFile(file)
+	v, err := kvenv.Secret(file, env, getenv)
 	if err != nil {
-		return "", usage("reading the file that holds %s: %v", env, errors.Unwrap(err))
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", usage("the file that holds %s is empty", env)
+		return "", usage("%v", err)
 	}
 	return v, nil
 }
