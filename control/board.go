@@ -80,6 +80,10 @@ type Heartbeat struct {
 	QuietUntil       time.Time
 	IngestUnverified int
 	FenceRemaining   time.Duration
+	// ComparePending: in handover, the instance's full comparison of the
+	// namespace with Workers KV has not finished clean yet
+	// (dualwrite.FenceStatus.Compared).
+	ComparePending bool
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool

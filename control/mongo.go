@@ -71,6 +71,7 @@ type beatDoc struct {
 	QuietUntil       time.Time `bson:"quietUntil,omitempty"`
 	IngestUnverified int64     `bson:"ingestUnverified,omitempty"`
 	FenceRemainingMS int64     `bson:"fenceRemainingMs,omitempty"`
+	ComparePending   bool      `bson:"comparePending,omitempty"`
 }
 
 func boardErr(what string, err error) error {
@@ -207,6 +208,7 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 		Drained: h.Drained, Dirty: int64(h.Dirty), Unsettled: int64(h.Unsettled), ReconciliationNeeded: h.ReconciliationNeeded,
 		Draining: h.Draining, Stopped: h.Stopped, Lag: h.Lag,
 		QuietUntil: h.QuietUntil.UTC(), IngestUnverified: int64(h.IngestUnverified), FenceRemainingMS: h.FenceRemaining.Milliseconds(),
+		ComparePending: h.ComparePending,
 	}
 	coll := b.db.Collection(InstancesCollection)
 	replace := func() error {
@@ -242,6 +244,7 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
 			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
 			QuietUntil: d.QuietUntil, IngestUnverified: int(max(d.IngestUnverified, 0)), FenceRemaining: time.Duration(max(d.FenceRemainingMS, 0)) * time.Millisecond,
+			ComparePending: d.ComparePending,
 		})
 	}
 	return out, nil
