@@ -86,6 +86,10 @@ type Heartbeat struct {
 	// or is in its journal unverified. Other instances confirm no
 	// divergence first seen before it (see Fleet).
 	Watermarks map[string]time.Time
+	// ComparePending: in handover, the instance's full comparison of the
+	// namespace with Workers KV has not finished clean yet
+	// (dualwrite.FenceStatus.Compared).
+	ComparePending bool
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool

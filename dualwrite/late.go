@@ -53,9 +53,12 @@ const (
 	// store failed to take it; a LateConflict record reports it.
 	LateFailed LateOutcome = "failed"
 	// LateHeld: the order is not known, but the authoritative store holds
-	// exactly what the copy says (a copy delivered twice, another write of
-	// the same value): whichever write came last, nothing is at stake, and
-	// no Conflict is reported.
+	// exactly what the copy says. When the last write of its key this
+	// Store saw is this very copy (delivered twice), nothing is at stake
+	// and no Conflict is reported. Otherwise another write of the same
+	// value came through the Store too, which is what two
+	// read-modify-writes of one stale value look like (a counter that
+	// lost an increment): a Conflict with this Outcome reports it.
 	LateHeld LateOutcome = "held"
 )
 
@@ -209,7 +212,6 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.seq.Add(1)
 	defer sl.seq.Add(1)
 	sl.touch(now)
-	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
 	// Another instance may have written the key after the copy, and this
 	// Store never saw it: its own writes order the copy only when one of
@@ -249,7 +251,16 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		}
 		c, copied, held, same := s.conflictOf(ctx, w, at, last, now, outcome)
 		if same {
-			return out, LateHeld, nil
+			if last.Equal(at) {
+				// This very copy, delivered before: nothing at stake.
+				return out, LateHeld, nil
+			}
+			// The same value written twice, once on each side of the
+			// flip, is what a read-modify-write that read a stale value
+			// looks like: an update may be lost, so it is reported.
+			// Nothing is displaced, so nothing is kept.
+			c.Outcome, c.PeersUntil = LateHeld, peers
+			return out, LateHeld, &c
 		}
 		c.PeersUntil = peers
 		s.keep(ctx, &c, w.Key, copied, held)
@@ -260,7 +271,8 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if settles {
 		out = s.markIngested(w.Key, at, now, 1)
 	}
-	if err := s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
+	wr := w.write(h, at, now)
+	if err := s.apply(ctx, RoleShadow, wr); err != nil {
 		if settles {
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
@@ -272,7 +284,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if !settles {
 		return out, outcome, witness
 	}
-	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	reason, fresh := s.mirror(ctx, RolePrimary, wr, true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, reason != ""))

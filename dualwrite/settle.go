@@ -646,3 +646,13 @@ func (d *settleSet) acknowledgeAt(n uint64, only bool) (cleared, commit bool) {
 	d.flagMoved = d.flagMoved || (moved && d.journaled)
 	return true, moved && d.journaled
 }
+
+// forget has the journal drop key, which it holds but the set does not
+// take (an excluded key): its removal goes with the next commit.
+func (d *settleSet) forget(key string) {
+	d.mu.Lock()
+	if d.journaled {
+		d.changes[key] = MarkSettled
+	}
+	d.mu.Unlock()
+}

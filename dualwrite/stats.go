@@ -102,6 +102,9 @@ type Stats struct {
 	// authoritative in this stage; Breakers has both.
 	Breaker  BreakerState
 	Breakers map[Role]BreakerState
+	// Excluded counts what was left out for its key's prefix
+	// (Config.ExcludePrefixes).
+	Excluded Excluded
 	// LeftAtClose counts the operations Close abandoned.
 	LeftAtClose uint64
 	// LostEvents counts breaker events not delivered to the Observer
@@ -169,6 +172,7 @@ type counters struct {
 	teeReads           atomic.Uint64
 	late               [len(LateOutcomes)]atomic.Uint64
 	refused            [len(IngestRefusals)]atomic.Uint64
+	excluded           struct{ writes, copies, reads, journal atomic.Uint64 }
 }
 
 var lateIndex = indexOf(LateOutcomes[:])
@@ -239,6 +243,8 @@ func (s *Store) Stats() Stats {
 		st.LateCopies[o] = s.ctr.late[i].Load()
 	}
 	_, st.Conflicts = s.conflictCount()
+	x := &s.ctr.excluded
+	st.Excluded = Excluded{Writes: x.writes.Load(), Copies: x.copies.Load(), Reads: x.reads.Load(), Journal: x.journal.Load()}
 	st.Fence = s.fenceAt(st.Stage, now)
 	st.Breaker = BreakerClosed
 	if st.Stage.mirrors() {

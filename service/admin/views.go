@@ -116,6 +116,8 @@ type StoreStats struct {
 	Loaded               uint64            `json:"loaded"`
 	IngestStale          uint64            `json:"ingest_stale"`
 	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
+	// Excluded: what was left out for its key's prefix (--exclude-prefix).
+	Excluded dualwrite.Excluded `json:"excluded"`
 	// IngestRefused: copies whose acked_at was out of bounds, by reason;
 	// LateCopies: copies that arrived while MongoDB was authoritative, by
 	// outcome; Conflicts: the late copies reported as conflicts (GET
@@ -175,6 +177,9 @@ type RecordedConflicts struct {
 type RecordedConflict struct {
 	ID       string `json:"id"`
 	Instance string `json:"instance"`
+	// KVNamespace is the Workers KV namespace ID of the store the copy
+	// went to; Conflict.Namespace is the key's module, its prefix.
+	KVNamespace string `json:"kv_namespace"`
 	dualwrite.Conflict
 	Stands   keep.Side         `json:"stands"`
 	Decision *control.Decision `json:"decision,omitempty"`
@@ -334,7 +339,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
 		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
-		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
+		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded,
 	}
 }
 
@@ -386,6 +391,8 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.Loaded += st.Loaded
 		sum.IngestStale += st.IngestStale
 		sum.TeeReads += st.TeeReads
+		sum.Excluded = dualwrite.Excluded{Writes: sum.Excluded.Writes + st.Excluded.Writes, Copies: sum.Excluded.Copies + st.Excluded.Copies,
+			Reads: sum.Excluded.Reads + st.Excluded.Reads, Journal: sum.Excluded.Journal + st.Excluded.Journal}
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
 		sum.Conflicts += st.Conflicts
