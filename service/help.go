@@ -105,6 +105,12 @@ DUAL-WRITE
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full
                               shadow-report then POST /reconciliation clears it
+  --exclude-prefix P[,P]      keys left out of the migration (a bot's own bookkeeping, such
+                              as the JavaScript bot's __retry:), repeatable: written to the
+                              authoritative store alone, never copied, compared, verified,
+                              repaired or listed; the tee is told them by the stage answer
+                              (exclude_prefixes) and drops their copies. __kvshadow: is
+                              always excluded. Give shadow-report the same list
   --breaker-failures N        consecutive failed copies that open the breaker (5)
   --breaker-open-timeout D    how long it stays open before probing (30s)
 
