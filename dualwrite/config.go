@@ -170,6 +170,11 @@ type Config struct {
 	// decision can restore it (see Late copies). Nil keeps none: the
 	// record has both sides' digests alone.
 	Keeper Keeper
+	// Fleet tells the Store what the other instances over the same two
+	// stores still have on its way, and makes one difference reported
+	// once by them all (see Confirmation); package control supplies it
+	// from the heartbeats. Nil: the Store is alone.
+	Fleet Fleet
 }
 
 // BreakerConfig configures the circuit breaker (sony/gobreaker) that guards
