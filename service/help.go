@@ -89,7 +89,9 @@ DUAL-WRITE
                               those two is refused); then the proxy compares the whole
                               namespace with Workers KV (two consistency windows later) and
                               repairs MongoDB toward it before the flip can go; 0 when no
-                              tee writes a binding (proxy mode only: no comparison)
+                              tee writes a binding (proxy mode only: no comparison). From
+                              live on, a late copy acked more than this after the flip (or
+                              after a start in live or later) is refused as not credible
   --tee-lease D               how long a tee may route by a stage answer (30s; the answer's
                               lease_ms; a tee never trusts it longer than its stageTtlMs)
   --tee-invocation D          a stage read and the longest bot invocation after it, its

@@ -124,6 +124,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 		ExcludePrefixes: c.ExcludePrefixes,
 	}
+	if stage.ShadowAuthoritative() {
+		// MongoDB became authoritative before this start: a late copy
+		// acknowledged a fence interval after it is not credible.
+		dcfg.AuthoritativeSince = o.clock.Now()
+	}
 	if b.Kept != nil {
 		dcfg.Keeper = b.Kept
 	}
