@@ -171,6 +171,9 @@ type RecordedConflicts struct {
 type RecordedConflict struct {
 	ID       string `json:"id"`
 	Instance string `json:"instance"`
+	// KVNamespace is the Workers KV namespace ID of the store the copy
+	// went to; Conflict.Namespace is the key's module, its prefix.
+	KVNamespace string `json:"kv_namespace"`
 	dualwrite.Conflict
 	Stands   keep.Side         `json:"stands"`
 	Decision *control.Decision `json:"decision,omitempty"`
