@@ -216,7 +216,7 @@ func TestStartInLiveWithMongoDBDown(t *testing.T) {
 	}
 
 	mongo.up(t)
-	eventually(t, "live followed", func() bool { s := p.stage(t); return s.Self.InSync && s.Self.Stage == "live" })
+	eventually(t, "live followed", func() bool { s := p.stage(t); return s.Self.InSync && s.Self.Generation > 0 && s.Self.Stage == "live" })
 	if err := client.Put(context.Background(), "wordle:live", []byte("v"), kv.PutOptions{}); err != nil {
 		t.Fatalf("a write in live with MongoDB back: %v", err)
 	}
