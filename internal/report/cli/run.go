@@ -113,6 +113,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		Truth:        truth,
 		RunID:        control.NewID(),
 		MinParity:    o.minParity,
+		Settle:       o.settle,
 		Checkpoint:   o.checkpoint,
 		Identity:     stores.identity,
 		ExpectedKeys: o.expectedKeys,
