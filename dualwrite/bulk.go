@@ -258,6 +258,9 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	var conflicts []Conflict
 	for i, w := range writes {
 		at, refused := s.trustAcked(w.At, now)
+		if refused == "" && st.authority() == RoleShadow {
+			refused = s.credible(at)
+		}
 		switch {
 		case s.excludes(w.Key):
 			s.ctr.excluded.copies.Add(1) // the binding's alone

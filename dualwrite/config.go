@@ -139,6 +139,15 @@ type Config struct {
 	// outside them is refused (Stats.IngestRefused) and its key verified
 	// instead. Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
 	IngestMaxAge, IngestMaxLead time.Duration
+	// AuthoritativeSince is, for a Store that starts where MongoDB is
+	// authoritative (live and after), a time at or after the flip: a
+	// fence interval after it no isolate can write its binding (none
+	// trusts a stage read before the flip for longer), so a late copy
+	// acknowledged later, past IngestMaxLead, is not credible and is
+	// refused (RefusedAckedAfterFlip) rather than ordered, applied or
+	// kept. kvshadow-proxy sets its start. Zero: not known, and only a
+	// flip the Store makes itself sets it.
+	AuthoritativeSince time.Time
 
 	// Journal keeps the settle set on disk (package journal), so that the
 	// keys not yet settled survive a crash and a restart: New loads it,
@@ -180,6 +189,11 @@ type Config struct {
 	// decision can restore it (see Late copies). Nil keeps none: the
 	// record has both sides' digests alone.
 	Keeper Keeper
+	// Fleet tells the Store what the other instances over the same two
+	// stores still have on its way, and makes one difference reported
+	// once by them all (see Confirmation); package control supplies it
+	// from the heartbeats. Nil: the Store is alone.
+	Fleet Fleet
 }
 
 // BreakerConfig configures the circuit breaker (sony/gobreaker) that guards

@@ -58,6 +58,7 @@ const (
 	MetricSuspectKeys          = "kvshadow.dualwrite.suspect.keys"
 	MetricSuspectOverflow      = "kvshadow.dualwrite.suspect.overflow"
 	MetricSuspicionsCleared    = "kvshadow.dualwrite.suspicions.cleared"
+	MetricSettleRecovered      = "kvshadow.dualwrite.settle.recovered"
 	MetricSuspectsSuperseded   = "kvshadow.dualwrite.suspicions.superseded"
 	MetricCoalesced            = "kvshadow.dualwrite.coalesced"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
