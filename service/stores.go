@@ -77,9 +77,9 @@ type Plumbing struct {
 // from it, the values decoded (cfkv's bulk get).
 const primaryAnswerFactor = 3
 
-// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's own
-// transport (idle connections for concurrent callers, answers read by
-// length), its answers charged to the memory budget. A bulk get of values
+// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's
+// transport (net/http's, with idle connections for concurrent callers and
+// no compression), its answers charged to the memory budget. A bulk get of values
 // that are not UTF-8 answers six times their size, which nothing else would
 // count.
 func primaryClient(mem *membudget.Budget) *http.Client {
