@@ -152,7 +152,9 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	for _, chunk := range chunkBySize(pairs, sizes, s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk put", chunk, func(pending []bulkPair) bulkCall {
 			// The body is ours, for each pair's metadata as the JSON value
-			// it is: the SDK's types take metadata as an interface{}.
+			// it is (the SDK's types take metadata as an interface{}), and
+			// since the SDK's encoder is quadratic in an array's length
+			// (see DeleteMany).
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
 				if err != nil {
@@ -206,13 +208,19 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return err
 	}
+	var params cf.NamespaceBulkDeleteParams
+	params.AccountID.Value = s.cfg.AccountID
 	for chunk := range slices.Chunk(distinct(keys), s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) bulkCall {
-			var params cf.NamespaceBulkDeleteParams
-			params.AccountID.Value = s.cfg.AccountID
-			params.Body = pending
+			// The body is ours: the SDK's JSON encoder takes time
+			// quadratic in an array's length (1.9 s for 10,000 keys, where
+			// encoding/json takes under a millisecond).
+			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
-				res, err := s.api.BulkDelete(ctx, s.cfg.NamespaceID, params, opts...)
+				if err != nil {
+					return nil, err
+				}
+				res, err := s.api.BulkDelete(ctx, s.cfg.NamespaceID, params, append(opts, option.WithRequestBody("application/json", body))...)
 				if err != nil {
 					return nil, err
 				}
