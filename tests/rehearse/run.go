@@ -42,12 +42,12 @@ type step struct {
 var plan = []step{
 	{5, "Add the tee to the bot", nil, true},
 	{6, "Backfill", []string{
-		"shadow-report --repair",
-		"shadow-report --repair --apply --checkpoint backfill.ckpt",
-		"shadow-report --out parity.html",
+		"shadow-report --exclude-prefix __retry: --repair",
+		"shadow-report --exclude-prefix __retry: --repair --apply --checkpoint backfill.ckpt",
+		"shadow-report --exclude-prefix __retry: --out parity.html",
 	}, false},
 	{7, "Shadow", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"shadow"}'`}, true},
-	{8, "Gate", []string{"shadow-report --min-parity 100% --format json --out gate.json"}, false},
+	{8, "Gate", []string{"shadow-report --exclude-prefix __retry: --min-parity 100% --format json --out gate.json"}, false},
 	{9, "Handover", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"handover"}'`}, true},
 	{10, "Live", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, true},
 	{10, "Live, the way back", []string{`adm -X PUT $ADMIN/stage -d '{"stage":"handover"}'`, `adm -X PUT $ADMIN/stage -d '{"stage":"shadow"}'`}, true},
