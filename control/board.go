@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
@@ -43,6 +44,19 @@ type Document struct {
 	UpdatedBy string
 }
 
+// describe names d for a loser of a change: the stage, the generation and
+// who wrote it.
+func (d Document) describe() string {
+	if d.Generation == 0 {
+		return "there is no stage document"
+	}
+	s := fmt.Sprintf("the stage is %s at generation %d", d.Stage, d.Generation)
+	if d.UpdatedBy != "" {
+		s += ", set by instance " + d.UpdatedBy
+	}
+	return s
+}
+
 // Heartbeat is what an instance reports about itself.
 type Heartbeat struct {
 	Instance string
@@ -66,6 +80,10 @@ type Heartbeat struct {
 	QuietUntil       time.Time
 	IngestUnverified int
 	FenceRemaining   time.Duration
+	// ComparePending: in handover, the instance's full comparison of the
+	// namespace with Workers KV has not finished clean yet
+	// (dualwrite.FenceStatus.Compared).
+	ComparePending bool
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,7 +25,8 @@ type Change struct {
 // documentation, and applies it to this instance at once. A refusal is an
 // error that matches dualwrite.ErrStageTransition (a flip from a stage that
 // does not write both stores), ErrNotDrained and dualwrite.ErrUnsynced (an
-// instance not drained and clean), or ErrConflict (another change won).
+// instance not drained and clean), or ErrConflict (another change won: the
+// Change then holds the winner's Document, which this instance follows).
 func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, error) {
 	doc, err := f.load(ctx)
 	if err != nil {
@@ -45,6 +47,14 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 	}
 	next := Document{Stage: to, Generation: doc.Generation + 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
 	if err := f.swap(ctx, doc.Generation, next); err != nil {
+		if errors.Is(err, ErrConflict) {
+			// Another change won: this instance follows it now, and the
+			// caller is told what it is.
+			f.Poll(ctx)
+			if won, lerr := f.load(ctx); lerr == nil {
+				doc = won
+			}
+		}
 		return Change{Document: doc}, err
 	}
 	applyErr := f.apply(ctx, next)

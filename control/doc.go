@@ -35,8 +35,12 @@
 //
 // The calling instance checks itself afresh rather than by its heartbeat.
 // The change is a compare-and-swap on the generation (ErrConflict when
-// another change won), after which the caller applies it at once and the
-// others within a poll.
+// another change won, naming it), after which the caller applies it at
+// once and the others within a poll. On MongoBoard the swap is the insert
+// of a claim whose _id names the generation, which the server takes once
+// on every MongoDB-compatible server (an update filtered on the generation
+// may match twice where it is not atomic, as on FerretDB); the stage
+// document follows the claims, and Load carries it forward along them.
 //
 // A heartbeat is up to HeartbeatInterval old, so an instance may have
 // written since it reported clean. Its own store then refuses the flip

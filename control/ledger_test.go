@@ -117,3 +117,7 @@ func TestMemoryLedgerConflicts(t *testing.T) {
 }
 
 func TestMemoryLedgerDecisions(t *testing.T) { ledgertest.Decisions(t, control.NewMemoryLedger()) }
+
+func TestMemoryBoardSwaps(t *testing.T) { ledgertest.Swaps(t, control.NewMemoryBoard(), 8, 20) }
+
+func TestMemoryBoardSetStages(t *testing.T) { ledgertest.SetStages(t, control.NewMemoryBoard(), 6, 20) }

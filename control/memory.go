@@ -40,7 +40,7 @@ func (b *MemoryBoard) Swap(ctx context.Context, expect uint64, next Document) er
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.doc.Generation != expect {
-		return fmt.Errorf("%w: generation %d, expected %d", ErrConflict, b.doc.Generation, expect)
+		return fmt.Errorf("%w: generation %d is no longer current: %s", ErrConflict, expect, b.doc.describe())
 	}
 	b.doc = next
 	return nil

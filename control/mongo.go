@@ -71,22 +71,48 @@ type beatDoc struct {
 	QuietUntil       time.Time `bson:"quietUntil,omitempty"`
 	IngestUnverified int64     `bson:"ingestUnverified,omitempty"`
 	FenceRemainingMS int64     `bson:"fenceRemainingMs,omitempty"`
+	ComparePending   bool      `bson:"comparePending,omitempty"`
 }
 
 func boardErr(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrBoard, what, err)
 }
 
-// Load implements Board.
+// Load implements Board: the stage document, carried forward along the
+// claims of the generations after it (see Swap), so that a change whose
+// winner stopped between its claim and its write of the stage document, or
+// a stage document written back by a late writer, is read as the claims
+// say.
 func (b *MongoBoard) Load(ctx context.Context) (Document, error) {
+	coll := b.db.Collection(ControlCollection)
 	var d controlDoc
-	err := b.db.Collection(ControlCollection).FindOne(ctx, bson.D{{Key: "_id", Value: controlID}}).Decode(&d)
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: controlID}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return Document{}, nil
 	}
 	if err != nil {
 		return Document{}, boardErr("reading the stage document", err)
 	}
+	for range maxCarry {
+		claim, ok, err := b.claim(ctx, d.Generation+1)
+		if err != nil {
+			return Document{}, err
+		}
+		if !ok {
+			break
+		}
+		b.carry(ctx, claim)
+		d = claim
+	}
+	return d.document()
+}
+
+// maxCarry bounds how many claims Load follows past the stage document: a
+// stage document that far behind is not written by this version.
+const maxCarry = 64
+
+// document is the Document of d, or ErrBoard when d is malformed.
+func (d controlDoc) document() (Document, error) {
 	stage, err := dualwrite.ParseStage(d.Stage)
 	if err != nil || d.Generation < 1 {
 		return Document{}, fmt.Errorf("%w: the stage document is malformed (stage %q, generation %d)", ErrBoard, d.Stage, d.Generation)
@@ -94,9 +120,44 @@ func (b *MongoBoard) Load(ctx context.Context) (Document, error) {
 	return Document{Stage: stage, Generation: uint64(d.Generation), UpdatedAt: d.UpdatedAt, UpdatedBy: d.UpdatedBy}, nil
 }
 
-// Swap implements Board: an insert when expect is 0 (a duplicate _id means
-// another instance won), else an update filtered on the generation.
+// claimID is the _id of the claim of generation g.
+func claimID(g int64) string { return fmt.Sprintf("%s:%d", controlID, g) }
+
+// claim reads the claim of generation g; false when there is none.
+func (b *MongoBoard) claim(ctx context.Context, g int64) (controlDoc, bool, error) {
+	var c controlDoc
+	err := b.db.Collection(ControlCollection).FindOne(ctx, bson.D{{Key: "_id", Value: claimID(g)}}).Decode(&c)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return controlDoc{}, false, nil
+	case err != nil:
+		return controlDoc{}, false, boardErr("reading the claim of generation "+fmt.Sprint(g), err)
+	}
+	return c, true, nil
+}
+
+// carry writes claim c as the stage document unless that holds its
+// generation or a later one already. Every writer of one generation writes
+// the same claim, so a second write of it changes nothing; a write that
+// came late over a later generation is carried forward again by the next
+// Load. A failure leaves that to the next Load too.
+func (b *MongoBoard) carry(ctx context.Context, c controlDoc) {
+	c.ID = controlID
+	_, _ = b.db.Collection(ControlCollection).ReplaceOne(ctx,
+		bson.D{{Key: "_id", Value: controlID}, {Key: "generation", Value: bson.D{{Key: "$lt", Value: c.Generation}}}}, c)
+}
+
+// Swap implements Board: an insert of the stage document when expect is 0
+// (a duplicate _id means another instance won), else an insert of the
+// claim of generation expect+1, a document of its own whose _id names the
+// generation ("stage:N"), then the stage document written as the claim
+// says. The server's unique _id takes one claim per generation, where an
+// update filtered on the generation may match twice on a server that does
+// not make it atomic (FerretDB); a loser is told the winner's stage.
 func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) error {
+	if next.Generation != expect+1 {
+		return fmt.Errorf("%w: generation %d follows %d, not %d", ErrConflict, expect+1, expect, next.Generation)
+	}
 	coll := b.db.Collection(ControlCollection)
 	d := controlDoc{ID: controlID, Stage: next.Stage.String(), Generation: int64(next.Generation), UpdatedAt: next.UpdatedAt.UTC(), UpdatedBy: next.UpdatedBy}
 	if expect == 0 {
@@ -109,13 +170,34 @@ func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) err
 		}
 		return nil
 	}
-	res, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: controlID}, {Key: "generation", Value: int64(expect)}}, d)
+	cur, err := b.Load(ctx)
 	if err != nil {
-		return boardErr("writing the stage document", err)
+		return err
 	}
-	if res.MatchedCount == 0 {
-		return fmt.Errorf("%w: generation %d is no longer current", ErrConflict, expect)
+	if cur.Generation != expect {
+		return fmt.Errorf("%w: generation %d is no longer current: %s", ErrConflict, expect, cur.describe())
 	}
+	claim := d
+	claim.ID = claimID(d.Generation)
+	_, err = coll.InsertOne(ctx, claim)
+	switch {
+	case mongo.IsDuplicateKeyError(err):
+		won, ok, rerr := b.claim(ctx, d.Generation)
+		if rerr != nil || !ok {
+			return fmt.Errorf("%w: generation %d was taken by another change", ErrConflict, d.Generation)
+		}
+		b.carry(ctx, won)
+		doc, derr := won.document()
+		if derr != nil {
+			return derr
+		}
+		return fmt.Errorf("%w: generation %d was taken by another change: %s", ErrConflict, d.Generation, doc.describe())
+	case err != nil:
+		return boardErr("claiming generation "+fmt.Sprint(d.Generation), err)
+	}
+	// The claim is the change: should this write fail, the next Load
+	// carries the stage document forward.
+	b.carry(ctx, claim)
 	return nil
 }
 
@@ -126,6 +208,7 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 		Drained: h.Drained, Dirty: int64(h.Dirty), Unsettled: int64(h.Unsettled), ReconciliationNeeded: h.ReconciliationNeeded,
 		Draining: h.Draining, Stopped: h.Stopped, Lag: h.Lag,
 		QuietUntil: h.QuietUntil.UTC(), IngestUnverified: int64(h.IngestUnverified), FenceRemainingMS: h.FenceRemaining.Milliseconds(),
+		ComparePending: h.ComparePending,
 	}
 	coll := b.db.Collection(InstancesCollection)
 	replace := func() error {
@@ -161,6 +244,7 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
 			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
 			QuietUntil: d.QuietUntil, IngestUnverified: int(max(d.IngestUnverified, 0)), FenceRemaining: time.Duration(max(d.FenceRemainingMS, 0)) * time.Millisecond,
+			ComparePending: d.ComparePending,
 		})
 	}
 	return out, nil

@@ -58,6 +58,10 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			why = append(why, fmt.Sprintf("the fence waits %s more for binding copies", wait.Round(time.Second)))
 			hold.Remaining = max(hold.Remaining, wait)
 		}
+		if h.ComparePending {
+			why = append(why, "its full comparison with Workers KV has not finished")
+			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
+		}
 		if h.IngestUnverified > 0 {
 			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
 			hold.Remaining = max(hold.Remaining, h.FenceRemaining)

@@ -44,6 +44,9 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	if err := CheckTransition(from, to); err != nil {
 		return from, err
 	}
+	if err := s.markStage(ctx, from, to); err != nil && to == Handover {
+		return from, err
+	}
 	flip := IsFlip(from, to)
 	s.gate.Lock()
 	defer s.gate.Unlock()
@@ -55,7 +58,7 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 			return from, fmt.Errorf("dualwrite: stage %s to %s: draining the lanes: %w", from, to, err)
 		}
 		if f := s.fenceAt(from, s.clock.Now()); !f.Clear() {
-			if f.IngestUnverified > 0 {
+			if f.IngestUnverified > 0 || !f.CompareFrom.IsZero() && !f.Compared {
 				// Verify them now rather than at the next interval, so
 				// that the flip asked again can go.
 				s.kickSettle()

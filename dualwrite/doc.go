@@ -396,4 +396,11 @@
 // left, queued or in flight (Stats.LeftAtClose), as dirty, and makes the
 // journal's last commit. After Close every call fails with an error
 // matching kv.ErrClosed.
+//
+// WaitSettled, for a test or an orderly shutdown, waits until every key
+// written so far is settled (lanes drained, no key dirty or unsettled), or
+// until its context ends, returning what is left (Left). Keys settle a
+// ConsistencyWindow after their last write: against stores that read
+// their own writes at once, set ConsistencyWindow negative (zero is the
+// 60 s default).
 package dualwrite

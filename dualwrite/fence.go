@@ -35,6 +35,14 @@ type FenceStatus struct {
 	Remaining time.Duration
 	// HeldBy says, in words, what holds the flip back; empty when clear.
 	HeldBy []string
+	// In Handover with a fence: CompareFrom is when the full comparison
+	// of the namespace with Workers KV may start (see The handover in the
+	// package documentation); Compared whether it finished clean for this
+	// handover, and CompareDiffered how many keys it found different
+	// (each then held back until verified).
+	CompareFrom     time.Time
+	Compared        bool
+	CompareDiffered int
 }
 
 // Clear reports whether nothing holds a flip back.
@@ -81,6 +89,9 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 			wait = s.cfg.RepairInterval
 		}
 		f.Remaining = max(f.Remaining, wait)
+	}
+	if from == Handover {
+		s.comparisonHold(&f, time.Unix(0, s.stageSince.Load()), now)
 	}
 	if f.Dirty > 0 || f.ReconciliationNeeded {
 		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d dirty keys (reconciliation needed: %v)", f.Dirty, f.ReconciliationNeeded))

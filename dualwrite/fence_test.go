@@ -34,7 +34,8 @@ func TestFenceHoldsTheFlip(t *testing.T) {
 		}
 		return f
 	}
-	if f := held("at once", "the stage began 0s ago: the fence waits 1m5s more"); f.Remaining != dualwrite.DefaultFenceInterval {
+	compareFrom := t0.Add(dualwrite.DefaultFenceInterval + 2*window)
+	if f := held("at once", "the stage began 0s ago: the fence waits 1m5s more", "the full comparison with Workers KV starts in 3m5s"); f.Remaining != dualwrite.DefaultFenceInterval+2*window || !f.CompareFrom.Equal(compareFrom) {
 		t.Fatalf("remaining %s", f.Remaining)
 	}
 
@@ -53,9 +54,15 @@ func TestFenceHoldsTheFlip(t *testing.T) {
 	e.put("wordle:proxy", "p", kv.PutOptions{})
 	e.flush()
 	e.clk.Advance(7 * time.Second)
-	if f := e.store.Fence(); len(f.HeldBy) != 1 || f.IngestUnverified != 1 || f.Remaining != time.Hour {
-		t.Fatalf("the interval over, the copy's key not verified: %+v", f)
+	if f := e.store.Fence(); len(f.HeldBy) != 2 || f.IngestUnverified != 1 || f.Remaining != time.Hour {
+		t.Fatalf("the interval over, the copy's key not verified, the full comparison not started: %+v", f)
 	}
+	// The full comparison starts two consistency windows after the
+	// interval (an isolate cut off from the proxy may read the stage key
+	// a window late, and its write shows a window later).
+	e.clk.Advance(compareFrom.Sub(e.clk.Now()))
+	e.put("wordle:proxy", "p2", kv.PutOptions{})
+	e.flush()
 	// A refused flip asks for the verification at once (RepairInterval is
 	// an hour here), and asked again it goes.
 	waitFor(t, "the flip, once the copy's key is verified", func() bool { return e.store.SetStage(ctx, dualwrite.Live) == nil })

@@ -54,6 +54,14 @@ func (s *Store) keep(ctx context.Context, c *Conflict, key string, displaced, st
 	case displaced.Err != nil || standing.Err != nil:
 		err = errStandingUnread
 	default:
+		// The side that stands as WriteIf will read it: its expiry and
+		// metadata only where both stores keep them.
+		if !s.withExpiry {
+			standing.Expiration = time.Time{}
+		}
+		if !s.metadata {
+			standing.Metadata = nil
+		}
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 		c.Kept, err = s.cfg.Keeper.Keep(kctx, Kept{Key: key, Displaced: displaced, Standing: standing})
 		cancel()

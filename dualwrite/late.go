@@ -53,9 +53,12 @@ const (
 	// store failed to take it; a LateConflict record reports it.
 	LateFailed LateOutcome = "failed"
 	// LateHeld: the order is not known, but the authoritative store holds
-	// exactly what the copy says (a copy delivered twice, another write of
-	// the same value): whichever write came last, nothing is at stake, and
-	// no Conflict is reported.
+	// exactly what the copy says. When the last write of its key this
+	// Store saw is this very copy (delivered twice), nothing is at stake
+	// and no Conflict is reported. Otherwise another write of the same
+	// value came through the Store too, which is what two
+	// read-modify-writes of one stale value look like (a counter that
+	// lost an increment): a Conflict with this Outcome reports it.
 	LateHeld LateOutcome = "held"
 )
 
@@ -249,7 +252,16 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		}
 		c, copied, held, same := s.conflictOf(ctx, w, at, last, now, outcome)
 		if same {
-			return out, LateHeld, nil
+			if last.Equal(at) {
+				// This very copy, delivered before: nothing at stake.
+				return out, LateHeld, nil
+			}
+			// The same value written twice, once on each side of the
+			// flip, is what a read-modify-write that read a stale value
+			// looks like: an update may be lost, so it is reported.
+			// Nothing is displaced, so nothing is kept.
+			c.Outcome, c.PeersUntil = LateHeld, peers
+			return out, LateHeld, &c
 		}
 		c.PeersUntil = peers
 		s.keep(ctx, &c, w.Key, copied, held)

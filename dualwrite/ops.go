@@ -406,6 +406,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	if err != nil {
 		return kv.ListResult{}, err
 	}
+	res = withoutReserved(res)
 	if res.Cursor != "" {
 		res.Cursor = cursorTags[from] + res.Cursor
 	}

@@ -38,6 +38,7 @@ type Store struct {
 	// nanoseconds (SetPeersUntil); 0: none.
 	peersUntil atomic.Int64
 	conflicts  conflictLog
+	handover   handoverCheck // the fence's full comparison (handover.go)
 	// gate orders writes against stage flips and Close: a write holds it
 	// shared from reading the stage until its copy is enqueued, so that
 	// SetStage and Close, which take it exclusively, never see a write half

@@ -40,10 +40,12 @@
 //	GET <mount>/stage[?namespace=<ID>]
 //
 // answers {"stage": "...", "generation": n, "authoritative":
-// "primary"|"shadow", "route": "proxy"|"binding", "account": "...",
-// "namespace": "..."} from a StageReader, which the tee caches: route
-// says whether it sends its reads and writes through the proxy (from the
-// handover stage on) or through its binding.
+// "primary"|"shadow", "route": "proxy"|"binding", "lease_ms": n,
+// "account": "...", "namespace": "..."} from a StageReader, which the tee
+// caches: route says whether it sends its reads and writes through the
+// proxy (from the handover stage on) or through its binding, and lease_ms
+// how long from its request the tee may route by the answer (the proxy's
+// fence is derived from it).
 //
 // A proxy over dual-write stores mounts it with the DualWrite sink, which
 // is also its StageReader:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -19,6 +20,10 @@ type DualWrite struct {
 	Stores func(namespace string) (*dualwrite.Store, bool)
 	// Account is the account ID the stage endpoint reports; optional.
 	Account string
+	// Lease is how long a tee may trust the stage answer (lease_ms), the
+	// proxy's to set since its fence is derived from it; 0 says none, and
+	// the tee keeps its own stageTtlMs.
+	Lease time.Duration
 	// Generation returns the generation of the stage document the
 	// instance runs, which the stage endpoint reports; nil reports 0.
 	Generation func() uint64
@@ -86,7 +91,7 @@ func (d *DualWrite) Authority(_ context.Context, namespace string) (Authority, e
 	}
 	stage := st.Stage()
 	a := Authority{Stage: stage.String(), ShadowAuthoritative: stage.ShadowAuthoritative(), ThroughProxy: stage.RoutesThroughProxy(),
-		Account: d.Account, Namespace: namespace}
+		Account: d.Account, Namespace: namespace, LeaseMS: d.Lease.Milliseconds()}
 	if d.Generation != nil {
 		a.Generation = d.Generation()
 	}

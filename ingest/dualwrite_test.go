@@ -168,8 +168,14 @@ func TestReadFloodLeavesTheSettleSetAlone(t *testing.T) {
 		t.Fatalf("after settling: unsettled %d, dirty %d, suspects %d, divergences %d", s.Unsettled, s.Dirty, s.Suspects, s.Divergences())
 	}
 	must(t, st.SetStage(ctx, dualwrite.Handover))
-	clk.Advance(dualwrite.DefaultFenceInterval) // the handover fence
-	if err := st.SetStage(ctx, dualwrite.Live); err != nil {
+	// The handover fence, then its full comparison, which a refused flip
+	// asks for.
+	clk.Advance(dualwrite.DefaultFenceInterval + 2*dualwrite.DefaultConsistencyWindow)
+	err = st.SetStage(ctx, dualwrite.Live)
+	for deadline := time.Now().Add(10 * time.Second); err != nil && time.Now().Before(deadline); err = st.SetStage(ctx, dualwrite.Live) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatalf("flip after the flood: %v", err)
 	}
 }

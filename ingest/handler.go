@@ -50,8 +50,12 @@ type Authority struct {
 	// Generation is the stage document's generation the answer comes
 	// from, so that a tee can tell a newer answer from an older one.
 	Generation uint64 `json:"generation"`
-	Account    string `json:"account,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
+	// LeaseMS is how long, in milliseconds from when it asked, a tee may
+	// route by the answer (it never trusts it longer than its own
+	// stageTtlMs); 0 leaves the tee's own.
+	LeaseMS   int64  `json:"lease_ms,omitempty"`
+	Account   string `json:"account,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // StageReader answers the stage endpoint for a namespace ("" for the

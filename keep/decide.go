@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
@@ -49,11 +50,13 @@ type Ledger interface {
 }
 
 // Target is the store a decision writes through: the namespace's
-// dual-write store, so that the write reaches the authoritative store and
-// is copied to the other as any write is.
+// dual-write store (dualwrite.Store), so that the write reaches the
+// authoritative store and is copied to the other as any write is, and is
+// made under the key's lock only if the key holds what the decision
+// expects (dualwrite.Store.WriteIf), so that no write through the store
+// comes between the check and the write.
 type Target interface {
-	kv.Store
-	GetEntry(ctx context.Context, key string) (kv.Entry, error)
+	WriteIf(ctx context.Context, e kv.Entry, del bool, expect *dualwrite.Fingerprint) (dualwrite.Fingerprint, error)
 }
 
 // Decider carries out decisions (see the package documentation).
@@ -133,23 +136,29 @@ func (d *Decider) restore(ctx context.Context, rec control.ConflictRecord, force
 	if !ok {
 		return false, fmt.Errorf("%w: %s", ErrNotServed, rec.KVNamespace)
 	}
-	holds, err := observe(ctx, t, v.Key)
-	if err != nil {
-		return false, err
+	kept := FingerprintOf(compare.Observation{Found: v.Found, Value: v.Entry.Value, Expiration: v.Entry.Expiration, Metadata: v.Entry.Metadata})
+	e := v.Entry
+	e.Key = v.Key
+	expect := v.Standing
+	// Forced, it writes over what the key holds when it looks: should
+	// that change before the write, it looks again, a few times.
+	for range forceTries {
+		holds, err := t.WriteIf(ctx, e, !v.Found, &expect)
+		switch {
+		case errors.Is(err, dualwrite.ErrChanged) && holds == kept:
+			return false, nil // an earlier decision wrote it, and was not recorded
+		case errors.Is(err, dualwrite.ErrChanged) && force:
+			expect, forced = holds, true
+			continue
+		case errors.Is(err, dualwrite.ErrChanged):
+			return false, ErrWrittenSince
+		case errors.Is(err, kv.ErrInvalidTTL):
+			return false, fmt.Errorf("%w: the kept value expires too soon to be written: %w", ErrGone, err)
+		}
+		return forced, err
 	}
-	switch {
-	case holds == FingerprintOf(v.Found, v.Entry.Value, v.Entry.Metadata):
-		return false, nil // an earlier decision wrote it, and was not recorded
-	case holds != v.Standing && !force:
-		return false, ErrWrittenSince
-	}
-	if !v.Found {
-		err = t.Delete(ctx, v.Key)
-	} else {
-		err = kv.PutEntry(ctx, t, v.Entry)
-	}
-	if errors.Is(err, kv.ErrInvalidTTL) {
-		return false, fmt.Errorf("%w: the kept value expires too soon to be written: %w", ErrGone, err)
-	}
-	return holds != v.Standing, err
+	return false, fmt.Errorf("%w, again and again while this decision tried to force it", ErrWrittenSince)
 }
+
+// forceTries is how many times a forced decision looks at its key.
+const forceTries = 5

@@ -14,7 +14,7 @@
 // A Store (MongoStore beside the control documents, MemoryStore) is a
 // dualwrite.Keeper: it keeps the displaced side, value, expiry and
 // metadata, under a reference that the record carries, with a fingerprint
-// (SHA-256) of the side that stood, for at most KeepFor and never past the
+// (SHA-256 of value and metadata, and the expiry) of the side that stood, for at most KeepFor and never past the
 // displaced value's own expiry, and at most MaxKept sides and MaxKeptBytes
 // of values (the oldest go first), so that a bot version that writes its
 // binding long after the flip cannot fill the database. The Store calls it
@@ -26,6 +26,11 @@
 // (to the authoritative store, copied to the other, as any write) only if
 // the key still holds the side that stood when it was kept, so that no
 // write made since is overwritten unless the decision says so (force). The
+// check and the write are one conditional write (dualwrite.Store.WriteIf),
+// under the key's lock, which every write of the key through the store
+// takes: a write acknowledged while the decision runs came before the
+// check (the decision refuses) or after the write, never between. Forced,
+// it overwrites what it found, with the same check. The
 // decision is then recorded, once (control.ErrDecided for a second), and the
 // kept side discarded; of two decisions for one record at once, one that
 // wrote and then finds the other recorded says so. A decision whose write was made but not recorded

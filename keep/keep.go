@@ -2,13 +2,12 @@ package keep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
@@ -52,32 +51,12 @@ type Value struct {
 	KeptAt, Until time.Time
 }
 
-// Fingerprint identifies a side without holding it: whether it holds a
-// value, and the SHA-256 of its value and of its metadata (normalised, as
-// the stores compare it), in hex. Expiries are not in it: a decision that a
-// key's TTL alone changed since would refuse nothing worth refusing.
-type Fingerprint struct {
-	Found    bool   `json:"found"`
-	Value    string `json:"value,omitempty"`
-	Metadata string `json:"metadata,omitempty"`
-}
+// Fingerprint identifies a side without holding it: its value, metadata
+// and expiry (dualwrite.Fingerprint).
+type Fingerprint = dualwrite.Fingerprint
 
 // FingerprintOf is the fingerprint of an observation of a key.
-func FingerprintOf(found bool, value, metadata []byte) Fingerprint {
-	if !found {
-		return Fingerprint{}
-	}
-	f := Fingerprint{Found: true, Value: sum(value)}
-	if md := kv.NormalizeMetadata(metadata); md != nil {
-		f.Metadata = sum(md)
-	}
-	return f
-}
-
-func sum(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
+func FingerprintOf(o compare.Observation) Fingerprint { return dualwrite.FingerprintOf(o) }
 
 // Store keeps displaced sides: MongoStore and MemoryStore are ones.
 type Store interface {
@@ -96,7 +75,7 @@ func valueOf(k dualwrite.Kept, ref string, now time.Time, keepFor time.Duration)
 	}
 	d := k.Displaced
 	v := Value{Ref: ref, Key: k.Key, Found: d.Found,
-		Standing: FingerprintOf(k.Standing.Found, k.Standing.Value, k.Standing.Metadata),
+		Standing: FingerprintOf(k.Standing),
 		KeptAt:   now, Until: now.Add(keepFor)}
 	if d.Found {
 		v.Entry = kv.Entry{Key: k.Key, Value: d.Value, Expiration: d.Expiration, Metadata: d.Metadata}
@@ -108,19 +87,6 @@ func valueOf(k dualwrite.Kept, ref string, now time.Time, keepFor time.Duration)
 		}
 	}
 	return v, nil
-}
-
-// observe reads what the authoritative store holds for key through t, as
-// a Fingerprint.
-func observe(ctx context.Context, t Target, key string) (Fingerprint, error) {
-	e, err := t.GetEntry(ctx, key)
-	switch {
-	case errors.Is(err, kv.ErrNotFound):
-		return Fingerprint{}, nil
-	case err != nil:
-		return Fingerprint{}, err
-	}
-	return FingerprintOf(true, e.Value, e.Metadata), nil
 }
 
 // Config configures a Store. The zero value keeps for DefaultKeepFor, at

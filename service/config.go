@@ -41,6 +41,12 @@ const (
 	DefaultGrace        = 10 * time.Second
 	DefaultProbe        = 15 * time.Second
 	DefaultCompareRate  = 0.05
+	// DefaultTeeLease is the lease of a stage answer (the tee's own
+	// default), and DefaultTeeInvocation a stage read (1 s) and the
+	// longest invocation with its waitUntil (30 s on Cloudflare): with
+	// 4 s to spare they make dualwrite.DefaultFenceInterval.
+	DefaultTeeLease      = 30 * time.Second
+	DefaultTeeInvocation = 31 * time.Second
 )
 
 // ErrUsage marks a command line or environment that the service refuses
@@ -96,9 +102,14 @@ type Config struct {
 	CompareRate       float64
 	ConsistencyWindow time.Duration
 	FenceInterval     time.Duration
-	IngestMaxAge      time.Duration
-	IngestMaxLead     time.Duration
-	RepairInterval    time.Duration
+	// TeeLease is how long a tee may trust a stage answer (its lease_ms);
+	// TeeInvocation the longest a bot's invocation runs after routing a
+	// write, its waitUntil included. A FenceInterval shorter than both
+	// together is refused.
+	TeeLease, TeeInvocation time.Duration
+	IngestMaxAge            time.Duration
+	IngestMaxLead           time.Duration
+	RepairInterval          time.Duration
 	// SweepInterval is how often each shadow database's expired documents
 	// and orphaned chunks are swept (mongokv.Store.RunSweeper).
 	SweepInterval time.Duration
@@ -188,6 +199,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
 	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
 	fs.DurationVar(&c.FenceInterval, "fence-interval", dualwrite.DefaultFenceInterval, "")
+	fs.DurationVar(&c.TeeLease, "tee-lease", DefaultTeeLease, "")
+	fs.DurationVar(&c.TeeInvocation, "tee-invocation", DefaultTeeInvocation, "")
 	fs.DurationVar(&c.IngestMaxAge, "ingest-max-age", dualwrite.DefaultIngestMaxAge, "")
 	fs.DurationVar(&c.IngestMaxLead, "ingest-max-lead", dualwrite.DefaultIngestMaxLead, "")
 	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
@@ -347,6 +360,11 @@ func (c *Config) checkNumbers() error {
 		return usage("--read-timeout and --write-timeout take positive durations")
 	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
 		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
+	case c.TeeLease <= 0 || c.TeeInvocation <= 0:
+		return usage("--tee-lease and --tee-invocation take positive durations")
+	case c.FenceInterval > 0 && c.FenceInterval < c.TeeLease+c.TeeInvocation:
+		return usage("--fence-interval %s is shorter than --tee-lease %s + --tee-invocation %s: an isolate could still write its binding after the flip; raise --fence-interval or lower --tee-lease",
+			c.FenceInterval, c.TeeLease, c.TeeInvocation)
 	case c.IngestMaxAge <= 0 || c.IngestMaxLead <= 0:
 		return usage("--ingest-max-age and --ingest-max-lead must be positive")
 	}

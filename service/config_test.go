@@ -80,6 +80,8 @@ func TestParseRefuses(t *testing.T) {
 		{[]string{"--memory-budget", "lots"}, full, "--memory-budget"},
 		{[]string{"--memory-budget", "16MiB"}, full, "leaves nothing"},
 		{[]string{"--poll-interval", "0s"}, full, "--poll-interval"},
+		{[]string{"--fence-interval", "3s"}, full, "--fence-interval 3s is shorter than --tee-lease 30s + --tee-invocation 31s"},
+		{[]string{"--tee-lease", "5s", "--tee-invocation", "2s", "--fence-interval", "6s"}, full, "--fence-interval 6s is shorter than --tee-lease 5s + --tee-invocation 2s"},
 		{[]string{"--tls-cert", "c.pem"}, full, "go together"},
 		{[]string{"--token-file", "/nonexistent/x"}, full, "KVSHADOW_TOKEN"},
 		{[]string{"--token", "x"}, full, "not defined"},

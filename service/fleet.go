@@ -158,6 +158,7 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 			h.QuietUntil = fence.QuietUntil
 		}
 		h.IngestUnverified += fence.IngestUnverified
+		h.ComparePending = h.ComparePending || !fence.CompareFrom.IsZero() && !fence.Compared
 		h.FenceRemaining = max(h.FenceRemaining, fence.Remaining)
 	}
 	return h

@@ -85,9 +85,15 @@ DUAL-WRITE
   --consistency-window D      Workers KV's (60s); 0 for a primary that reads its writes
   --fence-interval D          how long the flip between handover and live waits after the
                               last copy of a binding write and after handover began (65s:
-                              the tee's stage TTL 30s + stage read timeout 1s + longest
-                              invocation with waitUntil 30s, and 4s to spare); 0 when no
-                              tee writes a binding (proxy mode only)
+                              --tee-lease + --tee-invocation and 4s to spare; shorter than
+                              those two is refused); then the proxy compares the whole
+                              namespace with Workers KV (two consistency windows later) and
+                              repairs MongoDB toward it before the flip can go; 0 when no
+                              tee writes a binding (proxy mode only: no comparison)
+  --tee-lease D               how long a tee may route by a stage answer (30s; the answer's
+                              lease_ms; a tee never trusts it longer than its stageTtlMs)
+  --tee-invocation D          a stage read and the longest bot invocation after it, its
+                              waitUntil included (31s: 1s + Cloudflare's 30s)
   --ingest-max-age D          how far before its arrival a tee copy's acked_at is trusted
                               (5m); an older one is refused, its key verified instead
   --ingest-max-lead D         how far after its arrival (2s); later is refused

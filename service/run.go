@@ -232,7 +232,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
 		Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
-		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Generation: func() uint64 { return follower.Status().Generation }}
+		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Lease: c.TeeLease, Generation: func() uint64 { return follower.Status().Generation }}
 		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock, Memory: mem})
 		if err != nil {
 			return err

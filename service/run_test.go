@@ -297,10 +297,16 @@ func TestStageThroughTheAdminAPI(t *testing.T) {
 	if s := r.stats(t); s.Total.Stage != "live" || s.Generation != 2 {
 		t.Fatalf("stats after the flip: %+v", s)
 	}
-	for _, next := range []string{"rampdown", "complete"} {
-		if code := r.call(t, "PUT", "/stage", `{"stage":"`+next+`"}`, nil); code != http.StatusOK {
-			t.Fatalf("PUT %s: %d", next, code)
-		}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"rampdown"}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT rampdown: %d", code)
+	}
+	// complete, one-way, needs its confirmation; the refusal says why.
+	if code := r.call(t, "PUT", "/stage", `{"stage":"complete"}`, &refused); code != http.StatusBadRequest ||
+		!strings.Contains(refused["error"].(string), "irreversible") || !strings.Contains(refused["error"].(string), `"confirm_irreversible": true`) {
+		t.Fatalf("PUT complete without its confirmation: %d %v", code, refused)
+	}
+	if code := r.call(t, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT complete: %d", code)
 	}
 	if code := r.call(t, "PUT", "/stage", `{"stage":"rampdown"}`, &refused); code != http.StatusConflict ||
 		!strings.Contains(refused["error"].(string), "complete is one-way") {

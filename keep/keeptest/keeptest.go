@@ -69,7 +69,7 @@ func kept(t *testing.T, large bool, open func(keep.Config) keep.Store) {
 	if v.Key != "wordle:k" || !v.Found || string(v.Entry.Value) != "binding" || !v.Entry.Expiration.Equal(exp) || string(v.Entry.Metadata) != `{"a":1}` {
 		t.Fatalf("the side read back: %+v", v)
 	}
-	if v.Standing != keep.FingerprintOf(true, []byte("through-b"), []byte(`{"by":"b"}`)) || !v.Until.Equal(exp) {
+	if v.Standing != keep.FingerprintOf(compare.Observation{Found: true, Value: []byte("through-b"), Metadata: []byte(`{"by":"b"}`)}) || !v.Until.Equal(exp) {
 		t.Fatalf("standing %+v, until %v (want the value's expiry %v)", v.Standing, v.Until, exp)
 	}
 	deleted := kept(compare.Observation{})

@@ -229,8 +229,9 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Stage           string `json:"stage"`
-		AcceptUndecided bool   `json:"accept_undecided"`
+		Stage               string `json:"stage"`
+		AcceptUndecided     bool   `json:"accept_undecided"`
+		ConfirmIrreversible bool   `json:"confirm_irreversible"`
 	}
 	if err := decodeStrict(r, &req); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -239,6 +240,10 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	to, err := dualwrite.ParseStage(req.Stage)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", req.Stage))
+		return
+	}
+	if to == dualwrite.Complete && !req.ConfirmIrreversible && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
+		writeError(w, http.StatusBadRequest, completeUnconfirmed)
 		return
 	}
 	if to == dualwrite.Complete && !req.AcceptUndecided && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
@@ -264,6 +269,12 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, status, ChangeView{Stage: c.Document.Stage.String(), Generation: c.Document.Generation, Changed: c.Changed, Applied: c.Applied, Lag: c.Lag})
 }
+
+// completeUnconfirmed is the refusal of a move to complete without its
+// confirmation: the one move that cannot be undone is never one slip.
+const completeUnconfirmed = `complete is irreversible: Workers KV is no longer written from then on and no stage leads back ` +
+	`(the way back through rampdown, live and handover closes for good); confirm with ` +
+	`{"stage": "complete", "confirm_irreversible": true}`
 
 // limitOf reads ?limit=, a count of what, def when absent; a bad one is
 // answered 400.
@@ -392,6 +403,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "<" is read by people: never \u003c
 	_ = enc.Encode(v)
 }
 
@@ -399,5 +411,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// seconds renders a duration for JSON.
-func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
+// seconds renders a duration for JSON, to the millisecond: a whole number
+// of milliseconds divided once, so that 31.702 s is written 31.702 and not
+// 31.701999999999998 (Duration.Seconds adds two inexact parts).
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)/time.Millisecond) / 1000
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
@@ -288,5 +289,37 @@ func TestStateChangesNeedJSON(t *testing.T) {
 				t.Errorf("%s %s as %q: %d, want 415", route[0], route[1], ct, w.Code)
 			}
 		}
+	}
+}
+
+// TestJSONAsWritten: the admin API's JSON is read by people: a duration is
+// written to the millisecond as a person would (31.702, never
+// 31.701999999999998), and "<" stays "<" (never \u003c).
+func TestJSONAsWritten(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeJSON(w, http.StatusOK, map[string]any{"error": "value <= 25 MiB & key > 0", "remaining_seconds": seconds(31702 * time.Millisecond)})
+	body := w.Body.String()
+	for _, want := range []string{`"value <= 25 MiB & key > 0"`, `"remaining_seconds": 31.702`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body %s lacks %s", body, want)
+		}
+	}
+}
+
+// TestCompleteNeedsItsConfirmation: the one move that cannot be undone is
+// refused without "confirm_irreversible", and the refusal says why.
+func TestCompleteNeedsItsConfirmation(t *testing.T) {
+	st := &fakeStager{status: control.Status{Document: control.Document{Stage: dualwrite.Rampdown, Generation: 7}},
+		change: control.Change{Applied: true}}
+	h := newHandler(t, st, &fakeStore{})
+	w := do(h, "PUT", "/stage", `{"stage":"complete"}`, true)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "irreversible") || len(st.asked) != 0 {
+		t.Fatalf("complete without its confirmation: %d %s, asked %v", w.Code, w.Body.String(), st.asked)
+	}
+	if w := do(h, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true}`, true); w.Code != http.StatusOK || len(st.asked) != 1 {
+		t.Fatalf("complete confirmed: %d %s", w.Code, w.Body.String())
+	}
+	if w := do(h, "PUT", "/stage", `{"stage":"live"}`, true); w.Code != http.StatusOK || len(st.asked) != 2 {
+		t.Fatalf("another stage needs no confirmation: %d %s", w.Code, w.Body.String())
 	}
 }

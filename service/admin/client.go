@@ -83,10 +83,20 @@ func (c *Client) Stage(ctx context.Context) (StageView, error) {
 	return v, err
 }
 
-// SetStage asks for a stage (PUT /stage).
+// SetStage asks for a stage (PUT /stage). A move to complete, which cannot
+// be undone, is refused without its confirmation: see SetStageConfirmed.
 func (c *Client) SetStage(ctx context.Context, stage dualwrite.Stage) (ChangeView, error) {
 	var v ChangeView
 	_, err := c.Do(ctx, http.MethodPut, "stage", fmt.Sprintf(`{"stage":%q}`, stage), &v)
+	return v, err
+}
+
+// SetStageConfirmed asks for a stage with "confirm_irreversible": true,
+// which a move to complete requires: call it only where the operator has
+// confirmed that Workers KV is no longer to be written.
+func (c *Client) SetStageConfirmed(ctx context.Context, stage dualwrite.Stage) (ChangeView, error) {
+	var v ChangeView
+	_, err := c.Do(ctx, http.MethodPut, "stage", fmt.Sprintf(`{"stage":%q,"confirm_irreversible":true}`, stage), &v)
 	return v, err
 }
 

@@ -123,7 +123,7 @@ func (h *Handler) decidedAll(ctx context.Context, w http.ResponseWriter) bool {
 		n, err := h.cfg.Recorded.Undecided(ctx, ns.ID)
 		if err != nil {
 			writeError(w, http.StatusConflict, fmt.Sprintf("complete is one-way, and the conflict ledger cannot say whether every late copy is decided (%v): "+
-				`try again, or move with {"stage": "complete", "accept_undecided": true}`, err))
+				`try again, or move with {"stage": "complete", "confirm_irreversible": true, "accept_undecided": true}`, err))
 			return false
 		}
 		if n > 0 {
@@ -135,7 +135,7 @@ func (h *Handler) decidedAll(ctx context.Context, w http.ResponseWriter) bool {
 	}
 	writeJSON(w, http.StatusConflict, map[string]any{
 		"error": `complete is one-way, and late copies are undecided: decide each listed by GET /conflicts (recorded) with POST /conflicts/ID, ` +
-			`or move with {"stage": "complete", "accept_undecided": true} to let what stands stand`,
+			`or move with {"stage": "complete", "confirm_irreversible": true, "accept_undecided": true} to let what stands stand`,
 		"undecided": undecided, "stage": h.cfg.Stager.Status().Document.Stage.String(), "generation": h.cfg.Stager.Status().Document.Generation})
 	return false
 }

@@ -89,24 +89,24 @@ func TestCompleteWaitsForEveryDecision(t *testing.T) {
 	if err := ledger.RecordConflict(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
-	w := do(h, "PUT", "/stage", `{"stage":"complete"}`, true)
+	w := do(h, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true}`, true)
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), `"ns0": 1`) || len(st.asked) != 0 {
 		t.Fatalf("complete with a conflict undecided: %d %s, asked %v", w.Code, w.Body.String(), st.asked)
 	}
 	if w := do(h, "PUT", "/stage", `{"stage":"live"}`, true); w.Code != http.StatusOK || len(st.asked) != 1 {
 		t.Fatalf("another stage is not held: %d %s", w.Code, w.Body.String())
 	}
-	if w := do(h, "PUT", "/stage", `{"stage":"complete","accept_undecided":true}`, true); w.Code != http.StatusOK || st.asked[1] != dualwrite.Complete {
+	if w := do(h, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true,"accept_undecided":true}`, true); w.Code != http.StatusOK || st.asked[1] != dualwrite.Complete {
 		t.Fatalf("accepting what stands: %d %s", w.Code, w.Body.String())
 	}
 	if err := ledger.Decide(t.Context(), "c1", control.Decision{Keep: "shadow"}); err != nil {
 		t.Fatal(err)
 	}
-	if w := do(h, "PUT", "/stage", `{"stage":"complete"}`, true); w.Code != http.StatusOK || st.asked[2] != dualwrite.Complete {
+	if w := do(h, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true}`, true); w.Code != http.StatusOK || st.asked[2] != dualwrite.Complete {
 		t.Fatalf("every conflict decided: %d %s", w.Code, w.Body.String())
 	}
 	h.cfg.Recorded = brokenLedger{ledger}
-	if w := do(h, "PUT", "/stage", `{"stage":"complete"}`, true); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "cannot say") {
+	if w := do(h, "PUT", "/stage", `{"stage":"complete","confirm_irreversible":true}`, true); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "cannot say") {
 		t.Fatalf("a ledger out of reach: %d %s", w.Code, w.Body.String())
 	}
 }

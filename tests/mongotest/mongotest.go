@@ -1,6 +1,7 @@
 package mongotest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"sync"
 
@@ -33,12 +35,19 @@ type Config struct {
 	// IgnoreEnv starts FerretDB even when MONGODB_URI is set, for tests
 	// that depend on FerretDB's behaviour itself.
 	IgnoreEnv bool
+	// Listen is the TCP address the server listens on, such as
+	// 127.0.0.1:27018; empty means a random loopback port. To restart a
+	// server under the same URI (a test of an outage, a client that must
+	// reconnect), Close it and Start again with the Listen its URI names
+	// (Addr) and the same Dir: the data and the URI are kept.
+	Listen string
 }
 
 // Server is a running MongoDB-compatible server: an embedded FerretDB, or the
 // external server named by MONGODB_URI.
 type Server struct {
 	uri      string
+	addr     string
 	external bool
 
 	cancel  context.CancelFunc
@@ -53,8 +62,9 @@ type Server struct {
 }
 
 // Start returns the server named by MONGODB_URI when that variable is set, or
-// starts an embedded FerretDB listening on a random loopback port. The server
-// runs until Close; ctx bounds only the start.
+// starts an embedded FerretDB listening on cfg.Listen (a random loopback
+// port by default). The server runs until Close; ctx bounds only the
+// start. An address in use fails the start.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -77,7 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{TCP: cmp.Or(cfg.Listen, "127.0.0.1:0")},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + s.dir + "/?_pragma=synchronous(normal)",
@@ -88,6 +98,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// The listener is bound by New, so the URI is known before Run.
 	s.uri = f.MongoDBURI()
+	if u, err := url.Parse(s.uri); err == nil {
+		s.addr = u.Host
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
@@ -96,6 +109,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// Addr is the embedded server's listening address (host:port), what
+// Config.Listen takes to start it again under the same URI; empty for an
+// external one.
+func (s *Server) Addr() string { return s.addr }
 
 // URI is the server's connection string. An external server's URI may carry
 // credentials: never log it.

@@ -2,10 +2,14 @@ package mongotest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -96,5 +100,68 @@ func TestNewDatabaseName(t *testing.T) {
 	db := mongotest.New(t).Database(t)
 	if !strings.HasPrefix(db, "t_testnewdatabasename_") {
 		t.Errorf("Database(t) = %q", db)
+	}
+}
+
+// A server started on a given address and stopped can be started again on
+// the same one, with the same data: a client made before the stop (a
+// bot's, across an outage) reads what it wrote before and writes again.
+func TestRestartOnTheSameAddress(t *testing.T) {
+	dir := t.TempDir()
+	s, err := mongotest.Start(t.Context(), mongotest.Config{Dir: dir, IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, uri := s.Addr(), s.URI()
+	if !strings.HasPrefix(addr, "127.0.0.1:") || !strings.Contains(uri, addr) {
+		t.Fatalf("Addr %q, URI %q", addr, uri)
+	}
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: uri, ServerSelectionTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	store, err := client.Store(mongokv.Config{Database: mongotest.NewDatabaseName(t.Name())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(t.Context(), "wordle:games:1", []byte("before"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Get(t.Context(), "wordle:games:1"); !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("Get while the server is down: %v; want kv.ErrUnavailable", err)
+	}
+
+	s2, err := mongotest.Start(t.Context(), mongotest.Config{Dir: dir, IgnoreEnv: true, Listen: addr})
+	if err != nil {
+		t.Fatalf("restart on %s: %v", addr, err)
+	}
+	defer s2.Close()
+	if s2.URI() != uri || s2.Addr() != addr {
+		t.Fatalf("restarted at %q (%q), want %q (%q)", s2.URI(), s2.Addr(), uri, addr)
+	}
+	var v []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if v, err = store.Get(t.Context(), "wordle:games:1"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || string(v) != "before" {
+		t.Fatalf("after the restart: %q, %v; want the value written before it", v, err)
+	}
+	if err := store.Put(t.Context(), "wordle:games:2", []byte("after"), kv.PutOptions{}); err != nil {
+		t.Fatalf("write after the restart: %v", err)
+	}
+
+	// An address in use fails the start.
+	if err := client.Close(t.Context()); err != nil { // before the server's Close, which waits for open connections
+		t.Fatal(err)
+	}
+	if s3, err := mongotest.Start(t.Context(), mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr}); err == nil {
+		s3.Close()
+		t.Fatalf("a second server started on %s, which is in use", addr)
 	}
 }

@@ -98,6 +98,21 @@ func TestConflictDecisionsInMongoDB(t *testing.T) {
 	ledgertest.Decisions(t, control.NewMongoBoard(testDatabase(t)))
 }
 
+// Of several stage changes of one generation at once, exactly one is
+// taken, on the embedded server as on MongoDB (an update filtered on the
+// generation matches twice there), round after round; the others are told
+// the winner.
+func TestStageSwapsInMongoDB(t *testing.T) {
+	ledgertest.Swaps(t, control.NewMongoBoard(testDatabase(t)), 8, 25)
+}
+
+// Instances that change the stage at once: one is told it changed it, the
+// others are told the winner's document, and every one runs the
+// document's stage.
+func TestStageChangesAtOnceInMongoDB(t *testing.T) {
+	ledgertest.SetStages(t, control.NewMongoBoard(testDatabase(t)), 6, 15)
+}
+
 // MongoStore keeps late copies' displaced sides as MemoryStore does, a
 // value larger than a document split into parts.
 func TestKeptSidesInMongoDB(t *testing.T) {

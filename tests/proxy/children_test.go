@@ -13,6 +13,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func serveChild() {
 		addrs, stop, err = serveEmulator(os.Getenv(latencyEnv))
 	case "forwarder":
 		addrs, stop, err = serveForwarder(os.Getenv(primaryEnv))
+		if err == nil {
+			addrs, stop, err = withProbe(addrs, stop)
+		}
 	case "proxy":
 		addrs, stop, err = serveProxy(os.Getenv(primaryEnv))
 		if path := os.Getenv(profileEnv); err == nil && path != "" {
@@ -148,29 +152,41 @@ func serveProxy(primary string) ([]string, func(), error) {
 		cancel()
 		return nil, nil, fmt.Errorf("the service did not start: %w", err)
 	}
+	return withProbe([]string{at.API}, func() { cancel(); <-done })
+}
+
+// withProbe adds to a child's addresses a probe that reports the process's
+// counters (see probe), and to its stop the probe's.
+func withProbe(addrs []string, stop func()) ([]string, func(), error) {
 	probeURL, stopProbe, err := serve(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, readCounters())
 	}))
 	if err != nil {
-		cancel()
+		stop()
 		return nil, nil, err
 	}
-	return []string{at.API, probeURL}, func() { stopProbe(); cancel(); <-done }, nil
+	return append(addrs, probeURL), func() { stopProbe(); stop() }, nil
 }
 
-// counters is what the proxy's probe reports: the process's heap
-// allocations (runtime.MemStats.Mallocs, what -benchmem counts) and the
-// goroutines it has started.
-type counters struct{ allocs, goroutines uint64 }
+// counters is what a child's probe reports: the process's heap
+// allocations (runtime.MemStats.Mallocs, what -benchmem counts), the
+// goroutines it has started and the CPU time it has used, user and system
+// (getrusage), in microseconds.
+type counters struct{ allocs, goroutines, cpuMicros uint64 }
 
-func (c counters) String() string { return fmt.Sprintf("%d %d", c.allocs, c.goroutines) }
+func (c counters) String() string {
+	return fmt.Sprintf("%d %d %d", c.allocs, c.goroutines, c.cpuMicros)
+}
 
 func readCounters() counters {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(created)
-	return counters{allocs: ms.Mallocs, goroutines: created[0].Value.Uint64()}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return counters{allocs: ms.Mallocs, goroutines: created[0].Value.Uint64(), cpuMicros: uint64(cpu.Microseconds())}
 }
 
 // probe reads a proxy child's counters.
@@ -182,8 +198,8 @@ func probe(b *testing.B, url string) counters {
 	}
 	defer resp.Body.Close()
 	var c counters
-	if _, err := fmt.Fscan(resp.Body, &c.allocs, &c.goroutines); err != nil {
-		b.Fatalf("the proxy's probe: %v", err)
+	if _, err := fmt.Fscan(resp.Body, &c.allocs, &c.goroutines, &c.cpuMicros); err != nil {
+		b.Fatalf("a child's probe: %v", err)
 	}
 	return c
 }

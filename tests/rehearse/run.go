@@ -59,7 +59,7 @@ var plan = []step{
 	{guide: 9, name: "Handover again", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"handover"}'`}, traffic: true},
 	{guide: 10, name: "Live again", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, traffic: true},
 	{guide: 11, name: "Rampdown", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"rampdown"}'`}, traffic: true},
-	{guide: 12, name: "Complete", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete"}'`}, check: (*rig).finalReport},
+	{guide: 12, name: "Complete", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete","confirm_irreversible":true}'`}, check: (*rig).finalReport},
 	{guide: 13, name: "The bot on its own MongoKVStore (STORAGE_PRIMARY=mongo DUAL_WRITE=0), and the proxy retired", do: (*rig).ownStore, traffic: true, check: (*rig).checkOwnStore},
 	{guide: 14, name: "What to delete at the end", do: (*rig).retire, traffic: true, check: (*rig).checkRetired},
 }
@@ -152,10 +152,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--heartbeat-interval", "1s", "--instance", "rehearsal",
 		}
 	if *fence > 0 {
-		// The fence covers the tee's stage TTL plus its timeout plus the
-		// longest invocation: shortened together.
-		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint((*fence / 4).Milliseconds())
-		proxyFlags = append(proxyFlags, "--fence-interval", fence.String())
+		// The fence covers the tee's lease plus the longest invocation:
+		// shortened together, the tee's stage TTL with its lease.
+		lease := *fence / 4
+		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint(lease.Milliseconds())
+		proxyFlags = append(proxyFlags, "--fence-interval", fence.String(), "--tee-lease", lease.String(), "--tee-invocation", lease.String())
 	}
 	r.bot, err = startBot(ctx, *workers, []string{"KVSHADOW_PERSIST=" + filepath.Join(r.dir, "kv"), "KVSHADOW_BRIDGE_TOKEN=" + bridgeToken})
 	if err != nil {
@@ -246,7 +247,7 @@ func prepareDir(dir *string) error {
 }
 
 var (
-	stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"\}`)
+	stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"(,"confirm_irreversible":true)?\}`)
 	digits    = regexp.MustCompile(`[0-9]+`)
 )
 
@@ -262,7 +263,7 @@ func (r *rig) runCommand(ctx context.Context, line string) error {
 		if err != nil {
 			return err
 		}
-		return r.setStage(ctx, to)
+		return r.setStage(ctx, to, m[2] != "")
 	case strings.HasPrefix(line, "shadow-report"):
 		return r.report(ctx, strings.Fields(line)[1:])
 	}
@@ -272,11 +273,15 @@ func (r *rig) runCommand(ctx context.Context, line string) error {
 // setStage moves the stage as PUT /stage does; a flip the proxy holds back
 // (409: the fence, lanes, dirty keys) is said and asked again, as an
 // operator would after reading GET /stage, for at most five minutes.
-func (r *rig) setStage(ctx context.Context, to dualwrite.Stage) error {
+func (r *rig) setStage(ctx context.Context, to dualwrite.Stage, confirmed bool) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	said := ""
+	set := r.admin.SetStage
+	if confirmed {
+		set = r.admin.SetStageConfirmed
+	}
 	for {
-		c, err := r.admin.SetStage(ctx, to)
+		c, err := set(ctx, to)
 		var refused *admin.Error
 		switch {
 		case err == nil:

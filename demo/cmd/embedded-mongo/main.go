@@ -47,12 +47,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs := flag.NewFlagSet("embedded-mongo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", ".demo/embedded-mongo", "directory of the server's data (kept between runs)")
+	listen := fs.String("listen", "", "address to listen on, such as 127.0.0.1:27018 (default: a random loopback port)")
 	fs.Usage = func() {
 		fmt.Fprint(stdout, `embedded-mongo: the embedded MongoDB-compatible server (FerretDB over SQLite) on a
 loopback port, for experiments; it prints the URI and serves until Ctrl-C.
 
 Usage, from the repository:   make mongo
-       or, in demo/:          go run ./cmd/embedded-mongo [-dir DIR]
+       or, in demo/:          go run ./cmd/embedded-mongo [-dir DIR] [-listen ADDR]
+
+To restart it under the same MONGODB_URI (a client that must reconnect, an
+outage rehearsed), stop it and start it again with the same -dir and a fixed
+-listen, such as -listen 127.0.0.1:27018: the data and the URI are kept.
 
 FerretDB's limits: no TTL index (expired keys are hidden at read time), every
 query scans its collection (keep to thousands of documents), no transactions.
@@ -71,7 +76,7 @@ Flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q (run with -help for the flags)", errUsage, fs.Args())
 	}
-	srv, err := mongotest.Start(ctx, mongotest.Config{Dir: *dir, IgnoreEnv: true})
+	srv, err := mongotest.Start(ctx, mongotest.Config{Dir: *dir, IgnoreEnv: true, Listen: *listen})
 	if err != nil {
 		return err
 	}

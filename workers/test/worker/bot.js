@@ -11,6 +11,7 @@ import { createStore } from "../seed/create-store.js";
  */
 function pickKV(env, ctx, sampleRate = Number(env.KVSHADOW_SAMPLE ?? 0.05), hold = "") {
   if (env.KVSHADOW_MODE === "direct") return env.KV; // the bot before kvshadow
+  if (env.KVSHADOW_MODE === "dual") return awaitingBoth(env.KV, env.KVSHADOW_MONGO_URL); // the bot's own dual write
   if (env.KVSHADOW_MODE === "tee") {
     /** @type {any} */
     const cfg = { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, sampleRate };
@@ -20,6 +21,29 @@ function pickKV(env, ctx, sampleRate = Number(env.KVSHADOW_SAMPLE ?? 0.05), hold
     return kvshadowTee(env.KV, cfg, ctx);
   }
   return kvshadowBinding({ url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, accountId: env.KVSHADOW_ACCOUNT, namespaceId: env.KVSHADOW_NAMESPACE });
+}
+
+/**
+ * The bot's own dual write as its DualKVStore does it: every write goes to
+ * the binding and to MongoDB, and the call awaits both
+ * (Promise.allSettled); reads are the binding's. MongoDB is stood in for by
+ * an HTTP endpoint (mongoURL) that answers after MongoDB's latency: what the
+ * bot waits for is that round trip. The benchmark sets it beside the tee.
+ * @param {any} kv
+ * @param {string} mongoURL
+ */
+function awaitingBoth(kv, mongoURL) {
+  const both = async (/** @type {Promise<any>} */ kvWrite, /** @type {string} */ key) => {
+    const [r] = await Promise.allSettled([kvWrite, fetch(`${mongoURL}/${encodeURIComponent(key)}`, { method: "PUT" }).then((r) => r.arrayBuffer())]);
+    if (r.status === "rejected") throw r.reason;
+  };
+  return {
+    get: (/** @type {any[]} */ ...a) => kv.get(...a),
+    getWithMetadata: (/** @type {any[]} */ ...a) => kv.getWithMetadata(...a),
+    list: (/** @type {any} */ o) => kv.list(o),
+    put: (/** @type {string} */ key, /** @type {any} */ value, /** @type {any} */ o) => both(kv.put(key, value, o), key),
+    delete: (/** @type {string} */ key) => both(kv.delete(key), key),
+  };
 }
 
 /**
