@@ -77,6 +77,8 @@ type rig struct {
 	mongoURI  string
 	stopProxy func()
 	updates   int
+	rtt       time.Duration      // -bench's distances
+	lease     time.Duration      // how long a tee routes by a stage answer
 	seq       int                // the next update's number
 	last      map[string]*string // each key's last value the bot wrote (nil: deleted)
 	shared    map[string]bool    // keys written from two lanes at once: no one last value
@@ -110,6 +112,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	updates := fs.Int("updates", 60, "bot updates between two steps")
 	workers := fs.String("workers", "", "the workers/ folder (default ../workers from the tests module)")
 	dir := fs.String("dir", "", "where the reports and the bot's KV data go, kept at exit (default: a new temporary folder)")
+	benchN := fs.Int("bench", 0, "instead of the guide's steps, time N bot calls in each configuration the guide weighs (make bot-bench)")
+	rtt := fs.Duration("rtt", 20*time.Millisecond, "with -bench: the round trip from the bot to MongoDB, and to kvshadow-proxy, made by a TCP delay link")
 	fence := fs.Duration("fence", 0, "the proxy's --fence-interval, with the tee's stage TTL shortened to match (default: the proxy's, 65s, and the tee's 30s)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, usageText, strings.Join(reportFiles, ", "))
@@ -121,8 +125,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return err
 	}
-	if *updates < 8 || *fence < 0 {
-		return errors.New("-updates must be at least 8 and -fence not negative")
+	if *updates < 8 || *fence < 0 || *benchN < 0 || *rtt < 0 {
+		return errors.New("-updates must be at least 8, and -fence, -bench and -rtt not negative")
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
@@ -130,7 +134,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := prepareDir(dir); err != nil {
 		return err
 	}
-	r := &rig{out: out, start: time.Now(), dir: *dir, updates: *updates, last: map[string]*string{}, shared: map[string]bool{}}
+	r := &rig{out: out, start: time.Now(), dir: *dir, updates: *updates, rtt: *rtt, last: map[string]*string{}, shared: map[string]bool{}}
 	fmt.Fprintf(out, "kvshadow rehearsal: the bot team's guide (docs/bot-guide.md) on one machine; reports in %s\n", r.dir)
 
 	mongo, err := mongotest.Start(ctx, mongotest.Config{})
@@ -147,14 +151,32 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r.botVars = map[string]string{"MONGODB_URI": r.mongoURI, "KVSHADOW_URL": "http://" + listen, "KVSHADOW_TOKEN": clientToken, "KVSHADOW_NAMESPACE": namespace, "KVSHADOW_SAMPLE": "0.2"}
+	r.botVars = map[string]string{"MONGODB_URI": r.mongoURI, "KVSHADOW_URL": "http://" + listen, "KVSHADOW_TOKEN": clientToken, "KVSHADOW_NAMESPACE": namespace, "KVSHADOW_ACCOUNT": account, "KVSHADOW_SAMPLE": "0.2"}
+	var mongoLink *delayLink
+	if *benchN > 0 {
+		// The benchmark's distances: the bot reaches MongoDB and the proxy
+		// through delay links; the proxy reaches MongoDB directly.
+		mongoLink, err = startDelayLink(strings.TrimSuffix(strings.TrimPrefix(r.mongoURI, "mongodb://"), "/"), *rtt/2)
+		if err != nil {
+			return err
+		}
+		defer mongoLink.close()
+		proxyLink, err := startDelayLink(listen, *rtt/2)
+		if err != nil {
+			return err
+		}
+		defer proxyLink.close()
+		r.botVars["MONGODB_URI"] = "mongodb://" + mongoLink.addr() + "/?directConnection=true"
+		r.botVars["KVSHADOW_URL"] = "http://" + proxyLink.addr()
+	}
 	proxyFlags := []string{"--listen", listen, "--admin-listen", "127.0.0.1:0",
 		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--heartbeat-interval", "1s", "--instance", "rehearsal",
-		}
+	}
+	lease := 30 * time.Second // the tee's stageTtlMs, the proxy's --tee-lease
 	if *fence > 0 {
 		// The fence covers the tee's lease plus the longest invocation:
 		// shortened together, the tee's stage TTL with its lease.
-		lease := *fence / 4
+		lease = *fence / 4
 		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint(lease.Milliseconds())
 		proxyFlags = append(proxyFlags, "--fence-interval", fence.String(), "--tee-lease", lease.String(), "--tee-invocation", lease.String())
 	}
@@ -173,7 +195,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if r.primary, err = cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: bridgeToken, BaseURL: ready.Bridge, MaxRetries: -1}); err != nil {
 		return err
 	}
-	if err := r.today(ctx); err != nil {
+	if *benchN == 0 {
+		err = r.today(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("the bot as it runs today: %w", err)
 	}
 
@@ -194,10 +219,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	r.stopProxy = sync.OnceFunc(stopProxy)
+	r.lease = lease
 	defer r.stopProxy()
 	r.admin = &admin.Client{URL: adminURL, Token: adminToken}
 	r.say("step 2, Deploy the proxy: kvshadow-proxy --primary-url <bridge> --stage dualwrite --exclude-prefix __retry:; admin API %s", adminURL)
 
+	if *benchN > 0 {
+		return r.bench(ctx, *benchN, mongoLink)
+	}
 	for _, s := range plan {
 		r.say("step %d, %s", s.guide, s.name)
 		for _, c := range s.commands {

@@ -21,6 +21,7 @@ import { closeMongo } from "./mongo-client.js";
 function invocationEnv(env, ctx, fetches) {
   const counted = (/** @type {any} */ i, /** @type {any} */ o) => {
     fetches.n++;
+    totals.fetches++;
     return fetch(i, o);
   };
   /** @type {any} */
@@ -30,6 +31,10 @@ function invocationEnv(env, ctx, fetches) {
   if (env.KVSHADOW_BINDING === "1") return { ...env, KV: kvshadowBinding({ ...cfg, accountId: env.KVSHADOW_ACCOUNT ?? "" }) };
   return { ...env };
 }
+
+/** Every subrequest to kvshadow since the last stats call, those sent in
+ * ctx.waitUntil after the response included (one isolate in miniflare). */
+const totals = { fetches: 0, invocations: 0 };
 
 /** One update: a guess in wordle, a trade now and then, an emoji round;
  * it answers what it wrote, [key, value or null for a delete]. */
@@ -85,10 +90,16 @@ export default {
    * @param {ExecutionContext} ctx
    */
   async fetch(request, env, ctx) {
+    const body = await request.json();
+    if (body.stats) {
+      const t = { ...totals };
+      totals.fetches = totals.invocations = 0;
+      return Response.json(t);
+    }
+    totals.invocations++;
     const fetches = { n: 0 };
     const e = invocationEnv(env, ctx, fetches);
     try {
-      const body = await request.json();
       const answer = body.bench ? await call(body, e) : body.key ? await read(body, e) : await update(body, e);
       return Response.json({ ...answer, fetches: fetches.n });
     } catch (err) {

@@ -9,6 +9,8 @@
 //   {"cmd":"cron","cron":"..."}     one scheduled() run of that cron
 //   {"cmd":"read","key":"m:k"}      what the bot reads of a key -> {value}
 //   {"cmd":"bench","n":N,"users":U} N calls (getJSON + putJSON), one at a time -> {ms: [...], fetches: [...]}
+//   {"cmd":"stats"}                 kvshadow subrequests and invocations since the last stats,
+//                                   those in ctx.waitUntil included -> {fetches, invocations}
 //
 // Environment: KVSHADOW_PERSIST (the KV data's folder), KVSHADOW_BRIDGE_TOKEN,
 // KVSHADOW_PORT (the bridge's port; 0 picks one).
@@ -103,6 +105,8 @@ async function command(c) {
     }
     case "read":
       return send({ key: c.key });
+    case "stats":
+      return send({ stats: true });
     case "bench": {
       const ms = [];
       const fetches = [];
