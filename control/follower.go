@@ -53,6 +53,10 @@ type Config struct {
 	LiveFor time.Duration
 	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
 	BoardTimeout time.Duration
+	// Fleet, if set, learns the other instances' watermarks after every
+	// heartbeat, for this instance's stores (see Fleet). Nil: the stores
+	// are not told.
+	Fleet *Fleet
 }
 
 // Status is what the Follower knows of its own instance.

@@ -3,7 +3,6 @@ package dualwrite
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 // runWrite applies a write's copy to the other store.
 func (s *Store) runWrite(l *lane, j *job) {
 	start := s.clock.Now()
-	if s.cfg.copyLife > 0 && start.Sub(j.queued) > s.cfg.copyLife {
+	if s.cfg.copyLife > 0 && start.Sub(j.at) > s.cfg.copyLife {
 		// Too late to land within the window of its write: dropped as
 		// timed out, the key dirty for repair.
 		s.copyEnded(j, start, true)
@@ -26,7 +25,7 @@ func (s *Store) runWrite(l *lane, j *job) {
 	ran, err := s.breakers[j.target].run(start, func() error {
 		ctx = s.asyncContext(j.ctx, j.op)
 		return s.do(l, ctx, start, j.size, func(ctx context.Context) (err error) {
-			moved, err = s.copyTo(ctx, j.target, j.key, j.value, j.exp, j.md, j.op == OpDelete)
+			moved, err = s.copyTo(ctx, j.target, &j.write)
 			return err
 		})
 	})
@@ -60,23 +59,25 @@ func (s *Store) copyEnded(j *job, end time.Time, failed bool) {
 	s.report(j.ctx, j.op, j.target, markOutcome{overflow: first, changed: changed})
 }
 
-// copyTo makes key's state in store r a put of value with exp and md, or a
-// delete.
-func (s *Store) copyTo(ctx context.Context, r Role, key string, value []byte, exp time.Time, md json.RawMessage, del bool) (moved bool, err error) {
+// copyTo makes w's key's state in store r what w says: a put of its value
+// with its expiry (see copyExpiry) and metadata, or a delete.
+func (s *Store) copyTo(ctx context.Context, r Role, w *write) (moved bool, err error) {
 	defer s.recovered(r, &err)
-	if !del {
-		out, expired := exp, false
-		if !exp.IsZero() {
-			out, moved, expired = copyExpiry(exp, s.clock.Now())
+	if w.op != OpDelete {
+		out, expired := w.exp, false
+		if !w.exp.IsZero() {
+			out, moved, expired = copyExpiry(w.exp, s.clock.Now())
 		}
 		if !expired {
-			if md != nil {
-				return moved, kv.PutEntry(ctx, s.stores[r], kv.Entry{Key: key, Value: value, Expiration: out, Metadata: md})
+			if w.md != nil {
+				e := w.entry()
+				e.Expiration = out
+				return moved, kv.PutEntry(ctx, s.stores[r], e)
 			}
-			return moved, s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: out})
+			return moved, s.stores[r].Put(ctx, w.key, w.value, kv.PutOptions{Expiration: out})
 		}
 	}
-	return false, s.stores[r].Delete(ctx, key)
+	return false, s.stores[r].Delete(ctx, w.key)
 }
 
 func dropReasonOf(err error) DropReason {
@@ -98,7 +99,7 @@ func (s *Store) markDirty(key string, ready time.Time) {
 
 // opDone reports job j, which began at start and ended at end.
 func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.Time) {
-	e := OpEvent{Op: j.op, Role: j.target, Outcome: OutcomeOK, Duration: end.Sub(start), Waited: start.Sub(j.queued)}
+	e := OpEvent{Op: j.op, Role: j.target, Outcome: OutcomeOK, Duration: end.Sub(start), Waited: start.Sub(j.at)}
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		e.Outcome, e.ErrorClass = OutcomeError, compare.ErrorClass(err)
 		if errors.Is(err, errTimeout) {

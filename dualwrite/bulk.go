@@ -29,7 +29,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	var samples []sample
 	if st.compares() {
 		for _, k := range keys {
-			if h := hashKey(k); sampled(h, s.threshold) {
+			if h := hashKey(k); sampled(h, s.threshold) && !s.excludedRead(k) {
 				samples = append(samples, sample{key: k, h: h, seq: s.slotOf(h).seq.Load()})
 			}
 		}
@@ -110,11 +110,14 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 		s.slots[i].seq.Add(1)
 	}
 	var outs []markOutcome
+	var skip []bool // excluded keys: written to the authoritative store alone
 	if st.mirrors() {
-		outs = make([]markOutcome, len(batch))
+		outs, skip = make([]markOutcome, len(batch)), make([]bool, len(batch))
 		now := s.clock.Now()
 		for i, e := range batch {
-			outs[i] = s.premark(e.Key, now)
+			if skip[i] = s.excluded(e.Key); !skip[i] {
+				outs[i] = s.premark(e.Key, now)
+			}
 		}
 	}
 	applied, reached, err := s.applyMany(ctx, auth, op, batch)
@@ -124,11 +127,14 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 	}
 	if st.mirrors() {
 		for i, e := range batch {
+			w := writeOf(op, e, hashes[i])
+			w.at = now
 			switch {
+			case skip[i]:
 			case i < applied:
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, nil, true))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), &w, nil, true))
 			case i < reached: // its outcome is the error's
-				outs[i].merge(s.afterWrite(ctx, auth.other(), op, e.Key, hashes[i], e.Value, e.Expiration, e.Metadata, now, err, true))
+				outs[i].merge(s.afterWrite(ctx, auth.other(), &w, err, true))
 			default: // never reached the authoritative store
 				outs[i].merge(s.noCopy(e.Key, now, false))
 			}
@@ -181,7 +187,8 @@ func (s *Store) applyMany(ctx context.Context, r Role, op Op, batch []kv.Entry) 
 		return len(batch), len(batch), nil
 	}
 	for i, e := range batch {
-		if err := s.apply(ctx, r, op, e.Key, e.Value, e.Expiration, e.Metadata); err != nil {
+		w := writeOf(op, e, 0)
+		if err := s.apply(ctx, r, &w); err != nil {
 			return i, i + 1, err
 		}
 	}
@@ -223,8 +230,9 @@ type TeeWrite struct {
 // (Stats.LateCopies), ordered against the last write of its key this Store
 // saw, and applied to the authoritative store when it came last, or
 // reported as a Conflict when the order is not known; its key stays in the
-// settle set either way. In off, where the shadow is not written, Ingest
-// refuses (ErrIngestStage).
+// settle set either way. A copy of an excluded key (Config.ExcludePrefixes)
+// is dropped and counted (Stats.Excluded). In off, where the shadow is not
+// written, Ingest refuses (ErrIngestStage).
 func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for _, w := range writes {
 		if err := validateTee(w); err != nil {
@@ -250,7 +258,12 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	var conflicts []Conflict
 	for i, w := range writes {
 		at, refused := s.trustAcked(w.At, now)
+		if refused == "" && st.authority() == RoleShadow {
+			refused = s.credible(at)
+		}
 		switch {
+		case s.excludes(w.Key):
+			s.ctr.excluded.copies.Add(1) // the binding's alone
 		case refused != "":
 			s.ctr.refused[refusalIndex[refused]].Add(1)
 			outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)
@@ -291,7 +304,7 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out 
 		return s.markIngested(w.Key, time.Time{}, now, 0)
 	}
 	out = s.markIngested(w.Key, at, now, 1)
-	reason, fresh := s.mirror(ctx, RoleShadow, teeOp(w), w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	reason, fresh := s.mirror(ctx, RoleShadow, w.write(h, at, now), true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, out.reason != ""))
@@ -311,6 +324,12 @@ func (s *Store) markIngested(key string, acked, now time.Time, copies int32) (ou
 		out.unrecorded = !s.record(key, MarkUnsettled)
 	}
 	return out
+}
+
+// write is w as the Store's write paths carry it: its key hashes to h, it
+// was acknowledged at acked and received at now.
+func (w *TeeWrite) write(h uint64, acked, now time.Time) *write {
+	return &write{op: teeOp(*w), key: w.Key, hash: h, value: w.Value, exp: w.Expiration, md: w.Metadata, at: now, acked: acked}
 }
 
 func teeOp(w TeeWrite) Op {

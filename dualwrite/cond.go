@@ -103,11 +103,12 @@ func (s *Store) WriteIf(ctx context.Context, e kv.Entry, del bool, expect *Finge
 	if st.mirrors() {
 		out = s.premark(e.Key, s.clock.Now())
 	}
-	err = s.apply(ctx, auth, op, e.Key, e.Value, e.Expiration, e.Metadata)
-	now = s.clock.Now()
-	sl.touch(now)
+	w := writeOf(op, e, h)
+	err = s.apply(ctx, auth, &w)
+	w.at = s.clock.Now()
+	sl.touch(w.at)
 	if st.mirrors() {
-		out.merge(s.afterWrite(ctx, auth.other(), op, e.Key, h, e.Value, e.Expiration, e.Metadata, now, err, false))
+		out.merge(s.afterWrite(ctx, auth.other(), &w, err, false))
 	}
 	sl.seq.Add(1)
 	sl.mu.Unlock()

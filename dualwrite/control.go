@@ -68,6 +68,12 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	}
 	s.stage.Store(uint32(to))
 	s.stageSince.Store(s.clock.Now().UnixNano())
+	switch {
+	case to.authority() != RoleShadow:
+		s.authSince.Store(0)
+	case from.authority() != RoleShadow:
+		s.authSince.Store(s.stageSince.Load())
+	}
 	return from, nil
 }
 

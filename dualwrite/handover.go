@@ -14,7 +14,7 @@ import (
 
 // ReservedPrefix starts the keys kvshadow keeps for itself in the bot's
 // namespace. They are never copied, compared, repaired or listed.
-const ReservedPrefix = "__kvshadow:"
+const ReservedPrefix = kv.ReservedPrefix
 
 // StageKey is the key of the primary (the bot's own namespace) where a
 // Store in tee mode (a positive FenceInterval) says that the handover began:

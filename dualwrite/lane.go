@@ -2,7 +2,6 @@ package dualwrite
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,25 +56,20 @@ func newLane(depth int) *lane {
 // queue a pooled copy of it (queued); the worker that runs it gives it back
 // (release).
 type job struct {
-	op     Op
-	target Role // the store the job reads or writes
-	key    string
-	hash   uint64
-	value  []byte
+	// write is the copy's write; a comparison or a repair has its op, key,
+	// hash and at (when the job was offered to its lane, from a clock
+	// reading the enqueuing path made anyway) alone.
+	write
+	target Role      // the store the job reads or writes
 	buf    *valueBuf // value's recycled buffer (see cloneValue), if any
-	exp    time.Time
-	md     json.RawMessage
-	size   int64 // bytes counted against MaxQueueBytes
-	// queued is when the job was offered to its lane, from a clock reading
-	// the enqueuing path made anyway; OpEvent.Waited is measured from it.
-	queued time.Time
+	size   int64     // bytes counted against MaxQueueBytes
 	// ctx is the caller's context, handed to Observer.AsyncContext when
 	// the job runs; its cancellation is never used.
-	ctx   context.Context
-	acked time.Time // an ingested write: when the authoritative store acknowledged it
+	ctx context.Context
 	// waits is set on a copy in its lane's waiting until it starts: till
-	// then its content (op, value, exp, md, size, ctx, acked) is guarded
-	// by the lane's qmu, since a newer write of its key may replace it.
+	// then its content (its write but key, hash and at, and buf, size,
+	// ctx) is guarded by the lane's qmu, since a newer write of its key
+	// may replace it.
 	waits bool
 	cmp   *comparison
 	gen   uint64        // repair: the settle mark being repaired
@@ -197,7 +191,8 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 		// The waiting copy has not started (qmu): its old value is read
 		// by no one.
 		freeValue(c.buf)
-		c.op, c.value, c.buf, c.exp, c.md, c.size, c.ctx, c.acked = j.op, j.value, j.buf, j.exp, j.md, j.size, j.ctx, j.acked
+		c.op, c.value, c.exp, c.md, c.acked = j.op, j.value, j.exp, j.md, j.acked
+		c.buf, c.size, c.ctx = j.buf, j.size, j.ctx
 		s.ctr.coalesced.Add(1)
 		return true, false
 	}

@@ -27,10 +27,15 @@ const (
 	// RefusedAckedFuture: acknowledged more than IngestMaxLead after it
 	// arrived: a clock ahead, or a forgery.
 	RefusedAckedFuture IngestRefusal = "acked_at_future"
+	// RefusedAckedAfterFlip: a late copy acknowledged more than a fence
+	// interval after MongoDB became authoritative (Config.AuthoritativeSince),
+	// when no isolate can write its binding any more: not credible,
+	// whatever its client says.
+	RefusedAckedAfterFlip IngestRefusal = "acked_after_flip"
 )
 
 // IngestRefusals lists every IngestRefusal.
-var IngestRefusals = [...]IngestRefusal{RefusedAckedPast, RefusedAckedFuture}
+var IngestRefusals = [...]IngestRefusal{RefusedAckedPast, RefusedAckedFuture, RefusedAckedAfterFlip}
 
 // LateOutcome is what became of a late copy: an ingested write that
 // arrived while MongoDB (the shadow) was authoritative.
@@ -168,6 +173,17 @@ func (s *Store) trustAcked(at, now time.Time) (time.Time, IngestRefusal) {
 	return at, ""
 }
 
+// credible refuses a late copy acknowledged at at when no isolate could
+// write its binding then: a fence interval (the longest an isolate trusts
+// a stage it read) after MongoDB became authoritative (authSince), past
+// the trust given to the tee's clock.
+func (s *Store) credible(at time.Time) IngestRefusal {
+	if since := s.authSince.Load(); since != 0 && at.After(time.Unix(0, since).Add(s.cfg.fence+s.cfg.IngestMaxLead)) {
+		return RefusedAckedAfterFlip
+	}
+	return ""
+}
+
 // lateOrder decides a late copy acknowledged at at, arriving at now: after
 // the last write of its key that this Store saw (applied), before it
 // (superseded), or not known (conflict). Two times closer than
@@ -212,7 +228,6 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.seq.Add(1)
 	defer sl.seq.Add(1)
 	sl.touch(now)
-	op := teeOp(w)
 	outcome, last := s.lateOrder(w.Key, at, now)
 	// Another instance may have written the key after the copy, and this
 	// Store never saw it: its own writes order the copy only when one of
@@ -272,7 +287,8 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if settles {
 		out = s.markIngested(w.Key, at, now, 1)
 	}
-	if err := s.apply(ctx, RoleShadow, op, w.Key, w.Value, w.Expiration, w.Metadata); err != nil {
+	wr := w.write(h, at, now)
+	if err := s.apply(ctx, RoleShadow, wr); err != nil {
 		if settles {
 			out.add(s.set.copied(w.Key, now, uncertain(err)))
 		}
@@ -284,7 +300,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	if !settles {
 		return out, outcome, witness
 	}
-	reason, fresh := s.mirror(ctx, RolePrimary, op, w.Key, h, w.Value, w.Expiration, w.Metadata, now, at, true)
+	reason, fresh := s.mirror(ctx, RolePrimary, wr, true)
 	out.reason = reason
 	if !fresh {
 		out.add(s.set.copied(w.Key, now, reason != ""))

@@ -88,7 +88,7 @@ func (s *Store) read(ctx context.Context, key string, kind readKind) (kv.Entry, 
 	st := s.Stage()
 	from := st.authority()
 	h := hashKey(key)
-	if !st.compares() || !sampled(h, s.threshold) {
+	if !st.compares() || !sampled(h, s.threshold) || s.excludedRead(key) {
 		return s.get(ctx, from, key, kind)
 	}
 	seq := s.slotOf(h).seq.Load() // before the read: see comparison.seq
@@ -155,7 +155,7 @@ func (s *Store) offerComparison(ctx context.Context, target Role, key string, h 
 		reason = DropClosed
 	case s.breakers[target].isOpen(now):
 		reason = DropBreakerOpen
-	case !s.enqueue(job{op: OpCompare, target: target, key: key, hash: h, ctx: ctx, cmp: c, size: int64(len(c.seen.Value)), queued: now}):
+	case !s.enqueue(job{write: write{op: OpCompare, key: key, hash: h, at: now}, target: target, ctx: ctx, cmp: c, size: int64(len(c.seen.Value))}):
 		reason = DropLaneFull
 	}
 	s.gate.RUnlock()
@@ -173,7 +173,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
-	return s.write(ctx, OpPut, key, value, expiryFor(opts, now), nil)
+	return s.write(ctx, write{op: OpPut, key: key, value: value, exp: expiryFor(opts, now)})
 }
 
 // PutEntry implements kv.MetadataStore: e.Value with e.Expiration and
@@ -188,7 +188,7 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	if e.Metadata != nil && !s.metadata {
 		return errNoMetadata
 	}
-	return s.write(ctx, OpPut, e.Key, e.Value, expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), e.Metadata)
+	return s.write(ctx, write{op: OpPut, key: e.Key, value: e.Value, exp: expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), md: e.Metadata})
 }
 
 // expiryClock reads the clock for a write's expiry, which only a TTL or an
@@ -206,14 +206,44 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := kv.ValidateKey(key); err != nil {
 		return err
 	}
-	return s.write(ctx, OpDelete, key, nil, time.Time{}, nil)
+	return s.write(ctx, write{op: OpDelete, key: key})
+}
+
+// write is one write on its way through the Store: what was written (op,
+// key, value, expiry, metadata) and what its path needs (the key's hash,
+// when the write was made and, for an ingested copy, when the primary
+// acknowledged it). The write paths pass it down whole, through apply,
+// mark, mirror and report, and a lane's job carries it.
+type write struct {
+	op    Op
+	key   string
+	hash  uint64
+	value []byte
+	exp   time.Time       // the absolute expiry; zero means none
+	md    json.RawMessage // nil means none
+	// at is when the write was made: the clock reading after the
+	// authoritative store answered, or when Ingest received a copy. A
+	// job's at is when it was offered to its lane; OpEvent.Waited is
+	// measured from it.
+	at    time.Time
+	acked time.Time // an ingested copy: when the primary acknowledged it
+}
+
+// entry is w as the stores take a put.
+func (w *write) entry() kv.Entry {
+	return kv.Entry{Key: w.key, Value: w.value, Expiration: w.exp, Metadata: w.md}
+}
+
+// writeOf is the write of a bulk's entry e, whose key hashes to h.
+func writeOf(op Op, e kv.Entry, h uint64) write {
+	return write{op: op, key: e.Key, hash: h, value: e.Value, exp: e.Expiration, md: e.Metadata}
 }
 
 // write applies a write to the authoritative store and enqueues its copy.
 // The caller gets the authoritative store's result and never waits for the
 // other store.
-func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp time.Time, md json.RawMessage) error {
-	h := hashKey(key)
+func (s *Store) write(ctx context.Context, w write) error {
+	w.hash = hashKey(w.key)
 	s.gate.RLock()
 	if s.closed.Load() {
 		s.gate.RUnlock()
@@ -221,23 +251,24 @@ func (s *Store) write(ctx context.Context, op Op, key string, value []byte, exp 
 	}
 	st := s.Stage()
 	auth := st.authority()
-	sl := s.slotOf(h)
+	mirrors := st.mirrors() && !s.excluded(w.key)
+	sl := s.slotOf(w.hash)
 	sl.mu.Lock()
 	sl.seq.Add(1)
 	var out markOutcome
-	if st.mirrors() {
-		out = s.premark(key, s.clock.Now())
+	if mirrors {
+		out = s.premark(w.key, s.clock.Now())
 	}
-	err := s.apply(ctx, auth, op, key, value, exp, md)
-	now := s.clock.Now()
-	sl.touch(now)
-	if st.mirrors() {
-		out.merge(s.afterWrite(ctx, auth.other(), op, key, h, value, exp, md, now, err, false))
+	err := s.apply(ctx, auth, &w)
+	w.at = s.clock.Now()
+	sl.touch(w.at)
+	if mirrors {
+		out.merge(s.afterWrite(ctx, auth.other(), &w, err, false))
 	}
 	sl.seq.Add(1)
 	sl.mu.Unlock()
 	s.gate.RUnlock()
-	s.report(ctx, op, auth.other(), out)
+	s.report(ctx, w.op, auth.other(), out)
 	return err
 }
 
@@ -279,17 +310,17 @@ func (s *Store) premark(key string, now time.Time) (out markOutcome) {
 	return out
 }
 
-// afterWrite queues the copy of a write the authoritative store accepted,
-// or marks the key dirty, before the caller's write returns; premark has
-// put the key in the settle set.
+// afterWrite queues the copy of w, which the authoritative store answered
+// at w.at with err, or marks the key dirty, before the caller's write
+// returns; premark has put the key in the settle set.
 //
 // A bulk write's copy (park) waits for room in a full lane (see
 // enqueueCopy).
-func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now time.Time, err error, park bool) (out markOutcome) {
+func (s *Store) afterWrite(ctx context.Context, target Role, w *write, err error, park bool) (out markOutcome) {
 	failed := false
 	if err == nil {
 		var fresh bool
-		out.reason, fresh = s.mirror(ctx, target, op, key, h, value, exp, md, now, time.Time{}, park)
+		out.reason, fresh = s.mirror(ctx, target, w, park)
 		if fresh {
 			return out // the copy's worker accounts for it
 		}
@@ -299,7 +330,7 @@ func (s *Store) afterWrite(ctx context.Context, target Role, op Op, key string, 
 		// it): let repair copy whatever the store holds.
 		failed = uncertain(err)
 	}
-	out.merge(s.noCopy(key, now, failed))
+	out.merge(s.noCopy(w.key, w.at, failed))
 	return out
 }
 
@@ -331,33 +362,34 @@ func (s *Store) report(ctx context.Context, op Op, target Role, out markOutcome)
 	}
 }
 
-// apply makes the caller's write on the authoritative store r.
-func (s *Store) apply(ctx context.Context, r Role, op Op, key string, value []byte, exp time.Time, md json.RawMessage) (err error) {
+// apply makes write w on store r: the caller's on the authoritative store,
+// or a late copy on MongoDB.
+func (s *Store) apply(ctx context.Context, r Role, w *write) (err error) {
 	defer s.recovered(r, &err)
 	switch {
-	case op == OpDelete:
-		return s.stores[r].Delete(ctx, key)
-	case md != nil:
-		return kv.PutEntry(ctx, s.stores[r], kv.Entry{Key: key, Value: value, Expiration: exp, Metadata: md})
+	case w.op == OpDelete:
+		return s.stores[r].Delete(ctx, w.key)
+	case w.md != nil:
+		return kv.PutEntry(ctx, s.stores[r], w.entry())
 	}
-	return s.stores[r].Put(ctx, key, value, kv.PutOptions{Expiration: exp})
+	return s.stores[r].Put(ctx, w.key, w.value, kv.PutOptions{Expiration: w.exp})
 }
 
-// mirror enqueues the copy of a write, or says why it cannot. acked is the
-// acknowledged-at time of an ingested write, zero otherwise.
+// mirror enqueues the copy of w, made at w.at, or says why it cannot.
 // fresh reports that a new copy was queued rather than a waiting one
 // replaced.
-func (s *Store) mirror(ctx context.Context, target Role, op Op, key string, h uint64, value []byte, exp time.Time, md json.RawMessage, now, acked time.Time, park bool) (_ DropReason, fresh bool) {
-	if s.breakers[target].isOpen(now) {
+func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_ DropReason, fresh bool) {
+	if s.breakers[target].isOpen(w.at) {
 		return DropBreakerOpen, false
 	}
-	j := job{op: op, target: target, key: key, hash: h, exp: exp, ctx: ctx, queued: now, acked: acked}
-	if op == OpPut {
+	j := job{write: *w, target: target, ctx: ctx}
+	j.value, j.md = nil, nil
+	if w.op == OpPut {
 		// The caller may reuse its buffers once the call returns.
-		j.value, j.buf = cloneValue(value)
-		j.size = int64(len(value))
-		if md != nil {
-			j.md = bytes.Clone(md)
+		j.value, j.buf = cloneValue(w.value)
+		j.size = int64(len(w.value))
+		if w.md != nil {
+			j.md = bytes.Clone(w.md)
 		}
 	}
 	ok, fresh := s.enqueueCopy(j, park)

@@ -84,7 +84,7 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 		return 0, nil
 	}
 	for _, ref := range s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room)) {
-		j := job{op: OpRepair, target: target, key: ref.key, hash: hashKey(ref.key), gen: ref.gen, ctx: context.Background(), queued: now}
+		j := job{write: write{op: OpRepair, key: ref.key, hash: hashKey(ref.key), at: now}, target: target, gen: ref.gen, ctx: context.Background()}
 		if s.enqueue(j) {
 			n++
 		} else {
@@ -200,18 +200,23 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	case !kind.Divergent():
 		return RepairDeferred, nil // about to expire on one side: later
 	}
-	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, s.cfg.window)
+	// A repair copies the authoritative value, newer than any copy on its
+	// way: it waits on no other instance's watermark.
+	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, rule{window: int64(s.cfg.window), mark: noFleet})
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
 	}
 	var moved bool
 	ran, err = s.breakers[j.target].run(now, func() error {
 		return s.do(l, ctx, now, int64(len(e.Value)), func(ctx context.Context) (err error) {
-			md := e.Metadata
-			if !s.metadata {
-				md = nil
+			w := write{op: OpPut, key: j.key, value: e.Value, exp: e.Expiration}
+			if s.metadata {
+				w.md = e.Metadata
 			}
-			moved, err = s.copyTo(ctx, j.target, j.key, e.Value, e.Expiration, md, missing)
+			if missing {
+				w.op = OpDelete
+			}
+			moved, err = s.copyTo(ctx, j.target, &w)
 			return err
 		})
 	})

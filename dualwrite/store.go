@@ -33,7 +33,11 @@ type Store struct {
 	// first), and lastCopy when the latest ingested copy arrived, in Unix
 	// nanoseconds on the Store's clock: the fence's clocks.
 	stageSince, lastCopy atomic.Int64
-	started              int64 // when New ran, Unix nanoseconds on the Store's clock
+	// authSince is when MongoDB became authoritative, as far as the Store
+	// knows (Config.AuthoritativeSince, or its own flip), in Unix
+	// nanoseconds; 0 when it does not know, or MongoDB is not.
+	authSince atomic.Int64
+	started   int64 // when New ran, Unix nanoseconds on the Store's clock
 	// peersUntil is until when other instances may have written, in Unix
 	// nanoseconds (SetPeersUntil); 0: none.
 	peersUntil atomic.Int64
@@ -146,6 +150,9 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	s.stage.Store(uint32(cfg.Stage))
 	s.started = s.clock.Now().UnixNano()
 	s.stageSince.Store(s.started)
+	if cfg.Stage.authority() == RoleShadow && !cfg.AuthoritativeSince.IsZero() {
+		s.authSince.Store(cfg.AuthoritativeSince.UnixNano())
+	}
 	if s.journal != nil {
 		s.recorder, _ = s.journal.(Recorder)
 		s.journalOK.Store(true)

@@ -17,6 +17,8 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 )
@@ -25,12 +27,14 @@ import (
 // (cfkv.EnvAccountID, EnvAPIToken, EnvNamespaceID, EnvBaseURL) and the
 // OTEL_* ones. Secrets come from the environment or a file, never a flag: a
 // flag shows in ps.
+// The names are package kvenv's, which a Go bot's constructor (package
+// botkv) reads too.
 const (
-	EnvToken      = "KVSHADOW_TOKEN"       // the clients' token
-	EnvAdminToken = "KVSHADOW_ADMIN_TOKEN" // the admin API's token
-	EnvKeySecret  = "KVSHADOW_KEY_SECRET"  // the HMAC secret of redacted keys
-	EnvMongoURI   = "MONGODB_URI"
-	EnvMongoDB    = "MONGODB_DB"
+	EnvToken      = kvenv.Token      // the clients' token
+	EnvAdminToken = kvenv.AdminToken // the admin API's token
+	EnvKeySecret  = kvenv.KeySecret  // the HMAC secret of redacted keys
+	EnvMongoURI   = kvenv.MongoURI
+	EnvMongoDB    = kvenv.MongoDB
 )
 
 // Defaults of the flags.
@@ -117,6 +121,9 @@ type Config struct {
 	MaxSettle       int
 	BreakerFailures int
 	BreakerOpen     time.Duration
+	// ExcludePrefixes are the key prefixes left out of the migration
+	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.
+	ExcludePrefixes []string
 
 	// ReadTimeout and WriteTimeout are the front's (kvapi.ServeConfig): a
 	// request's context ends a tenth of WriteTimeout before it, at most 5 s.
@@ -208,6 +215,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
+	fs.Var((*listFlag)(&c.ExcludePrefixes), "exclude-prefix", "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
 	fs.BoolVar(&c.Help, "h", false, "")
@@ -236,6 +244,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.checkNumbers(); err != nil {
 		return nil, err
 	}
+	if _, err := kv.NewExclusions(c.ExcludePrefixes); err != nil {
+		return nil, usage("--exclude-prefix: %v", err)
+	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
 			return nil, usage("--public-url: want the http(s) origin clients reach, without credentials or a query, such as https://kv.example.com")
@@ -261,7 +272,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	// proxy follows it, so that a URI the two share (an Atlas one ending in
 	// /test) cannot split them into two databases. OpenBackends warns when
 	// the URI names another.
-	mongoDB = cmpOr(cmpOr(mongoDB, env(EnvMongoDB)), mongokv.DefaultDatabase)
+	mongoDB = kvenv.Database(mongoDB, getenv)
 	read := func(file, name string, dst *string) {
 		if err != nil {
 			return
@@ -397,16 +408,9 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 
 // secret reads a secret from file when given, else from the environment.
 func secret(file, env string, getenv func(string) string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(getenv(env)), nil
-	}
-	b, err := os.ReadFile(file)
+	v, err := kvenv.Secret(file, env, getenv)
 	if err != nil {
-		return "", usage("reading the file that holds %s: %v", env, errors.Unwrap(err))
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", usage("the file that holds %s is empty", env)
+		return "", usage("%v", err)
 	}
 	return v, nil
 }

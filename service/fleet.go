@@ -66,6 +66,9 @@ func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dual
 		if journals != nil {
 			c.Journal = journals[i]
 		}
+		if nf, ok := c.Fleet.(interface{ Namespace(string) dualwrite.Fleet }); ok {
+			c.Fleet = nf.Namespace(sd.ID) // the watermarks of this namespace alone
+		}
 		var errs [3]error
 		c.Primary, errs[0] = wrap(sd.Primary, cmpOr(sd.PrimarySystem, otelkv.SystemCloudflareKV), otelkv.RolePrimary)
 		c.Shadow, errs[1] = wrap(sd.Shadow, cmpOr(sd.ShadowSystem, otelkv.SystemMongoDB), otelkv.RoleShadow)
@@ -152,6 +155,10 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 	}
 	st := f.Stats()
 	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
+	h.Watermarks = make(map[string]time.Time, len(f.ns))
+	for _, s := range f.ns {
+		h.Watermarks[s.id] = s.dual.Watermark()
+	}
 	for _, s := range f.ns {
 		fence := s.dual.Fence()
 		if fence.QuietUntil.After(h.QuietUntil) {

@@ -89,7 +89,9 @@ DUAL-WRITE
                               those two is refused); then the proxy compares the whole
                               namespace with Workers KV (two consistency windows later) and
                               repairs MongoDB toward it before the flip can go; 0 when no
-                              tee writes a binding (proxy mode only: no comparison)
+                              tee writes a binding (proxy mode only: no comparison). From
+                              live on, a late copy acked more than this after the flip (or
+                              after a start in live or later) is refused as not credible
   --tee-lease D               how long a tee may route by a stage answer (30s; the answer's
                               lease_ms; a tee never trusts it longer than its stageTtlMs)
   --tee-invocation D          a stage read and the longest bot invocation after it, its
@@ -103,6 +105,12 @@ DUAL-WRITE
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full
                               shadow-report then POST /reconciliation clears it
+  --exclude-prefix P[,P]      keys left out of the migration (a bot's own bookkeeping, such
+                              as the JavaScript bot's __retry:), repeatable: written to the
+                              authoritative store alone, never copied, compared, verified,
+                              repaired or listed; the tee is told them by the stage answer
+                              (exclude_prefixes) and drops their copies. __kvshadow: is
+                              always excluded. Give shadow-report the same list
   --breaker-failures N        consecutive failed copies that open the breaker (5)
   --breaker-open-timeout D    how long it stays open before probing (30s)
 

@@ -122,10 +122,20 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
+		ExcludePrefixes: c.ExcludePrefixes,
+	}
+	if stage.ShadowAuthoritative() {
+		// MongoDB became authoritative before this start: a late copy
+		// acknowledged a fence interval after it is not credible.
+		dcfg.AuthoritativeSince = o.clock.Now()
 	}
 	if b.Kept != nil {
 		dcfg.Keeper = b.Kept
 	}
+	// The other instances' watermarks, from the heartbeats the Follower
+	// reads: no store confirms a divergence another's copy explains.
+	peers := control.NewFleet(b.Board)
+	dcfg.Fleet = peers
 	// Late copies' conflicts go to the ledger beside the stage document;
 	// the recorder stops after the stores, whose last conflicts it takes.
 	recorder := startConflictRecorder(b.Ledger, c.Instance, log)
@@ -164,6 +174,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 
 	follower, err := control.NewFollower(control.Config{
 		Board: b.Board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
+		Fleet: peers,
 	}, control.WithLogger(log))
 	if err != nil {
 		return err

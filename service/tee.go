@@ -23,15 +23,26 @@ func (f *fleet) store(namespace string) (*dualwrite.Store, bool) {
 	return nil, false
 }
 
-// withTee serves TeePath with h and everything else with api.
+// withTee serves TeePath with h and everything else with api. h takes
+// TeePath+"ingest" and TeePath+"stage" exactly; any other path under
+// TeePath reaches it as TeePath itself, which it answers 404 (after its
+// token check, as it answers every path), so that no path beyond the two
+// is taken for one of them.
 func withTee(h http.Handler) func(http.Handler) http.Handler {
 	return func(api http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, TeePath) {
+			switch {
+			case r.URL.Path == TeePath+"ingest", r.URL.Path == TeePath+"stage":
 				h.ServeHTTP(w, r)
-				return
+			case strings.HasPrefix(r.URL.Path, TeePath):
+				u := *r.URL
+				u.Path, u.RawPath = TeePath, ""
+				r2 := *r
+				r2.URL = &u
+				h.ServeHTTP(w, &r2)
+			default:
+				api.ServeHTTP(w, r)
 			}
-			api.ServeHTTP(w, r)
 		})
 	}
 }

@@ -26,6 +26,9 @@ const (
 	// LateOutcomeKey is what became of a late tee copy: applied,
 	// superseded, conflict, failed, held.
 	LateOutcomeKey = attribute.Key("kvshadow.late.outcome")
+	// ExcludedSourceKey says what was left out for an excluded key: write,
+	// copy, read, journal.
+	ExcludedSourceKey = attribute.Key("kvshadow.excluded.source")
 	// RefusalReasonKey says why tee copies were refused.
 	RefusalReasonKey = attribute.Key("kvshadow.refusal.reason")
 )
@@ -64,6 +67,7 @@ const (
 	MetricJournalErrors        = "kvshadow.dualwrite.journal.errors"
 	MetricJournalCommits       = "kvshadow.dualwrite.journal.commits"
 	MetricJournalPending       = "kvshadow.dualwrite.journal.pending"
+	MetricExcluded             = "kvshadow.dualwrite.excluded"
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.

@@ -78,6 +78,13 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		for _, o := range dualwrite.LateOutcomes {
 			obs.ObserveInt64(in.lateCopies, int64(st.LateCopies[o]), metric.WithAttributes(LateOutcomeKey.String(string(o))))
 		}
+		x := st.Excluded
+		for _, e := range [...]struct {
+			source string
+			n      uint64
+		}{{"write", x.Writes}, {"copy", x.Copies}, {"read", x.Reads}, {"journal", x.Journal}} {
+			obs.ObserveInt64(in.excluded, int64(e.n), metric.WithAttributes(ExcludedSourceKey.String(e.source)))
+		}
 		for r, n := range st.IngestRefused {
 			obs.ObserveInt64(in.refused, int64(n), metric.WithAttributes(RefusalReasonKey.String(string(r))))
 		}
@@ -90,7 +97,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.fence,
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.fence,
 		in.suspects, in.suspectOverflow, in.cleared, in.superseded, in.coalesced, in.journalCommits, in.journalPending)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)

@@ -42,6 +42,7 @@ func (e *engine) report() *Report {
 		r.Totals.add(&m.Counts)
 	}
 	r.Totals.finish()
+	r.Totals.Excluded = e.excluded
 	agree := r.Totals.agreeing()
 	r.Parity = r.Totals.Parity
 	if e.cfg.Repair.Enabled {

@@ -99,8 +99,9 @@ type Scope struct {
 	Modules  []string `json:"modules"`
 	Prefixes []string `json:"prefixes"`
 	// ExcludeModules and ExcludePrefixes drop keys inside the scanned
-	// ranges. Excluded keys are still listed (lists are cheap) but neither
-	// counted nor read.
+	// ranges, as kv.ReservedPrefix always is. Excluded keys are still
+	// listed (lists are cheap) but neither counted nor read; Counts.Excluded
+	// says how many there were.
 	ExcludeModules  []string `json:"exclude_modules"`
 	ExcludePrefixes []string `json:"exclude_prefixes"`
 	// SampleRate in (0, 1] compares that fraction of the keys, chosen by a
@@ -397,8 +398,12 @@ func inRanges(key string, ranges []string) bool {
 	return false
 }
 
-// excluded reports whether key is out of scope within its range.
+// excluded reports whether key is out of scope within its range: under
+// an excluded module or prefix, or kv.ReservedPrefix, which no run scans.
 func (s Scope) excluded(key, module string) bool {
+	if strings.HasPrefix(key, kv.ReservedPrefix) {
+		return true
+	}
 	if len(s.ExcludeModules) > 0 && module != "" {
 		if _, found := slices.BinarySearch(s.ExcludeModules, module); found {
 			return true

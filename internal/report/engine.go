@@ -29,6 +29,7 @@ type engine struct {
 	// the two counters under mu.
 	mu       sync.Mutex
 	scanned  int64 // union keys in scope, committed
+	excluded int64 // union keys in the ranges left out, committed
 	module   string
 	modules  map[string]*Counts
 	records  []compare.Record
@@ -233,6 +234,7 @@ func (e *engine) commit(b *batch) {
 	e.large = keepRecords(e.large, &e.bigOmit, b.large, e.cfg.MaxRecords)
 	e.repair.add(&b.repair)
 	e.scanned += b.consumed
+	e.excluded += b.excluded
 	if b.last != "" || b.consumed > 0 {
 		e.module = b.last
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 // Format names an output format.
@@ -161,6 +162,9 @@ func scopeLine(r *Report) string {
 	}
 	if len(s.ExcludePrefixes) > 0 {
 		parts = append(parts, "excluding prefixes "+printable(strings.Join(s.ExcludePrefixes, ",")))
+	}
+	if n := r.Totals.Excluded; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d keys excluded (%s always is)", n, kv.ReservedPrefix))
 	}
 	if s.SampleRate < 1 {
 		parts = append(parts, fmt.Sprintf("sample %g%%", s.SampleRate*100))

@@ -121,6 +121,10 @@ type Counts struct {
 	// for the bot's document shape (see Report.TooLargeForBot); a call-out
 	// beside parity too.
 	TooLargeForBot int64 `json:"too_large_for_bot"`
+	// Excluded is the keys listed in the scanned ranges but left out:
+	// under an excluded module or prefix, or kvshadow's reserved
+	// __kvshadow:. Counted in Totals alone.
+	Excluded int64 `json:"excluded,omitempty"`
 	// Parity is the percentage of compared keys that agree (match, or
 	// expired on one side a moment early), 100 when none was compared.
 	// Errors count against it: an unread key is not known to agree.

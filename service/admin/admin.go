@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -382,11 +385,22 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeStrict reads one JSON object of known fields and nothing after it.
+// A field must be named exactly as documented, once: encoding/json would
+// take "STAGE" for "stage", and the last of two "stage"s, so that what an
+// operator (or a proxy between) sent twice or misspelt is refused rather
+// than guessed.
 func decodeStrict(r *http.Request, dst any) error {
 	if r.ContentLength > MaxBody {
 		return fmt.Errorf("the body is %d bytes; the limit is %d", r.ContentLength, MaxBody)
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, MaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return fmt.Errorf("reading the body: %v", err)
+	}
+	if len(body) > MaxBody {
+		return fmt.Errorf("the body is more than %d bytes; the limit is %d", MaxBody, MaxBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return fmt.Errorf(`the body must be one JSON object such as {"stage": "shadow"}: %v`, err)
@@ -394,7 +408,56 @@ func decodeStrict(r *http.Request, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("the body holds data after its JSON object")
 	}
+	return fieldsOnce(body, jsonFields(dst))
+}
+
+// fieldsOnce checks that the JSON object in body names each of its fields
+// once, each exactly one of known.
+func fieldsOnce(body []byte, known []string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the object's '{', as Decode found
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		switch {
+		case seen[name]:
+			return fmt.Errorf("the field %q is given twice", name)
+		case !slices.Contains(known, name):
+			return fmt.Errorf("unknown field %q (field names are lower case, as documented: %s)", name, strings.Join(known, ", "))
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// jsonFields lists the JSON names of the fields of the struct dst points to.
+func jsonFields(dst any) []string {
+	t := reflect.TypeOf(dst)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	if t.Kind() != reflect.Struct {
+		return out
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		out = append(out, cmp.Or(name, f.Name))
+	}
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -105,7 +105,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 
 // recordedView renders a ledger record.
 func recordedView(c control.ConflictRecord) RecordedConflict {
-	return RecordedConflict{ID: c.ID, Instance: c.Instance, Conflict: c.Conflict, Stands: keep.Standing(c.Outcome), Decision: c.Decision}
+	return RecordedConflict{ID: c.ID, Instance: c.Instance, KVNamespace: c.KVNamespace, Conflict: c.Conflict, Stands: keep.Standing(c.Outcome), Decision: c.Decision}
 }
 
 // decidedAll holds the move to complete, one way, while a recorded conflict

@@ -130,3 +130,39 @@ func testDatabase(t *testing.T) *mongo.Database {
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
 	return client.Database(mongotest.NewDatabaseName(t.Name()))
 }
+
+// A heartbeat carries its stores' watermarks through MongoDB, and a claim
+// of a difference is taken once while it holds, by one request each.
+func TestWatermarksAndClaimsInMongoDB(t *testing.T) {
+	db := testDatabase(t)
+	board := control.NewMongoBoard(db)
+	at := time.Now().Truncate(time.Millisecond).UTC()
+	want := control.Heartbeat{Instance: "a", Stage: dualwrite.Shadow, At: at,
+		Watermarks: map[string]time.Time{"ns1": at.Add(-time.Second), "ns2": at}}
+	if err := board.Beat(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	beats, err := board.Instances(t.Context())
+	if err != nil || len(beats) != 1 || !reflect.DeepEqual(beats[0].Watermarks, want.Watermarks) {
+		t.Fatalf("Instances = %+v, %v; want watermarks %v", beats, err, want.Watermarks)
+	}
+	id := [32]byte{1, 2, 3}
+	for i, c := range []struct {
+		who   string
+		at    time.Time
+		first bool
+	}{
+		{"a", at, true},
+		{"b", at.Add(time.Second), false},     // within the hold: reported already
+		{"a", at.Add(2 * time.Second), false}, // by anyone
+		{"b", at.Add(time.Minute), true},      // past it: reported again
+	} {
+		first, err := board.Claim(t.Context(), id, c.who, c.at, 10*time.Second)
+		if err != nil || first != c.first {
+			t.Fatalf("claim %d by %s = %v, %v; want %v", i, c.who, first, err, c.first)
+		}
+	}
+	if first, err := board.Claim(t.Context(), [32]byte{9}, "a", at, 10*time.Second); err != nil || !first {
+		t.Fatalf("another difference's claim = %v, %v", first, err)
+	}
+}

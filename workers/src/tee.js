@@ -29,6 +29,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} [maxCopies] a batch is sent at once when it holds this many items; 100 by default
  * @property {number} [stageTtlMs] how long a stage answer is trusted to route a write (its lease); 30 s by default. The proxy's fence interval must cover it, plus stageTimeoutMs and the longest invocation
  * @property {number} [stageTimeoutMs] how long a stage read may take; 1 s by default. A write that finds no answer younger than stageTtlMs then goes where it can go safely, or is refused (see route)
+ * @property {string[]} [excludePrefixes] keys left out of the migration (the bot's own bookkeeping, such as "__retry:"): written to the binding alone, no copy or read digest sent. "__kvshadow:" always is, and so is every prefix the proxy's stage answer names (its --exclude-prefix)
  * @property {typeof fetch} [fetch]
  * @property {() => number} [random] for sampling; Math.random by default
  * @property {() => number} [now] milliseconds since the epoch, for the stage's age; Date.now by default
@@ -44,6 +45,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} requests requests the tee made to the proxy (stage reads and retries included)
  * @property {number} retries batches sent again after the proxy could not take them
  * @property {number} refused writes refused because the stage could not be learned (see route)
+ * @property {number} excluded copies and read digests not sent because their key is under an excluded prefix
  */
 
 /**
@@ -55,6 +57,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} failedAt when the last read failed, 0 after an answer
  * @property {boolean} proxy the answer routes reads and writes through the proxy
  * @property {number} [generation] the stage document's generation, when the proxy says it
+ * @property {string[]} [excludePrefixes] the key prefixes the proxy leaves out (its answer's exclude_prefixes)
  * @property {string} [account]
  * @property {string} [namespace]
  * @property {Promise<void>} [pending] the read in flight
@@ -70,6 +73,9 @@ export function forgetStages() {
 
 /** The code of the error a write gets when the tee cannot learn where to route it. */
 export const STAGE_UNKNOWN = "kvshadow_stage_unknown";
+
+/** The prefix of kvshadow's own keys in a bot's namespace: never copied. */
+export const RESERVED_PREFIX = "__kvshadow:";
 
 /** How many times a batch is sent before it counts as failed, and the pause before each retry. */
 const SEND_RETRY_MS = [100, 400];
@@ -95,6 +101,10 @@ export class TeeNamespace {
     if (!ctx || typeof ctx.waitUntil !== "function") throw new TypeError("kvshadowTee: the third argument must be the invocation's ctx");
     checkConfig({ ...cfg, url: cfg?.url, accountId: cfg?.accountId ?? "x", namespaceId: cfg?.namespaceId ?? "x" }, "kvshadowTee");
     if (!cfg.token) throw new TypeError("kvshadowTee: token (the proxy's client token) is required");
+    const exclude = cfg.excludePrefixes ?? [];
+    if (!Array.isArray(exclude) || exclude.some((p) => typeof p !== "string" || p === "")) {
+      throw new TypeError("kvshadowTee: excludePrefixes must be an array of non-empty strings");
+    }
     const origin = new URL(cfg.url);
     this.kv = kv;
     this.ctx = ctx;
@@ -108,6 +118,7 @@ export class TeeNamespace {
       now: cfg.now ?? Date.now,
       sleep: cfg.sleep ?? ((/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms))),
     };
+    this.exclude = [RESERVED_PREFIX, ...exclude];
     this.origin = origin.origin;
     this.token = cfg.token;
     this.namespaceId = cfg.namespaceId;
@@ -119,7 +130,7 @@ export class TeeNamespace {
     /** @type {{key: string, bytes: Uint8Array|null, at: number}[]} */
     this.reads = [];
     /** @type {TeeStats} */
-    this.stats = { batches: 0, copies: 0, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0 };
+    this.stats = { batches: 0, copies: 0, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0, excluded: 0 };
     /** @type {ReturnType<typeof setTimeout>|undefined} */
     this.timer = undefined;
     /** @type {(() => void)|undefined} */
@@ -232,6 +243,7 @@ export class TeeNamespace {
           generation: Number.isSafeInteger(body.generation) && body.generation > 0 ? body.generation : undefined,
           account: body.account || undefined,
           namespace: body.namespace || undefined,
+          excludePrefixes: Array.isArray(body.exclude_prefixes) ? body.exclude_prefixes.filter((p) => typeof p === "string" && p !== "") : [],
         });
       } catch {
         s.failedAt = this.cfg.now();
@@ -321,16 +333,30 @@ export class TeeNamespace {
   }
 
   /**
+   * Whether key is left out of the migration (counted when it is): under
+   * one of the tee's own excludePrefixes or the proxy's.
+   * @param {string} key
+   */
+  excluded(key) {
+    const theirs = stages.get(this.stageKey)?.excludePrefixes ?? [];
+    if (!this.exclude.some((p) => key.startsWith(p)) && !theirs.some((p) => key.startsWith(p))) return false;
+    this.stats.excluded++;
+    return true;
+  }
+
+  /**
    * @param {string} key
    * @param {Uint8Array|null} bytes
    */
   noteRead(key, bytes) {
+    if (this.excluded(key)) return;
     this.reads.push({ key, bytes, at: Date.now() });
     this.schedule();
   }
 
-  /** @param {object} copy */
+  /** @param {{key: string}} copy */
   queue(copy) {
+    if (this.excluded(copy.key)) return;
     this.copies.push(copy);
     this.schedule();
   }

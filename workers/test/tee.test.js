@@ -68,7 +68,7 @@ describe("kvshadowTee", () => {
     assert.deepEqual(Object.keys(copies[4]).sort(), ["acked_at", "deleted", "key"]);
     for (let i = 1; i < copies.length; i++) assert.ok(copies[i].acked_at >= copies[i - 1].acked_at);
     assert.equal(t.stats.requests, 2, "one stage read and one batch");
-    assert.deepEqual({ ...t.stats, requests: 0 }, { batches: 1, copies: 5, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0 });
+    assert.deepEqual({ ...t.stats, requests: 0 }, { batches: 1, copies: 5, reads: 0, failed: 0, requests: 0, retries: 0, refused: 0, excluded: 0 });
   });
 
   test("a write the binding refuses throws its error and sends no copy", async () => {
@@ -348,6 +348,25 @@ describe("kvshadowTee", () => {
     await t.put("gen:2", "v");
     await ctx.done();
     assert.ok(!("generation" in copies("gen:2")[0]), "a proxy that says no generation may refuse the field");
+  });
+
+  test("keys under an excluded prefix (its own, the proxy's answer's, __kvshadow:) are written to the binding alone, their copies and reads counted, never sent", async () => {
+    rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding", exclude_prefixes: ["__kvshadow:", "__retry:"] };
+    const ctx = invocation();
+    const t = tee(ctx, { sampleRate: 1, excludePrefixes: ["__audit:"] });
+    await t.put("__retry:mongo-failed:wordle:g:1", "queued");
+    await t.put("__audit:1", "mine");
+    await t.put("__kvshadow:outbox", "kvshadow's");
+    await t.delete("__retry:mongo-failed:wordle:g:0");
+    await t.put("wordle:g", "data");
+    assert.equal(await t.get("__retry:mongo-failed:wordle:g:1"), "queued");
+    await ctx.done();
+    assert.equal(await KV.get("__retry:mongo-failed:wordle:g:1"), "queued", "the binding has it");
+    assert.equal(await KV.get("__audit:1"), "mine");
+    const sent = rec.state.batches.flatMap((b) => [...b.batch.copies, ...b.batch.reads]).map((c) => c.key);
+    assert.deepEqual(sent, ["wordle:g"]);
+    assert.equal(t.stats.excluded, 5, "four copies and one read");
+    assert.throws(() => tee(invocation(), { excludePrefixes: [""] }), TypeError);
   });
 
   test("a 409 from ingest (the stage moved) makes the next call read the stage again", async () => {

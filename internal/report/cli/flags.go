@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/internal/report"
 )
 
@@ -100,12 +100,12 @@ func (b budgetFlag) Set(v string) error {
 // Environment variables the command reads besides Cloudflare's and
 // MONGODB_URI. Secrets come from the environment only: flags show in ps.
 const (
-	EnvMongoURI = "MONGODB_URI"
-	EnvMongoDB  = "MONGODB_DB"
+	EnvMongoURI = kvenv.MongoURI // the names are kvenv's, which kvshadow-proxy and botkv read too
+	EnvMongoDB  = kvenv.MongoDB
 	// EnvSecret is the proxy's key secret: one secret for both, so that a
 	// key hashed in a report is the key hashed in the proxy's /dirty, its
 	// logs and its spans, and the same from one run to the next.
-	EnvSecret = "KVSHADOW_KEY_SECRET"
+	EnvSecret = kvenv.KeySecret
 	// EnvReportSecret is the name the report read before it shared the
 	// proxy's; still read, and refused when it disagrees with EnvSecret.
 	EnvReportSecret = "KVSHADOW_REPORT_SECRET"
@@ -170,7 +170,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
 	// report reads what the bot reads. connect warns when the URI names
 	// another database.
-	o.mongoDB = cmp.Or(orEnv(o.mongoDB, getenv, EnvMongoDB), mongokv.DefaultDatabase)
+	o.mongoDB = kvenv.Database(o.mongoDB, getenv)
 	o.secret = getenv(EnvSecret)
 	if old := getenv(EnvReportSecret); old != "" {
 		if o.secret != "" && o.secret != old {

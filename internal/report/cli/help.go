@@ -29,7 +29,11 @@ SCOPE
   --module NAME[,NAME]          only these modules (repeatable); "wordle" means keys "wordle:..."
   --prefix P[,P]                only keys starting with these prefixes (repeatable)
   --exclude-module NAME[,NAME]  skip these modules
-  --exclude-prefix P[,P]        skip keys starting with these
+  --exclude-prefix P[,P]        skip keys starting with these (repeatable; a bot's own
+                                bookkeeping, such as __retry:): neither compared, counted
+                                nor repaired; the report says how many were skipped.
+                                __kvshadow: (kvshadow's own keys) is always skipped. Give
+                                kvshadow-proxy the same list
   --sample RATE                 compare a fraction of the keys, e.g. 0.01 for a quick look;
                                 chosen by key hash, so reruns pick the same keys (default 1)
   --keys-file FILE              only the keys listed there, one a line, read in bulk without
