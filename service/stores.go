@@ -176,7 +176,7 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	go func() { _ = srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/client/v4/"
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: keep.NewMemoryStore(keep.Config{Clock: clk}),
-		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept"}
+		Note: "demo: the primary is an emulated Workers KV account at " + url + ", the shadow is in memory; nothing is kept. Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,

@@ -60,7 +60,7 @@ var plan = []step{
 	{guide: 10, name: "Live again", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, traffic: true},
 	{guide: 11, name: "Rampdown", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"rampdown"}'`}, traffic: true},
 	{guide: 12, name: "Complete", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete","confirm_irreversible":true}'`}, check: (*rig).finalReport},
-	{guide: 13, name: "The bot on its own MongoKVStore (STORAGE_PRIMARY=mongo DUAL_WRITE=0), and the proxy retired", do: (*rig).ownStore, traffic: true, check: (*rig).checkOwnStore},
+	{guide: 13, name: "The bot on its own MongoKVStore, and the proxy retired (STORAGE_PRIMARY=mongo DUAL_WRITE=0)", do: (*rig).ownStore, traffic: true, check: (*rig).checkOwnStore},
 	{guide: 14, name: "What to delete at the end", do: (*rig).retire, traffic: true, check: (*rig).checkRetired},
 }
 
@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	proxyFlags := []string{"--listen", listen, "--admin-listen", "127.0.0.1:0",
 		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--heartbeat-interval", "1s", "--instance", "rehearsal",
-	}
+		"--exclude-prefix", "__retry:"}
 	lease := 30 * time.Second // the tee's stageTtlMs, the proxy's --tee-lease
 	if *fence > 0 {
 		// The fence covers the tee's lease plus the longest invocation:

@@ -113,7 +113,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := waitHTTP(ctx, bridgeURL, 2*time.Minute); err != nil {
 		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
-	adminURL, stopProxy, err := startProxy(ctx, env, "--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
+	// The proxy outlives Ctrl-C long enough to verify the last copies.
+	adminURL, stopProxy, err := startProxy(context.WithoutCancel(ctx), env, "--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
 		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", "__retry:")
 	if err != nil {
 		return err
