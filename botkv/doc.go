@@ -39,11 +39,12 @@
 // mongokv (the shadow), the dual-write store with its breaker and lanes,
 // its spans and metrics (dualwriteotel, on the global providers unless
 // WithTracerProvider and WithMeterProvider say otherwise), its settle
-// journal, and a control.Follower that applies every change of the stage
-// document and writes the instance's heartbeat, so that the operator moves
-// the bot and the proxies as one fleet and a flip waits for the bot's
-// lanes and dirty keys too. Its goroutines: the dual-write store's 16 lane
-// workers and 3 of its own (4 with a journal), the follower's 1, and the
-// MongoDB drivers' monitors. They run until Close, which a bot's tests
-// must call (t.Cleanup) as they would close a database.
+// journal, the shadow's sweeper, and a control.Follower that applies every
+// change of the stage document and writes the instance's heartbeat, so
+// that the operator moves the bot and the proxies as one fleet and a flip
+// waits for the bot's lanes and dirty keys too. Its goroutines: the
+// dual-write store's 16 lane workers and 3 of its own (4 with a journal),
+// the sweeper's 1, the follower's 1 (22 in all, measured by tests/botkv),
+// and the MongoDB drivers' monitors. They run until Close, which a bot's
+// tests must call (t.Cleanup) as they would close a database.
 package botkv

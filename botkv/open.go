@@ -69,7 +69,7 @@ type Store struct {
 // through mongokv as the shadow (database MONGODB_DB, "miti99bot" by
 // default), the dual-write store between them with its breaker, its
 // telemetry (dualwriteotel), its settle journal (KVSHADOW_JOURNAL_DIR),
-// and a control.Follower that keeps it on the stage of the control
+// the shadow's sweeper (mongokv.Store.RunSweeper), and a control.Follower that keeps it on the stage of the control
 // document in the shadow database, with a heartbeat, as every
 // kvshadow-proxy instance does: the operator moves the bot's stage with
 // the proxy's admin API or any instance of the fleet.
@@ -121,6 +121,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 	if err := client.Connect(cctx); err != nil {
 		return nil, fmt.Errorf("botkv: connecting to MongoDB (%s): %w", EnvMongoURI, err)
 	}
+	s.sweep(shadow)
 	// The board has a driver client of its own, as kvshadow-proxy's.
 	boardClient, err := mongo.Connect(options.Client().ApplyURI(set.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
 	if err != nil {
@@ -164,6 +165,22 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 		return nil, fmt.Errorf("botkv: following the stage document: %w", err)
 	}
 	return s, nil
+}
+
+// sweep runs the shadow's sweeper until Close, as kvshadow-proxy does:
+// expired documents where the server has no TTL index, and the chunks of
+// large values deleted, overwritten or cut short.
+func (s *Store) sweep(shadow *mongokv.Store) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := shadow.RunSweeper(ctx, mongokv.DefaultSweepInterval)
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, kv.ErrClosed) {
+			s.log.Warn("botkv: the shadow's sweeper stopped", slog.String("error", err.Error()))
+		}
+	}()
+	s.closers = append(s.closers, func(context.Context) error { stop(); <-done; return nil })
 }
 
 // openJournal opens the settle journal in KVSHADOW_JOURNAL_DIR, named
