@@ -180,7 +180,8 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	kept := keep.NewMemoryStore(keep.Config{Clock: clk, Memory: p.Memory})
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept,
 		Note: fmt.Sprintf("demo: the primary is an emulated Workers KV account at %s; the shadow, the stage, the conflicts and the losing sides of late copies "+
-			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
+			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit. "+
+			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,
