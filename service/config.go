@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
@@ -307,6 +309,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		slices.Sort(missing)
 		return nil, usage("missing %s; or try --demo, which needs no account", strings.Join(missing, ", "))
 	}
+	if err := checkMongoURI(c.secrets.mongoURI); err != nil {
+		return nil, err
+	}
 	if c.Unauthenticated {
 		if err := loopbackOnly(c.Listen, c.AdminListen); err != nil {
 			return nil, err
@@ -327,6 +332,21 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		c.Instance = defaultInstance(c.AdminListen)
 	}
 	return c, nil
+}
+
+// checkMongoURI refuses a MONGODB_URI that is no connection string (a
+// "mongo://" typo), before any connect, without quoting it: it may hold a
+// password.
+func checkMongoURI(uri string) error {
+	if !strings.HasPrefix(uri, "mongodb://") && !strings.HasPrefix(uri, "mongodb+srv://") {
+		return usage("%s (or --mongo-uri-file) is not a MongoDB connection string: it must start with mongodb:// or mongodb+srv://", EnvMongoURI)
+	}
+	// A mongodb+srv URI is checked at connect: reading it looks its hosts
+	// up in DNS, which a bad environment is not.
+	if strings.HasPrefix(uri, "mongodb://") && options.Client().ApplyURI(uri).Validate() != nil {
+		return usage("%s (or --mongo-uri-file) is not a valid MongoDB connection string (its hosts, options or escaping); it is not quoted here since it may hold a password", EnvMongoURI)
+	}
+	return nil
 }
 
 // orIf stands in a value for a token the operator chose to go without.

@@ -139,8 +139,19 @@ TELEMETRY
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, ... as in
   docs/telemetry.md; GET /metrics serves the same instruments to Prometheus.
 
+AT START
+  Each store is read once and its answer logged in one line. A store that refuses
+  the settings (the token, account or namespace; MongoDB's credentials) stops the
+  start with that line (exit 2). A store that does not answer is a warning: the
+  proxy starts, and /readyz (with the admin token) names the store and why. When
+  MongoDB holds the stage document and does not answer, the proxy serves in the
+  last stage it ran (kept in --journal-dir) if Workers KV is authoritative there
+  (off, dualwrite, shadow, handover), copies to MongoDB skipped and their keys
+  kept dirty; otherwise it answers 503 until the stage document can be read.
+
 EXIT CODES
   0 stopped by a signal after draining (keys left dirty are logged and kept)
   1 failed to start or serve
-  2 bad flags or environment
+  2 bad flags or environment: a flag, a variable, a MONGODB_URI that is not a
+    connection string, or a store that refuses the settings at start
 `

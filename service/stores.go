@@ -20,6 +20,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -34,6 +35,10 @@ type Sides struct {
 	// PrimarySystem and ShadowSystem name them on spans and metrics
 	// (otelkv's System names); "" means Workers KV and MongoDB.
 	PrimarySystem, ShadowSystem string
+	// PrimaryAt and ShadowAt name them in a one-line message, without a
+	// secret ("Workers KV (account A, namespace N at host)", "MongoDB at
+	// host:27017"); "" means the role alone.
+	PrimaryAt, ShadowAt string
 }
 
 // Backends are what the service runs over: the stores of every namespace
@@ -89,9 +94,6 @@ func primaryClient(mem *membudget.Budget) *http.Client {
 // Opener opens the Backends for a Config; see WithBackends.
 type Opener func(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 
-// connectTimeout bounds the connects made at start.
-const connectTimeout = 15 * time.Second
-
 // OpenBackends is the default Opener: Workers KV (or the API at
 // PrimaryURL) through cfkv and MongoDB through mongokv, with the control
 // board in MongoDB; or, for --demo, OpenDemo.
@@ -120,17 +122,17 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		if err != nil {
 			return nil, errors.Join(err, b.Close(ctx))
 		}
-		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow})
+		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow,
+			PrimaryAt: fmt.Sprintf("Workers KV (account %s, namespace %s%s)", c.Account, ns.ID, storeerr.AtHost(c.PrimaryURL)),
+			ShadowAt:  "MongoDB at " + storeerr.MongoHosts(c.secrets.mongoURI)})
 		dbs = append(dbs, ns.ID+" -> "+shadow.Database())
 	}
 	if named := client.URIDatabase(); named != "" && len(used) > 0 && !slices.Contains(used, named) && p.Logger != nil {
 		p.Logger.Warn(databaseWarning(named, used[0]))
 	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := client.Connect(cctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("connecting to MongoDB: %w", err), b.Close(ctx))
-	}
+	// No connect here: the client connects on first use, and again after
+	// a failure, so that an instance starts with MongoDB down (Run's start
+	// probe says so) and takes it back when it answers.
 	// The board reads and writes two small collections; the driver is
 	// mongokv's own, with a pool of its own.
 	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
