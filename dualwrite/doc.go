@@ -100,7 +100,9 @@
 // Equal, it leaves the set. Different, the difference is held and the
 // confirmation rule below decides: the same difference a window later is
 // confirmed, reported to the Sink, and the key becomes dirty. Reads of the
-// primary wait on PrimaryBudget, never a caller's request. The keys due
+// primary wait on PrimaryBudget, reads of the shadow on ShadowBudget (copies
+// and comparisons wait for it in their lanes, repairs without room are
+// deferred), never a caller's request. The keys due
 // are kept in time order (a list per state, by the time each became
 // ready), so a pass finds them at a cost in proportion to their number,
 // never a scan of the whole set under the lock that writes take

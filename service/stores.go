@@ -53,6 +53,10 @@ type Backends struct {
 	// the Ledger, for POST /conflicts/ID; nil keeps none (the records have
 	// digests alone, and a decision can only keep the side that stands).
 	Kept keep.Store
+	// Pool counts the MongoDB connections of every driver client opened
+	// (the shadow's, the board's), for the connection gauges; nil when no
+	// MongoDB is reached.
+	Pool *mongokv.Pool
 	// Closers release them once the service has stopped, last first.
 	Closers []func(context.Context) error
 	// Note is a line the banner prints about them.
@@ -102,10 +106,10 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		return OpenDemo(ctx, c, p)
 	}
 	clk := p.Clock
-	b := &Backends{}
+	b := &Backends{Pool: &mongokv.Pool{}}
 	var dbs []string  // namespace -> the MongoDB database its shadow uses
 	var used []string // those databases
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger})
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger, Options: b.Pool.Watch(nil)})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,8 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	// probe says so) and takes it back when it answers.
 	// The board reads and writes two small collections; the driver is
 	// mongokv's own, with a pool of its own.
-	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
+	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout).
+		SetPoolMonitor(b.Pool.Monitor()))
 	if err != nil {
 		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.Close(ctx))
 	}
