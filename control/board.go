@@ -80,6 +80,12 @@ type Heartbeat struct {
 	QuietUntil       time.Time
 	IngestUnverified int
 	FenceRemaining   time.Duration
+	// Watermarks holds, for each Workers KV namespace the instance serves,
+	// its store's low watermark (dualwrite.Store.Watermark): every write
+	// it made before that time has reached the other store, or is dirty,
+	// or is in its journal unverified. Other instances confirm no
+	// divergence first seen before it (see Fleet).
+	Watermarks map[string]time.Time
 	// ComparePending: in handover, the instance's full comparison of the
 	// namespace with Workers KV has not finished clean yet
 	// (dualwrite.FenceStatus.Compared).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MemoryBoard is a Board inside one process: for a single instance that
@@ -15,9 +16,14 @@ type MemoryBoard struct {
 	mu   sync.Mutex
 	doc  Document
 	beat map[string]Heartbeat
+	// claims holds the time of each difference's claim (Claimer).
+	claims map[[32]byte]time.Time
 }
 
-var _ Board = (*MemoryBoard)(nil)
+var (
+	_ Board   = (*MemoryBoard)(nil)
+	_ Claimer = (*MemoryBoard)(nil)
+)
 
 // NewMemoryBoard returns an empty board.
 func NewMemoryBoard() *MemoryBoard { return &MemoryBoard{beat: map[string]Heartbeat{}} }
@@ -53,8 +59,26 @@ func (b *MemoryBoard) Beat(ctx context.Context, h Heartbeat) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	h.Watermarks = maps.Clone(h.Watermarks)
 	b.beat[h.Instance] = h
 	return nil
+}
+
+// Claim implements Claimer.
+func (b *MemoryBoard) Claim(ctx context.Context, id [32]byte, instance string, at time.Time, hold time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrBoard, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.claims[id]; ok && c.After(at.Add(-hold)) {
+		return false, nil
+	}
+	if b.claims == nil {
+		b.claims = map[[32]byte]time.Time{}
+	}
+	b.claims[id] = at
+	return true, nil
 }
 
 // Instances implements Board, in instance order.

@@ -2,8 +2,10 @@ package control
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,6 +21,9 @@ import (
 const (
 	ControlCollection   = "kvshadow.control"
 	InstancesCollection = "kvshadow.instances"
+	// ClaimsCollection holds one document a difference reported (see
+	// Claimer): its _id a hex SHA-256 of the key and both sides' states.
+	ClaimsCollection = "kvshadow.claims"
 	// controlID is the _id of the one control Document.
 	controlID = "stage"
 )
@@ -30,7 +35,10 @@ type MongoBoard struct {
 	conflictLimit int64 // see SetConflictLimit
 }
 
-var _ Board = (*MongoBoard)(nil)
+var (
+	_ Board   = (*MongoBoard)(nil)
+	_ Claimer = (*MongoBoard)(nil)
+)
 
 // NewMongoBoard returns a Board in db.
 func NewMongoBoard(db *mongo.Database) *MongoBoard {
@@ -72,11 +80,36 @@ type beatDoc struct {
 	IngestUnverified int64     `bson:"ingestUnverified,omitempty"`
 	FenceRemainingMS int64     `bson:"fenceRemainingMs,omitempty"`
 	ComparePending   bool      `bson:"comparePending,omitempty"`
+	// The watermarks, one a namespace; absent from the heartbeats of
+	// older versions, which then hold no other instance back.
+	Watermarks []markDoc `bson:"watermarks,omitempty"`
+}
+
+type markDoc struct {
+	Namespace string    `bson:"ns"`
+	At        time.Time `bson:"at"`
+}
+
+type claimDoc struct {
+	ID       string    `bson:"_id"`
+	At       time.Time `bson:"at"`
+	Instance string    `bson:"instance"`
 }
 
 func boardErr(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrBoard, what, err)
+	return &mongoError{msg: fmt.Sprintf("%v: %s: %s", ErrBoard, what, storeerr.ShortTopology(err.Error())), errs: []error{ErrBoard, err}}
 }
+
+// mongoError is a Board failure worded in one line (the driver's topology
+// description shortened to its cause) that still matches ErrBoard and the
+// driver's error.
+type mongoError struct {
+	msg  string
+	errs []error
+}
+
+func (e *mongoError) Error() string   { return e.msg }
+func (e *mongoError) Unwrap() []error { return e.errs }
 
 // Load implements Board: the stage document, carried forward along the
 // claims of the generations after it (see Swap), so that a change whose
@@ -210,6 +243,9 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 		QuietUntil: h.QuietUntil.UTC(), IngestUnverified: int64(h.IngestUnverified), FenceRemainingMS: h.FenceRemaining.Milliseconds(),
 		ComparePending: h.ComparePending,
 	}
+	for ns, at := range h.Watermarks {
+		d.Watermarks = append(d.Watermarks, markDoc{Namespace: ns, At: at.UTC()})
+	}
 	coll := b.db.Collection(InstancesCollection)
 	replace := func() error {
 		_, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: h.Instance}}, d, options.Replace().SetUpsert(true))
@@ -239,13 +275,20 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: the heartbeat of %q is malformed: %w", ErrBoard, d.ID, err)
 		}
-		out = append(out, Heartbeat{
+		h := Heartbeat{
 			Instance: d.ID, Generation: uint64(max(d.Generation, 0)), Stage: stage, At: d.At,
 			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
 			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
 			QuietUntil: d.QuietUntil, IngestUnverified: int(max(d.IngestUnverified, 0)), FenceRemaining: time.Duration(max(d.FenceRemainingMS, 0)) * time.Millisecond,
 			ComparePending: d.ComparePending,
-		})
+		}
+		if len(d.Watermarks) > 0 {
+			h.Watermarks = make(map[string]time.Time, len(d.Watermarks))
+			for _, m := range d.Watermarks {
+				h.Watermarks[m.Namespace] = m.At
+			}
+		}
+		out = append(out, h)
 	}
 	return out, nil
 }
@@ -262,6 +305,22 @@ func findAll[D any](ctx context.Context, coll *mongo.Collection, filter bson.D, 
 		return nil, boardErr(what, err)
 	}
 	return docs, nil
+}
+
+// Claim implements Claimer: one request, an upsert of the difference's
+// document filtered on a claim older than hold, which the server refuses
+// as a duplicate _id while a newer claim stands.
+func (b *MongoBoard) Claim(ctx context.Context, id [32]byte, instance string, at time.Time, hold time.Duration) (bool, error) {
+	hexID := hex.EncodeToString(id[:])
+	filter := bson.D{{Key: "_id", Value: hexID}, {Key: "at", Value: bson.D{{Key: "$lte", Value: at.Add(-hold).UTC()}}}}
+	_, err := b.db.Collection(ClaimsCollection).ReplaceOne(ctx, filter, claimDoc{ID: hexID, At: at.UTC(), Instance: instance}, options.Replace().SetUpsert(true))
+	switch {
+	case mongo.IsDuplicateKeyError(err):
+		return false, nil
+	case err != nil:
+		return false, boardErr("claiming a difference", err)
+	}
+	return true, nil
 }
 
 // Forget implements Board.

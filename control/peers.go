@@ -25,12 +25,19 @@ type PeerAware interface {
 // until the Board shows another instance or cannot be read.
 func (f *Follower) peers(ctx context.Context) {
 	aware, ok := f.cfg.Target.(PeerAware)
-	if !ok {
+	if !ok && f.cfg.Fleet == nil {
 		return
 	}
 	now := f.clock.Now()
 	var until time.Time
 	beats, err := f.cfg.Board.Instances(ctx)
+	if f.cfg.Fleet != nil {
+		f.cfg.Fleet.observe(f.cfg.Instance, f.clock.Now, beats, now, f.cfg.LiveFor, err == nil)
+	}
+	if !ok {
+		f.boardDone(err)
+		return
+	}
 	if f.boardDone(err) != nil {
 		until = now.Add(f.cfg.LiveFor)
 	} else {

@@ -29,7 +29,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	var samples []sample
 	if st.compares() {
 		for _, k := range keys {
-			if h := hashKey(k); sampled(h, s.threshold) {
+			if h := hashKey(k); sampled(h, s.threshold) && !s.excludedRead(k) {
 				samples = append(samples, sample{key: k, h: h, seq: s.slotOf(h).seq.Load()})
 			}
 		}
@@ -110,11 +110,14 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 		s.slots[i].seq.Add(1)
 	}
 	var outs []markOutcome
+	var skip []bool // excluded keys: written to the authoritative store alone
 	if st.mirrors() {
-		outs = make([]markOutcome, len(batch))
+		outs, skip = make([]markOutcome, len(batch)), make([]bool, len(batch))
 		now := s.clock.Now()
 		for i, e := range batch {
-			outs[i] = s.premark(e.Key, now)
+			if skip[i] = s.excluded(e.Key); !skip[i] {
+				outs[i] = s.premark(e.Key, now)
+			}
 		}
 	}
 	applied, reached, err := s.applyMany(ctx, auth, op, batch)
@@ -127,6 +130,7 @@ func (s *Store) writeMany(ctx context.Context, op Op, batch []kv.Entry) error {
 			w := writeOf(op, e, hashes[i])
 			w.at = now
 			switch {
+			case skip[i]:
 			case i < applied:
 				outs[i].merge(s.afterWrite(ctx, auth.other(), &w, nil, true))
 			case i < reached: // its outcome is the error's
@@ -226,8 +230,9 @@ type TeeWrite struct {
 // (Stats.LateCopies), ordered against the last write of its key this Store
 // saw, and applied to the authoritative store when it came last, or
 // reported as a Conflict when the order is not known; its key stays in the
-// settle set either way. In off, where the shadow is not written, Ingest
-// refuses (ErrIngestStage).
+// settle set either way. A copy of an excluded key (Config.ExcludePrefixes)
+// is dropped and counted (Stats.Excluded). In off, where the shadow is not
+// written, Ingest refuses (ErrIngestStage).
 func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for _, w := range writes {
 		if err := validateTee(w); err != nil {
@@ -253,7 +258,12 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	var conflicts []Conflict
 	for i, w := range writes {
 		at, refused := s.trustAcked(w.At, now)
+		if refused == "" && st.authority() == RoleShadow {
+			refused = s.credible(at)
+		}
 		switch {
+		case s.excludes(w.Key):
+			s.ctr.excluded.copies.Add(1) // the binding's alone
 		case refused != "":
 			s.ctr.refused[refusalIndex[refused]].Add(1)
 			outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)

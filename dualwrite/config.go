@@ -139,6 +139,15 @@ type Config struct {
 	// outside them is refused (Stats.IngestRefused) and its key verified
 	// instead. Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
 	IngestMaxAge, IngestMaxLead time.Duration
+	// AuthoritativeSince is, for a Store that starts where MongoDB is
+	// authoritative (live and after), a time at or after the flip: a
+	// fence interval after it no isolate can write its binding (none
+	// trusts a stage read before the flip for longer), so a late copy
+	// acknowledged later, past IngestMaxLead, is not credible and is
+	// refused (RefusedAckedAfterFlip) rather than ordered, applied or
+	// kept. kvshadow-proxy sets its start. Zero: not known, and only a
+	// flip the Store makes itself sets it.
+	AuthoritativeSince time.Time
 
 	// Journal keeps the settle set on disk (package journal), so that the
 	// keys not yet settled survive a crash and a restart: New loads it,
@@ -150,6 +159,16 @@ type Config struct {
 	// whatever else the program spends it on (shadow-report). The callers'
 	// own requests never wait on it. Nil: no cap.
 	PrimaryBudget *budget.Limiter
+	// ShadowBudget is the request budget of the shadow (MongoDB Atlas M0
+	// sustains about 100 operations a second) that the Store's own work
+	// toward it draws on: copies and comparisons wait for it in their
+	// lanes (a copy that waits past its life is dropped as timed out, its
+	// key dirty, as a slow shadow's would be), verification reads wait for
+	// it, and a repair without room is deferred to the next pass; each is
+	// counted (Stats.ShadowPacing). The callers' own requests never wait
+	// on it, nor does a write made to the shadow as the authoritative
+	// store. Nil: no cap.
+	ShadowBudget *budget.Limiter
 
 	// Redactor turns keys and values into what divergence records carry.
 	// Nil means compare.KeyHMAC with a random per-process secret.
@@ -157,11 +176,24 @@ type Config struct {
 	// Sink receives each divergence found by a comparison. Nil logs them on
 	// the Store's logger.
 	Sink Sink
+	// ExcludePrefixes lists key prefixes left out of the migration (a
+	// bot's own bookkeeping, such as "__retry:"); kv.ReservedPrefix is
+	// always among them. An excluded key is written to the authoritative
+	// store alone: it is never copied, marked, compared, verified, repaired
+	// or listed, an ingested copy of it is dropped, and each is counted
+	// (Stats.Excluded). An empty prefix is refused.
+	ExcludePrefixes []string
+
 	// Keeper keeps the side of each late copy's Conflict that the
 	// authoritative store does not hold after it, so that the operator's
 	// decision can restore it (see Late copies). Nil keeps none: the
 	// record has both sides' digests alone.
 	Keeper Keeper
+	// Fleet tells the Store what the other instances over the same two
+	// stores still have on its way, and makes one difference reported
+	// once by them all (see Confirmation); package control supplies it
+	// from the heartbeats. Nil: the Store is alone.
+	Fleet Fleet
 }
 
 // BreakerConfig configures the circuit breaker (sony/gobreaker) that guards
@@ -216,6 +248,7 @@ type settings struct {
 	// window: no bound.
 	copyLife time.Duration
 	fence    time.Duration // FenceInterval resolved: 0 means none
+	exclude  kv.Exclusions // ExcludePrefixes and kv.ReservedPrefix
 }
 
 func (c Config) resolve() (settings, error) {
@@ -245,6 +278,10 @@ func (c Config) resolve() (settings, error) {
 		return bad("breaker counts must fit in 32 bits")
 	}
 	s := settings{Config: c}
+	var err error
+	if s.exclude, err = kv.NewExclusions(c.ExcludePrefixes); err != nil {
+		return bad("ExcludePrefixes: %v", err)
+	}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d

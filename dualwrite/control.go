@@ -68,6 +68,12 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	}
 	s.stage.Store(uint32(to))
 	s.stageSince.Store(s.clock.Now().UnixNano())
+	switch {
+	case to.authority() != RoleShadow:
+		s.authSince.Store(0)
+	case from.authority() != RoleShadow:
+		s.authSince.Store(s.stageSince.Load())
+	}
 	return from, nil
 }
 
@@ -184,6 +190,7 @@ func (s *Store) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		cause = ctx.Err()
 		s.aborted.Store(true)
+		s.unpace()
 		for _, l := range s.lanes {
 			l.abort()
 		}
@@ -191,6 +198,7 @@ func (s *Store) shutdown(ctx context.Context) error {
 	}
 	close(s.quit)
 	s.bgCancel()
+	s.unpace()
 	s.background.Wait()
 	return cause
 }

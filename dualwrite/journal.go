@@ -155,7 +155,16 @@ func (s *Store) loadJournal(ctx context.Context) error {
 	}
 	now := s.clock.Now()
 	for k, m := range marks {
+		if s.excludes(k) { // excluded since: the next commit drops it
+			s.set.forget(k)
+			s.ctr.excluded.journal.Add(1)
+			delete(marks, k)
+			continue
+		}
 		s.set.load(k, m, now)
+	}
+	if s.ctr.excluded.journal.Load() > 0 {
+		s.kickCommit()
 	}
 	if reconcile {
 		s.set.mu.Lock()

@@ -27,10 +27,15 @@ const (
 	// RefusedAckedFuture: acknowledged more than IngestMaxLead after it
 	// arrived: a clock ahead, or a forgery.
 	RefusedAckedFuture IngestRefusal = "acked_at_future"
+	// RefusedAckedAfterFlip: a late copy acknowledged more than a fence
+	// interval after MongoDB became authoritative (Config.AuthoritativeSince),
+	// when no isolate can write its binding any more: not credible,
+	// whatever its client says.
+	RefusedAckedAfterFlip IngestRefusal = "acked_after_flip"
 )
 
 // IngestRefusals lists every IngestRefusal.
-var IngestRefusals = [...]IngestRefusal{RefusedAckedPast, RefusedAckedFuture}
+var IngestRefusals = [...]IngestRefusal{RefusedAckedPast, RefusedAckedFuture, RefusedAckedAfterFlip}
 
 // LateOutcome is what became of a late copy: an ingested write that
 // arrived while MongoDB (the shadow) was authoritative.
@@ -166,6 +171,17 @@ func (s *Store) trustAcked(at, now time.Time) (time.Time, IngestRefusal) {
 		return now, ""
 	}
 	return at, ""
+}
+
+// credible refuses a late copy acknowledged at at when no isolate could
+// write its binding then: a fence interval (the longest an isolate trusts
+// a stage it read) after MongoDB became authoritative (authSince), past
+// the trust given to the tee's clock.
+func (s *Store) credible(at time.Time) IngestRefusal {
+	if since := s.authSince.Load(); since != 0 && at.After(time.Unix(0, since).Add(s.cfg.fence+s.cfg.IngestMaxLead)) {
+		return RefusedAckedAfterFlip
+	}
+	return ""
 }
 
 // lateOrder decides a late copy acknowledged at at, arriving at now: after

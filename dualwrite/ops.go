@@ -88,7 +88,7 @@ func (s *Store) read(ctx context.Context, key string, kind readKind) (kv.Entry, 
 	st := s.Stage()
 	from := st.authority()
 	h := hashKey(key)
-	if !st.compares() || !sampled(h, s.threshold) {
+	if !st.compares() || !sampled(h, s.threshold) || s.excludedRead(key) {
 		return s.get(ctx, from, key, kind)
 	}
 	seq := s.slotOf(h).seq.Load() // before the read: see comparison.seq
@@ -251,17 +251,18 @@ func (s *Store) write(ctx context.Context, w write) error {
 	}
 	st := s.Stage()
 	auth := st.authority()
+	mirrors := st.mirrors() && !s.excluded(w.key)
 	sl := s.slotOf(w.hash)
 	sl.mu.Lock()
 	sl.seq.Add(1)
 	var out markOutcome
-	if st.mirrors() {
+	if mirrors {
 		out = s.premark(w.key, s.clock.Now())
 	}
 	err := s.apply(ctx, auth, &w)
 	w.at = s.clock.Now()
 	sl.touch(w.at)
-	if st.mirrors() {
+	if mirrors {
 		out.merge(s.afterWrite(ctx, auth.other(), &w, err, false))
 	}
 	sl.seq.Add(1)

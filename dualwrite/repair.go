@@ -145,14 +145,18 @@ func (s *Store) runRepair(l *lane, j *job) {
 }
 
 // spend takes n requests of role's budget without waiting, and reports
-// whether it could: a lane never waits for the budget. Only the primary
-// has one.
+// whether it could: a lane never waits for a repair's turn. A repair the
+// shadow's budget defers is counted.
 func (s *Store) spend(role Role, n int) bool {
-	if role != RolePrimary || s.cfg.PrimaryBudget == nil {
+	b := s.budgetOf(role)
+	if b == nil {
 		return true
 	}
 	for range n {
-		if !s.cfg.PrimaryBudget.TryTake() {
+		if !b.TryTake() {
+			if role == RoleShadow {
+				s.ctr.paceDeferred.Add(1)
+			}
 			return false
 		}
 	}
@@ -200,7 +204,9 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	case !kind.Divergent():
 		return RepairDeferred, nil // about to expire on one side: later
 	}
-	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, s.cfg.window)
+	// A repair copies the authoritative value, newer than any copy on its
+	// way: it waits on no other instance's watermark.
+	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, rule{window: int64(s.cfg.window), mark: noFleet})
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
 	}

@@ -72,13 +72,22 @@ type settleSet struct {
 	free  *settleEntry
 	freeN int
 
+	// flights counts the entries in flight (see fly) by the bucket of
+	// the time they went in flight: the Store's low watermark is the
+	// oldest bucket. held counts the entries (and suspects) holding a
+	// difference now; recovered the keys loaded from the journal that a
+	// verification found different, repaired without a report.
+	flights   map[int64]int32
+	held      int
+	recovered uint64
+
 	journaled bool            // changes are kept for a journal
 	changes   map[string]Mark // since the committer last took them
 	flagMoved bool            // reconcile changed since then
 }
 
 // settleEntry is one key of the set (or of the suspects). Times are Unix
-// nanoseconds (see nanos): 80 bytes an entry, plus the map's own.
+// nanoseconds (see nanos): 88 bytes an entry, plus the map's own.
 type settleEntry struct {
 	key        string
 	prev, next *settleEntry // in its timeline
@@ -110,8 +119,17 @@ type settleEntry struct {
 	// from the journal): the flip waits until such a key is verified.
 	ingested bool
 	// held is the difference a read found and the confirmation rule waits
-	// on; nil while none is known. A write of the key clears it.
+	// on; nil while none is known. A write of the key clears it (setHeld).
 	held *held
+	// flight is the bucket (see flightBucket) of the time the key went in
+	// flight: a copy queued or running, dirty, or recovered and not yet
+	// verified; 0 while it is not (see fly).
+	flight int64
+	// recovered is set on a key loaded from the journal until a write,
+	// a verification or a repair settles what it is: a difference found
+	// then is a copy that may have died with the process, repaired as
+	// dirty and never reported.
+	recovered bool
 }
 
 type settleRef struct {
@@ -122,7 +140,7 @@ type settleRef struct {
 }
 
 func newSettleSet(max, maxSus int, journaled bool) *settleSet {
-	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, sus: make(map[string]*settleEntry), journaled: journaled}
+	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, sus: make(map[string]*settleEntry), journaled: journaled, flights: make(map[int64]int32)}
 	if journaled {
 		d.changes = make(map[string]Mark)
 	}
@@ -188,9 +206,10 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 	}
 	d.gen++
 	e.gen = d.gen
-	e.held = nil // a write seen restarts every wait
+	d.setHeld(e, nil) // a write seen restarts every wait
 	if w := nanos(wrote); w > e.wrote {
 		e.wrote = w
+		e.recovered = false // written since the restart: a write like any other
 	}
 	e.copies += copies
 	if m > e.mark {
@@ -199,6 +218,7 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 	} else {
 		d.readyLocked(e, &d.lines[e.mark], nanos(ready))
 	}
+	d.fly(e)
 	return e, false, changed
 }
 
@@ -219,6 +239,8 @@ const maxFree = 4096
 // release puts an entry that left the set and its timeline on the free
 // list. Nothing else may point to it: the refs a pass holds name keys.
 func (d *settleSet) release(e *settleEntry) {
+	d.setHeld(e, nil)
+	d.land(e)
 	if d.freeN >= maxFree {
 		return
 	}
@@ -252,6 +274,7 @@ func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
 	if d.journaled {
 		d.changes[e.key] = m
 	}
+	d.fly(e)
 }
 
 // newer reports whether an ingested write acknowledged at acked is newer
@@ -292,12 +315,13 @@ func (d *settleSet) copied(key string, end time.Time, failed bool) (first, chang
 	if failed && e.mark != MarkDirty {
 		d.gen++
 		e.gen = d.gen
-		e.held = nil
+		d.setHeld(e, nil)
 		d.setMark(e, MarkDirty, nanos(end))
 		changed = d.journaled
 	} else {
 		d.readyLocked(e, &d.lines[e.mark], nanos(end))
 	}
+	d.fly(e)
 	return false, changed
 }
 
@@ -321,11 +345,12 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	// Who wrote it last is not journaled: the flip waits for its
 	// verification, as for a copy's.
 	e := d.entry(key)
-	e.mark, e.gen, e.ready, e.ingested = m, d.gen, nanos(ready), true
+	e.mark, e.gen, e.ready, e.ingested, e.recovered = m, d.gen, nanos(ready), true, true
 	d.viaIngest++
 	d.lastIngest = max(d.lastIngest, e.ready)
 	d.keys[key] = e
 	d.lines[m].insert(e)
+	d.fly(e)
 }
 
 // suspect notes that a sampled comparison found key different, as diff,
@@ -340,7 +365,7 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	at := nanos(now)
 	if e, ok := d.keys[key]; ok {
 		if e.held == nil || !e.held.same(diff) {
-			d.judgeLocked(e, &d.lines[e.mark], diff, at, 0)
+			d.judgeLocked(e, &d.lines[e.mark], diff, at, rule{})
 		}
 		return
 	}
@@ -357,7 +382,7 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 		d.susLine.insert(e)
 	}
 	if e.held == nil || !e.held.same(diff) {
-		d.judgeLocked(e, &d.susLine, diff, at, 0)
+		d.judgeLocked(e, &d.susLine, diff, at, rule{})
 	}
 }
 
@@ -460,8 +485,10 @@ func (d *settleSet) repaired(key string, gen uint64, now time.Time) bool {
 		return false
 	}
 	d.gen++
-	e.gen, e.held = d.gen, nil
+	e.gen, e.recovered = d.gen, false
+	d.setHeld(e, nil)
 	d.setMark(e, MarkUnsettled, nanos(now))
+	d.fly(e)
 	return true
 }
 
@@ -503,8 +530,10 @@ func (d *settleSet) settle(ref settleRef) bool {
 // a read that began at ref.gen found to differ as diff at now. A confirmed
 // difference leaves the key dirty, for repair: a suspect joins the set
 // (first reports that it overflowed it, and raised the flag); changed says
-// the journal has something new.
-func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.Duration) (v verdict, first, changed bool) {
+// the journal has something new. A key recovered from the journal and not
+// dirty yet is not judged: its difference may be a copy that died with the
+// process, and it becomes dirty at once (verdictRecovered).
+func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (v verdict, first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at := nanos(now)
@@ -513,14 +542,14 @@ func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.D
 		if !ok || e.gen != ref.gen {
 			return verdictRaced, false, false
 		}
-		if v = d.judgeLocked(e, &d.susLine, diff, at, int64(window)); v != verdictConfirmed {
+		if v = d.judgeLocked(e, &d.susLine, diff, at, r); v != verdictConfirmed {
 			return v, false, false
 		}
 		d.susLine.remove(e)
 		delete(d.sus, ref.key)
 		_, first, changed = d.markLocked(ref.key, MarkDirty, timeOf(e.held.since), time.Time{}, 0)
 		if n, ok := d.keys[ref.key]; ok {
-			n.held = e.held // the repair acts on the difference confirmed
+			d.setHeld(n, e.held) // the repair acts on the difference confirmed
 		}
 		d.release(e)
 		return v, first, changed
@@ -529,7 +558,12 @@ func (d *settleSet) judge(ref settleRef, diff held, now time.Time, window time.D
 	if !ok || e.gen != ref.gen {
 		return verdictRaced, false, false
 	}
-	if v = d.judgeLocked(e, &d.lines[e.mark], diff, at, int64(window)); v == verdictConfirmed && e.mark != MarkDirty {
+	if e.recovered && e.mark != MarkDirty {
+		d.recovered++
+		d.setMark(e, MarkDirty, 0)
+		return verdictRecovered, false, d.journaled
+	}
+	if v = d.judgeLocked(e, &d.lines[e.mark], diff, at, r); v == verdictConfirmed && e.mark != MarkDirty {
 		d.setMark(e, MarkDirty, 0)
 		changed = d.journaled
 	}
@@ -611,4 +645,14 @@ func (d *settleSet) acknowledgeAt(n uint64, only bool) (cleared, commit bool) {
 	d.reconcile = false
 	d.flagMoved = d.flagMoved || (moved && d.journaled)
 	return true, moved && d.journaled
+}
+
+// forget has the journal drop key, which it holds but the set does not
+// take (an excluded key): its removal goes with the next commit.
+func (d *settleSet) forget(key string) {
+	d.mu.Lock()
+	if d.journaled {
+		d.changes[key] = MarkSettled
+	}
+	d.mu.Unlock()
 }

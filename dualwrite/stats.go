@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -58,6 +59,19 @@ type Stats struct {
 	Verifications map[compare.Kind]uint64
 	Confirmed     uint64
 	Cleared       uint64
+	// Held is the number of differences held now, waiting for the
+	// confirmation rule (on keys of the settle set, and on suspects).
+	// ReportedElsewhere counts the differences this Store confirmed that
+	// another instance of the fleet had reported already (Fleet.Claim),
+	// ClaimErrors the claims that failed, reported anyway. Recovered
+	// counts the keys loaded from the journal that their first
+	// verification found different: copies that may have died with the
+	// process, repaired as dirty keys, never reported. None of these is
+	// in Confirmed.
+	Held              int
+	ReportedElsewhere uint64
+	ClaimErrors       uint64
+	Recovered         uint64
 	// Journal: whether a journal is configured, whether its last commit
 	// succeeded, its commits, its errors (failed commits, and marks its
 	// Recorder refused, which wait for the next commit), the changes
@@ -89,6 +103,12 @@ type Stats struct {
 	// authoritative in this stage; Breakers has both.
 	Breaker  BreakerState
 	Breakers map[Role]BreakerState
+	// ShadowPacing counts what the shadow's budget (Config.ShadowBudget)
+	// held back.
+	ShadowPacing ShadowPacing
+	// Excluded counts what was left out for its key's prefix
+	// (Config.ExcludePrefixes).
+	Excluded Excluded
 	// LeftAtClose counts the operations Close abandoned.
 	LeftAtClose uint64
 	// LostEvents counts breaker events not delivered to the Observer
@@ -147,6 +167,8 @@ type counters struct {
 	coalesced          atomic.Uint64
 	confirmed          atomic.Uint64
 	cleared            atomic.Uint64
+	elsewhere          atomic.Uint64
+	claimErrors        atomic.Uint64
 	journalCommits     atomic.Uint64
 	journalErrors      atomic.Uint64
 	loaded             atomic.Uint64
@@ -154,6 +176,10 @@ type counters struct {
 	teeReads           atomic.Uint64
 	late               [len(LateOutcomes)]atomic.Uint64
 	refused            [len(IngestRefusals)]atomic.Uint64
+	excluded           struct{ writes, copies, reads, journal atomic.Uint64 }
+	paceDelayed        atomic.Uint64
+	paceWaited         atomic.Int64 // nanoseconds
+	paceDeferred       atomic.Uint64
 }
 
 var lateIndex = indexOf(LateOutcomes[:])
@@ -182,6 +208,8 @@ func (s *Store) Stats() Stats {
 		Coalesced:          s.ctr.coalesced.Load(),
 		Confirmed:          s.ctr.confirmed.Load(),
 		Cleared:            s.ctr.cleared.Load(),
+		ReportedElsewhere:  s.ctr.elsewhere.Load(),
+		ClaimErrors:        s.ctr.claimErrors.Load(),
 		Journal:            s.journal != nil,
 		JournalOK:          s.journal != nil && s.journalOK.Load(),
 		JournalCommits:     s.ctr.journalCommits.Load(),
@@ -209,6 +237,7 @@ func (s *Store) Stats() Stats {
 	}
 	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = s.set.snapshot()
 	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = s.set.suspects()
+	st.Held, st.Recovered = s.set.heldNow()
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}
@@ -221,6 +250,9 @@ func (s *Store) Stats() Stats {
 		st.LateCopies[o] = s.ctr.late[i].Load()
 	}
 	_, st.Conflicts = s.conflictCount()
+	st.ShadowPacing = ShadowPacing{Delayed: s.ctr.paceDelayed.Load(), Waited: time.Duration(s.ctr.paceWaited.Load()), Deferred: s.ctr.paceDeferred.Load()}
+	x := &s.ctr.excluded
+	st.Excluded = Excluded{Writes: x.writes.Load(), Copies: x.copies.Load(), Reads: x.reads.Load(), Journal: x.journal.Load()}
 	st.Fence = s.fenceAt(st.Stage, now)
 	st.Breaker = BreakerClosed
 	if st.Stage.mirrors() {

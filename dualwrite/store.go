@@ -33,7 +33,11 @@ type Store struct {
 	// first), and lastCopy when the latest ingested copy arrived, in Unix
 	// nanoseconds on the Store's clock: the fence's clocks.
 	stageSince, lastCopy atomic.Int64
-	started              int64 // when New ran, Unix nanoseconds on the Store's clock
+	// authSince is when MongoDB became authoritative, as far as the Store
+	// knows (Config.AuthoritativeSince, or its own flip), in Unix
+	// nanoseconds; 0 when it does not know, or MongoDB is not.
+	authSince atomic.Int64
+	started   int64 // when New ran, Unix nanoseconds on the Store's clock
 	// peersUntil is until when other instances may have written, in Unix
 	// nanoseconds (SetPeersUntil); 0: none.
 	peersUntil atomic.Int64
@@ -63,6 +67,10 @@ type Store struct {
 	// bg is the context of the Store's own passes; Close cancels it.
 	bg       context.Context
 	bgCancel context.CancelFunc
+	// pacing is what the lanes wait for the shadow's budget under; Close
+	// cancels it when it gives up draining.
+	pacing context.Context
+	unpace context.CancelFunc
 
 	events     chan BreakerEvent
 	repairKick chan struct{}
@@ -132,6 +140,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		s.sink = LogSink{Logger: s.log}
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.pacing, s.unpace = context.WithCancel(context.Background())
 	s.withExpiry, s.metadata = true, true
 	for r := range s.stores {
 		s.expiry[r], _ = s.stores[r].(kv.ExpiryGetter)
@@ -146,6 +155,9 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	s.stage.Store(uint32(cfg.Stage))
 	s.started = s.clock.Now().UnixNano()
 	s.stageSince.Store(s.started)
+	if cfg.Stage.authority() == RoleShadow && !cfg.AuthoritativeSince.IsZero() {
+		s.authSince.Store(cfg.AuthoritativeSince.UnixNano())
+	}
 	if s.journal != nil {
 		s.recorder, _ = s.journal.(Recorder)
 		s.journalOK.Store(true)

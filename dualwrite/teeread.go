@@ -65,6 +65,9 @@ func (s *Store) CompareReads(ctx context.Context, reads []TeeRead) (int, error) 
 	}
 	n := 0
 	for _, r := range reads {
+		if s.excludedRead(r.Key) {
+			continue
+		}
 		h := hashKey(r.Key)
 		c := &comparison{seq: s.slotOf(h).seq.Load(), expiry: s.withExpiry, tee: true, sum: r.SHA256, length: r.Length}
 		c.raced = r.At.Before(s.wroteAt(r.Key, h))

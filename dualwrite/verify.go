@@ -25,8 +25,9 @@ import (
 //   - a read error, a write racing the read, or a key about to expire: the
 //     key stays for the next pass.
 //
-// Reads of the primary wait on Config.PrimaryBudget; reads of the other
-// store are refused while its breaker is open. The Store runs a pass every
+// Reads of the primary wait on Config.PrimaryBudget, reads of the shadow on
+// Config.ShadowBudget; reads of the other store are refused while its
+// breaker is open. The Store runs a pass every
 // RepairInterval and when a breaker closes; passes never run together, so
 // a Sink or an Observer, which a pass calls, must not call Settle.
 func (s *Store) Settle(ctx context.Context) (int, error) {
@@ -53,11 +54,14 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	cutoff := now.Add(-s.cfg.window)
+	// The fleet's watermark, before any read: a copy it says had landed
+	// did so before the reads below.
+	r := rule{window: int64(s.cfg.window), mark: s.fleetMark(ctx)}
 	refs := append(s.set.due(MarkUnsettled, cutoff, s.cfg.MaxDirty), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects)...)
 	n := 0
 	for lo := 0; lo < len(refs); lo += s.cfg.VerifyBatch {
 		chunk := refs[lo:min(lo+s.cfg.VerifyBatch, len(refs))]
-		if err := s.verify(ctx, auth, chunk); err != nil {
+		if err := s.verify(ctx, auth, chunk, r); err != nil {
 			return n, err
 		}
 		n += len(chunk)
@@ -78,7 +82,7 @@ const verifyBytes = kv.MaxValueSize
 // alone), and judged. One large key therefore costs its own reads and never
 // holds back the keys batched with it, and a pass holds about two answers'
 // values at a time.
-func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
+func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef, r rule) error {
 	keys := make([]string, len(refs))
 	seqs := make([]uint64, len(refs))
 	for i, r := range refs {
@@ -101,7 +105,7 @@ func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef) error {
 		}
 		var obs [2][]compare.Observation
 		obs[auth], obs[auth.other()] = po, so
-		s.judge(ctx, auth, refs[at:lo], seqs[at:lo], obs)
+		s.judge(ctx, auth, refs[at:lo], seqs[at:lo], obs, r)
 		return nil
 	})
 }
@@ -127,8 +131,11 @@ func bySize(keys []string, obs []compare.Observation, limit int) [][]string {
 
 // judge classifies the observations of refs, whose slots' sequences were
 // seqs before the reads, and settles, holds or confirms each key's
-// difference.
-func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []uint64, obs [2][]compare.Observation) {
+// difference by rule r. A confirmed difference is reported unless another
+// instance of the fleet claimed it first; a key recovered from the journal
+// that differs is repaired without a report. Either is counted apart, and
+// verified as Pending: a repair of it is under way.
+func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []uint64, obs [2][]compare.Observation, r rule) {
 	now := s.clock.Now()
 	for i, ref := range refs {
 		seq := s.slotOf(hashKey(ref.key)).seq.Load()
@@ -144,13 +151,22 @@ func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []u
 				}
 			}
 		case kind.Divergent():
-			v, first, changed := s.set.judge(ref, s.difference(p, sh, nil, 0), now, s.cfg.window)
+			diff := s.difference(p, sh, nil, 0)
+			v, first, changed := s.set.judge(ref, diff, now, r)
 			out.add(first, changed)
 			switch v {
 			case verdictConfirmed:
+				s.kickRepair()
+				if !s.claim(ctx, ref.key, diff) {
+					s.ctr.elsewhere.Add(1)
+					kind = compare.Pending
+					break
+				}
 				s.ctr.confirmed.Add(1)
 				s.deliver(ctx, s.cfg.Redactor.Record(ref.key, kind, p, sh, now))
+			case verdictRecovered:
 				s.kickRepair()
+				kind = compare.Pending
 			case verdictRaced:
 				kind = compare.Inconclusive
 			default:
@@ -178,12 +194,8 @@ func (s *Store) difference(p, sh compare.Observation, sum *[32]byte, length int)
 // store (guarded) go through its breaker.
 func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool, piece func([]string, []compare.Observation) error) error {
 	call := func(ctx context.Context, requests int, bytes int64, read func(context.Context) error) error {
-		if r == RolePrimary && s.cfg.PrimaryBudget != nil {
-			for range requests {
-				if err := s.cfg.PrimaryBudget.Wait(ctx); err != nil {
-					return err
-				}
-			}
+		if err := s.waitBudget(ctx, r, requests); err != nil {
+			return err
 		}
 		start := s.clock.Now()
 		if !guarded {

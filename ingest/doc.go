@@ -41,11 +41,15 @@
 //
 // answers {"stage": "...", "generation": n, "authoritative":
 // "primary"|"shadow", "route": "proxy"|"binding", "lease_ms": n,
-// "account": "...", "namespace": "..."} from a StageReader, which the tee
-// caches: route says whether it sends its reads and writes through the
-// proxy (from the handover stage on) or through its binding, and lease_ms
-// how long from its request the tee may route by the answer (the proxy's
-// fence is derived from it).
+// "account": "...", "namespace": "...", "exclude_prefixes": ["__kvshadow:",
+// ...]} from a StageReader, which the tee caches: route says whether it
+// sends its reads and writes through the proxy (from the handover stage on)
+// or through its binding, lease_ms how long from its request the tee may
+// route by the answer (the proxy's fence is derived from it), and
+// exclude_prefixes the key prefixes the proxy leaves out of the migration
+// (--exclude-prefix), whose copies and reads the tee does not send. A copy
+// of such a key that arrives anyway is dropped and counted
+// (dualwrite.Stats.Excluded), never an error.
 //
 // A proxy over dual-write stores mounts it with the DualWrite sink, which
 // is also its StageReader:

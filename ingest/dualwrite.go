@@ -91,7 +91,7 @@ func (d *DualWrite) Authority(_ context.Context, namespace string) (Authority, e
 	}
 	stage := st.Stage()
 	a := Authority{Stage: stage.String(), ShadowAuthoritative: stage.ShadowAuthoritative(), ThroughProxy: stage.RoutesThroughProxy(),
-		Account: d.Account, Namespace: namespace, LeaseMS: d.Lease.Milliseconds()}
+		Account: d.Account, Namespace: namespace, LeaseMS: d.Lease.Milliseconds(), ExcludePrefixes: st.ExcludedPrefixes()}
 	if d.Generation != nil {
 		a.Generation = d.Generation()
 	}

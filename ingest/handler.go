@@ -56,6 +56,10 @@ type Authority struct {
 	LeaseMS   int64  `json:"lease_ms,omitempty"`
 	Account   string `json:"account,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
+	// ExcludePrefixes are the key prefixes the proxy leaves out of the
+	// migration (its --exclude-prefix, and kv.ReservedPrefix): the tee
+	// sends no copy or read of a key under one.
+	ExcludePrefixes []string `json:"exclude_prefixes,omitempty"`
 }
 
 // StageReader answers the stage endpoint for a namespace ("" for the

@@ -17,8 +17,14 @@
 // (SHA-256 of value and metadata, and the expiry) of the side that stood, for at most KeepFor and never past the
 // displaced value's own expiry, and at most MaxKept sides and MaxKeptBytes
 // of values (the oldest go first), so that a bot version that writes its
-// binding long after the flip cannot fill the database. The Store calls it
-// under the key's lock, before anything is overwritten.
+// binding long after the flip cannot fill the database; at most Rate a
+// minute (a side counting once more per MiB), so that one client forging
+// copies cannot push out the sides kept before; a MemoryStore's values are
+// charged to the process's memory budget, of which they hold at most a
+// quarter. A MongoStore keeps its totals in a document of their own, so
+// that a Keep costs a bounded number of requests however many sides are
+// kept. The Store calls it under the key's lock, before anything is
+// overwritten.
 //
 // A Decider carries out a decision for a record of the conflict ledger
 // (control.ConflictLedger): keep the side that stands, which writes nothing,

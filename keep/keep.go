@@ -11,6 +11,7 @@ import (
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/membudget"
 )
 
 // The errors of this package.
@@ -26,6 +27,9 @@ var (
 	ErrNotServed = errors.New("keep: the record's namespace is not served by this instance")
 	// ErrSide: a decision names neither side.
 	ErrSide = errors.New(`keep: a decision keeps "copy" or "shadow"`)
+	// ErrRate: more sides were kept in the last minute than Config.Rate
+	// allows; this one is not kept.
+	ErrRate = errors.New("keep: more sides kept this minute than the rate allows")
 	// ErrStore: the kept sides could not be read or written.
 	ErrStore = errors.New("keep: the store of kept sides is unavailable")
 )
@@ -102,9 +106,25 @@ type Config struct {
 	// DefaultMaxKept and DefaultMaxKeptBytes.
 	MaxKept      int
 	MaxKeptBytes int64
+	// Rate is how many sides a minute the Store keeps at most, a side
+	// counting once and once more for each whole MiB of its value: past
+	// it, Keep refuses (ErrRate) until the minute has room, so that
+	// copies from one client cannot push out the sides kept before. Zero
+	// means DefaultRate; negative, no bound.
+	Rate int
+	// Memory is the process's memory budget, which a MemoryStore's kept
+	// values are charged to for as long as they are kept: a side the
+	// budget cannot pay for is not kept. A MemoryStore with a budget keeps
+	// at most a quarter of it unless MaxKeptBytes says less.
+	Memory *membudget.Budget
 	// Clock is the time of KeptAt and Until; nil means the system clock.
 	Clock clock.Clock
 }
+
+// DefaultRate is Config.Rate's default: a bot version that still writes
+// its binding around the flip conflicts far less often; a client that
+// forges copies keeps at most this many sides, or MiB, a minute.
+const DefaultRate = 120
 
 // The bounds of a Store: as many sides as the conflict ledger keeps
 // records of a namespace, and enough bytes for that many values of 200 KiB.

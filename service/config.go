@@ -13,10 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 )
@@ -25,12 +29,14 @@ import (
 // (cfkv.EnvAccountID, EnvAPIToken, EnvNamespaceID, EnvBaseURL) and the
 // OTEL_* ones. Secrets come from the environment or a file, never a flag: a
 // flag shows in ps.
+// The names are package kvenv's, which a Go bot's constructor (package
+// botkv) reads too.
 const (
-	EnvToken      = "KVSHADOW_TOKEN"       // the clients' token
-	EnvAdminToken = "KVSHADOW_ADMIN_TOKEN" // the admin API's token
-	EnvKeySecret  = "KVSHADOW_KEY_SECRET"  // the HMAC secret of redacted keys
-	EnvMongoURI   = "MONGODB_URI"
-	EnvMongoDB    = "MONGODB_DB"
+	EnvToken      = kvenv.Token      // the clients' token
+	EnvAdminToken = kvenv.AdminToken // the admin API's token
+	EnvKeySecret  = kvenv.KeySecret  // the HMAC secret of redacted keys
+	EnvMongoURI   = kvenv.MongoURI
+	EnvMongoDB    = kvenv.MongoDB
 )
 
 // Defaults of the flags.
@@ -117,6 +123,14 @@ type Config struct {
 	MaxSettle       int
 	BreakerFailures int
 	BreakerOpen     time.Duration
+	// ShadowRate caps the requests a second the instance's own work makes
+	// to MongoDB (copies, comparisons, verification, repairs:
+	// dualwrite.Config.ShadowBudget), shared by every namespace; 0 is no
+	// cap.
+	ShadowRate int
+	// ExcludePrefixes are the key prefixes left out of the migration
+	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.
+	ExcludePrefixes []string
 
 	// ReadTimeout and WriteTimeout are the front's (kvapi.ServeConfig): a
 	// request's context ends a tenth of WriteTimeout before it, at most 5 s.
@@ -208,6 +222,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
+	fs.Var((*listFlag)(&c.ExcludePrefixes), "exclude-prefix", "")
+	fs.IntVar(&c.ShadowRate, "shadow-rate", 0, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
 	fs.BoolVar(&c.Help, "h", false, "")
@@ -236,6 +252,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.checkNumbers(); err != nil {
 		return nil, err
 	}
+	if _, err := kv.NewExclusions(c.ExcludePrefixes); err != nil {
+		return nil, usage("--exclude-prefix: %v", err)
+	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
 			return nil, usage("--public-url: want the http(s) origin clients reach, without credentials or a query, such as https://kv.example.com")
@@ -261,7 +280,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	// proxy follows it, so that a URI the two share (an Atlas one ending in
 	// /test) cannot split them into two databases. OpenBackends warns when
 	// the URI names another.
-	mongoDB = cmpOr(cmpOr(mongoDB, env(EnvMongoDB)), mongokv.DefaultDatabase)
+	mongoDB = kvenv.Database(mongoDB, getenv)
 	read := func(file, name string, dst *string) {
 		if err != nil {
 			return
@@ -296,6 +315,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		slices.Sort(missing)
 		return nil, usage("missing %s; or try --demo, which needs no account", strings.Join(missing, ", "))
 	}
+	if err := checkMongoURI(c.secrets.mongoURI); err != nil {
+		return nil, err
+	}
 	if c.Unauthenticated {
 		if err := loopbackOnly(c.Listen, c.AdminListen); err != nil {
 			return nil, err
@@ -316,6 +338,21 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		c.Instance = defaultInstance(c.AdminListen)
 	}
 	return c, nil
+}
+
+// checkMongoURI refuses a MONGODB_URI that is no connection string (a
+// "mongo://" typo), before any connect, without quoting it: it may hold a
+// password.
+func checkMongoURI(uri string) error {
+	if !strings.HasPrefix(uri, "mongodb://") && !strings.HasPrefix(uri, "mongodb+srv://") {
+		return usage("%s (or --mongo-uri-file) is not a MongoDB connection string: it must start with mongodb:// or mongodb+srv://", EnvMongoURI)
+	}
+	// A mongodb+srv URI is checked at connect: reading it looks its hosts
+	// up in DNS, which a bad environment is not.
+	if strings.HasPrefix(uri, "mongodb://") && options.Client().ApplyURI(uri).Validate() != nil {
+		return usage("%s (or --mongo-uri-file) is not a valid MongoDB connection string (its hosts, options or escaping); it is not quoted here since it may hold a password", EnvMongoURI)
+	}
+	return nil
 }
 
 // orIf stands in a value for a token the operator chose to go without.
@@ -352,6 +389,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--breaker-open-timeout takes a positive duration")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
+	case c.ShadowRate < 0:
+		return usage("--shadow-rate %d: want requests a second to MongoDB, such as 80 for an Atlas M0, or 0 for no cap", c.ShadowRate)
 	case c.MaxSettle < 1:
 		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0 || c.SweepInterval <= 0:
@@ -397,16 +436,9 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 
 // secret reads a secret from file when given, else from the environment.
 func secret(file, env string, getenv func(string) string) (string, error) {
-	if file == "" {
-		return strings.TrimSpace(getenv(env)), nil
-	}
-	b, err := os.ReadFile(file)
+	v, err := kvenv.Secret(file, env, getenv)
 	if err != nil {
-		return "", usage("reading the file that holds %s: %v", env, errors.Unwrap(err))
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", usage("the file that holds %s is empty", env)
+		return "", usage("%v", err)
 	}
 	return v, nil
 }

@@ -48,7 +48,9 @@ func ExampleNewStore() {
 
 // The bot's wiring in production: Workers KV authoritative, MongoDB the
 // shadow, both from the environment, the stage from configuration. (Not run
-// here: it needs the accounts.)
+// here: it needs the accounts.) botkv.Open builds the same from
+// kvshadow-proxy's environment, with the journal, and follows the stage
+// document as the proxies do: docs/go-bot.md.
 func ExampleNewStore_production() {
 	ctx := context.Background()
 	primary, err := cfkv.New(cfkv.ConfigFromEnv(nil)) // CLOUDFLARE_ACCOUNT_ID, _API_TOKEN, _KV_NAMESPACE_ID

@@ -26,6 +26,9 @@ const (
 	// LateOutcomeKey is what became of a late tee copy: applied,
 	// superseded, conflict, failed, held.
 	LateOutcomeKey = attribute.Key("kvshadow.late.outcome")
+	// ExcludedSourceKey says what was left out for an excluded key: write,
+	// copy, read, journal.
+	ExcludedSourceKey = attribute.Key("kvshadow.excluded.source")
 	// RefusalReasonKey says why tee copies were refused.
 	RefusalReasonKey = attribute.Key("kvshadow.refusal.reason")
 )
@@ -55,6 +58,7 @@ const (
 	MetricSuspectKeys          = "kvshadow.dualwrite.suspect.keys"
 	MetricSuspectOverflow      = "kvshadow.dualwrite.suspect.overflow"
 	MetricSuspicionsCleared    = "kvshadow.dualwrite.suspicions.cleared"
+	MetricSettleRecovered      = "kvshadow.dualwrite.settle.recovered"
 	MetricSuspectsSuperseded   = "kvshadow.dualwrite.suspicions.superseded"
 	MetricCoalesced            = "kvshadow.dualwrite.coalesced"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
@@ -64,6 +68,9 @@ const (
 	MetricJournalErrors        = "kvshadow.dualwrite.journal.errors"
 	MetricJournalCommits       = "kvshadow.dualwrite.journal.commits"
 	MetricJournalPending       = "kvshadow.dualwrite.journal.pending"
+	MetricExcluded             = "kvshadow.dualwrite.excluded"
+	MetricShadowBudgetDelayed  = "kvshadow.dualwrite.shadow_budget.delayed"
+	MetricShadowBudgetDeferred = "kvshadow.dualwrite.shadow_budget.deferred"
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.

@@ -29,6 +29,7 @@ type checkpoint struct {
 	SavedAt     time.Time          `json:"saved_at"`
 	Position    position           `json:"position"`
 	Scanned     int64              `json:"scanned"`
+	Excluded    int64              `json:"excluded,omitempty"`
 	Module      string             `json:"module"`
 	Modules     map[string]*Counts `json:"modules"`
 	Records     []compare.Record   `json:"records"`
@@ -116,7 +117,7 @@ func (e *engine) resume() error {
 	e.secret = cp.Secret
 	e.startedAt = cp.StartedAt
 	e.position = cp.Position
-	e.scanned, e.baseline, e.module = cp.Scanned, cp.Scanned, cp.Module
+	e.scanned, e.baseline, e.module, e.excluded = cp.Scanned, cp.Scanned, cp.Module, cp.Excluded
 	if cp.Modules != nil {
 		e.modules = cp.Modules
 	}
@@ -151,7 +152,7 @@ func (e *engine) maybeSave(force bool) error {
 	cp := checkpoint{
 		Version: checkpointVersion, Fingerprint: e.fingerprint, Secret: e.secret,
 		StartedAt: e.startedAt, SavedAt: now, Position: e.position,
-		Scanned: e.scanned, Module: e.module, Modules: e.modules,
+		Scanned: e.scanned, Excluded: e.excluded, Module: e.module, Modules: e.modules,
 		Records: e.records, Omitted: e.omitted, Binary: e.binary, BinOmitted: e.binOmit, Large: e.large, LargeOmit: e.bigOmit, Repair: e.repair,
 		Requests: e.requests(),
 	}

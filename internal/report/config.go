@@ -99,8 +99,9 @@ type Scope struct {
 	Modules  []string `json:"modules"`
 	Prefixes []string `json:"prefixes"`
 	// ExcludeModules and ExcludePrefixes drop keys inside the scanned
-	// ranges. Excluded keys are still listed (lists are cheap) but neither
-	// counted nor read.
+	// ranges, as kv.ReservedPrefix always is. Excluded keys are still
+	// listed (lists are cheap) but neither counted nor read; Counts.Excluded
+	// says how many there were.
 	ExcludeModules  []string `json:"exclude_modules"`
 	ExcludePrefixes []string `json:"exclude_prefixes"`
 	// SampleRate in (0, 1] compares that fraction of the keys, chosen by a
@@ -177,6 +178,16 @@ type Config struct {
 	// the report (Report.Truth); its Side is ignored. The zero value
 	// reports the choice as a default.
 	Truth Truth
+	// Settle, when positive, reads every key the scan found divergent
+	// again once Settle has passed since its first read (Workers KV's
+	// consistency window and the proxies' lanes: 70 s is the command's
+	// default), up to DefaultMaxSettle keys, before the gate counts it: a
+	// key that agrees then counts as agreeing; one with the same
+	// difference on both sides, as divergent; one that changed (a write or
+	// its copy was on its way) as pending, left for later and out of the
+	// gated parity (Report.Settle, Report.LeftForLater). Zero reads
+	// nothing again. Not with Repair.Apply, which reads its repairs back.
+	Settle time.Duration
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).
 	MinParity float64
@@ -245,6 +256,9 @@ func (cfg Config) normalized() (Config, error) {
 	c.MaxModules = orInt(c.MaxModules, DefaultMaxModules)
 	c.CheckpointEvery = orDuration(c.CheckpointEvery, DefaultCheckpointEvery)
 	c.Repair.RecheckWindow = orDuration(c.Repair.RecheckWindow, DefaultRecheckWindow)
+	if c.Settle < 0 {
+		return c, fmt.Errorf("%w: Settle must not be negative", ErrConfig)
+	}
 	switch {
 	case c.Retries == 0:
 		c.Retries = DefaultRetries
@@ -397,8 +411,12 @@ func inRanges(key string, ranges []string) bool {
 	return false
 }
 
-// excluded reports whether key is out of scope within its range.
+// excluded reports whether key is out of scope within its range: under
+// an excluded module or prefix, or kv.ReservedPrefix, which no run scans.
 func (s Scope) excluded(key, module string) bool {
+	if strings.HasPrefix(key, kv.ReservedPrefix) {
+		return true
+	}
 	if len(s.ExcludeModules) > 0 && module != "" {
 		if _, found := slices.BinarySearch(s.ExcludeModules, module); found {
 			return true

@@ -60,6 +60,11 @@ type Report struct {
 	TooLargeForBot  []compare.Record `json:"too_large_for_bot,omitempty"`
 	TooLargeOmitted int64            `json:"too_large_omitted,omitempty"`
 	Repair          *RepairReport    `json:"repair,omitempty"`
+	// Settle is present when the run read its differing keys again
+	// (Config.Settle); LeftForLater lists those that had changed, up to
+	// MaxRecords: they are pending, and out of the gated parity.
+	Settle       *SettleReport `json:"settle,omitempty"`
+	LeftForLater []LeftKey     `json:"left_for_later,omitempty"`
 	// Parity is what the gate compares with MinParity: the scan's parity,
 	// or the parity after an applied repair.
 	Parity float64 `json:"parity"`
@@ -121,6 +126,10 @@ type Counts struct {
 	// for the bot's document shape (see Report.TooLargeForBot); a call-out
 	// beside parity too.
 	TooLargeForBot int64 `json:"too_large_for_bot"`
+	// Excluded is the keys listed in the scanned ranges but left out:
+	// under an excluded module or prefix, or kvshadow's reserved
+	// __kvshadow:. Counted in Totals alone.
+	Excluded int64 `json:"excluded,omitempty"`
 	// Parity is the percentage of compared keys that agree (match, or
 	// expired on one side a moment early), 100 when none was compared.
 	// Errors count against it: an unread key is not known to agree.

@@ -37,6 +37,7 @@ type batch struct {
 	counts   map[string]*Counts // per module
 	order    []string           // the modules of counts, as first met
 	consumed int64              // union keys in scope, sampled or not
+	excluded int64              // union keys in the ranges, excluded
 	seen     int64              // keys passed, in scope or not
 	pos      position
 	last     string // module of the last key, for progress
@@ -45,6 +46,8 @@ type batch struct {
 	binary  []compare.Record // keys whose shadow value is not UTF-8
 	large   []compare.Record // keys whose shadow value passes one bot document
 	repair  RepairCounts
+	// differing are the divergent keys to read again (Config.Settle).
+	differing []differing
 }
 
 func newBatch(seq int) *batch { return &batch{seq: seq, counts: make(map[string]*Counts)} }
@@ -256,6 +259,7 @@ func (e *engine) full(b *batch) bool {
 func (e *engine) take(b *batch, c candidate) {
 	c.module = kv.ModuleOf(c.key)
 	if e.cfg.Scope.excluded(c.key, c.module) {
+		b.excluded++
 		return
 	}
 	b.consumed++

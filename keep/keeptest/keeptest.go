@@ -26,6 +26,40 @@ import (
 func Run(t *testing.T, large bool, open func(keep.Config) keep.Store) {
 	t.Run("kept", func(t *testing.T) { kept(t, large, open) })
 	t.Run("bounds", func(t *testing.T) { bounds(t, open) })
+	t.Run("rate", func(t *testing.T) { rate(t, open) })
+}
+
+// rate: past Config.Rate sides a minute (a side counting once more per
+// MiB of its value), Keep refuses with ErrRate until the minute has room.
+func rate(t *testing.T, open func(keep.Config) keep.Store) {
+	ctx := context.Background()
+	clk := newClock()
+	s := open(keep.Config{Rate: 4, Clock: clk})
+	keepOf := func(size int) error {
+		_, err := s.Keep(ctx, dualwrite.Kept{Key: "wordle:k", Displaced: compare.Observation{Found: true, Value: bytes.Repeat([]byte("x"), size)}})
+		return err
+	}
+	for i := range 4 {
+		if err := keepOf(10); err != nil {
+			t.Fatalf("side %d within the rate: %v", i, err)
+		}
+	}
+	if err := keepOf(10); !errors.Is(err, keep.ErrRate) {
+		t.Fatalf("a fifth side in the minute: %v, want ErrRate", err)
+	}
+	clk.Advance(30 * time.Second)
+	for i := range 2 {
+		if err := keepOf(10); err != nil {
+			t.Fatalf("side %d half a minute later: %v", i, err)
+		}
+	}
+	if err := keepOf(1 << 20); !errors.Is(err, keep.ErrRate) {
+		t.Fatalf("a side of 1 MiB (2 of the rate) with none left: %v, want ErrRate", err)
+	}
+	clk.Advance(time.Minute)
+	if err := keepOf(1 << 20); err != nil {
+		t.Fatalf("a side of 1 MiB a minute later: %v", err)
+	}
 }
 
 // keepFor is the Config.KeepFor of Run's stores.

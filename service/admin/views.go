@@ -104,6 +104,10 @@ type StoreStats struct {
 	Verifications        map[string]uint64 `json:"verifications"`
 	Divergences          uint64            `json:"divergences"` // confirmed by verification
 	Cleared              uint64            `json:"cleared"`
+	Held                 int               `json:"held"`               // differences held now, waiting for the confirmation rule
+	ReportedElsewhere    uint64            `json:"reported_elsewhere"` // confirmed here, reported by another instance first
+	ClaimErrors          uint64            `json:"claim_errors"`       // claims the board failed: reported anyway
+	Recovered            uint64            `json:"recovered"`          // journal keys found different after a restart: repaired, not reported
 	Journal              bool              `json:"journal"`
 	JournalOK            bool              `json:"journal_ok"`
 	JournalCommits       uint64            `json:"journal_commits"`
@@ -112,6 +116,10 @@ type StoreStats struct {
 	Loaded               uint64            `json:"loaded"`
 	IngestStale          uint64            `json:"ingest_stale"`
 	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
+	// Excluded: what was left out for its key's prefix (--exclude-prefix).
+	Excluded dualwrite.Excluded `json:"excluded"`
+	// ShadowPacing: what the budget toward MongoDB (--shadow-rate) held back.
+	ShadowPacing dualwrite.ShadowPacing `json:"shadow_pacing"`
 	// IngestRefused: copies whose acked_at was out of bounds, by reason;
 	// LateCopies: copies that arrived while MongoDB was authoritative, by
 	// outcome; Conflicts: the late copies reported as conflicts (GET
@@ -199,13 +207,19 @@ type Operations struct {
 	Errors     uint64 `json:"errors"`
 }
 
-// DivergenceSummary counts the divergences found: Confirmed by a
-// verification read after the consistency window, Suspected the first
-// differences seen (sampled reads, first verification reads), most of
-// which a later read clears.
+// DivergenceSummary counts the divergences found: Confirmed, the running
+// total of those confirmed and reported by this instance (the same
+// difference after the consistency window, no copy known to the fleet on
+// its way); Suspected, the differences held now, waiting for that rule
+// (most go away); SuspectedTotal, the running total of differences seen
+// first (sampled reads, first verification reads); Recovered, the running
+// total of keys named by the journal after a restart and found different,
+// repaired without a report.
 type DivergenceSummary struct {
-	Confirmed uint64 `json:"confirmed"`
-	Suspected uint64 `json:"suspected"`
+	Confirmed      uint64 `json:"confirmed"`
+	Suspected      uint64 `json:"suspected"`
+	SuspectedTotal uint64 `json:"suspected_total"`
+	Recovered      uint64 `json:"recovered"`
 }
 
 // SummaryView opens GET /stats: the few numbers an operator reads first,
@@ -294,8 +308,10 @@ func summaryOf(st control.Status, total dualwrite.Stats, ops Operations) Summary
 		Instance: st.Instance, Stage: st.Stage.String(), Generation: st.Generation, Operations: ops.Operations, Errors: ops.Errors,
 		Breaker: string(total.Breaker), Dirty: total.Dirty, Unsettled: total.Unsettled,
 		Divergences: DivergenceSummary{
-			Confirmed: total.Divergences(),
-			Suspected: total.Comparisons[compare.Suspected] + total.Verifications[compare.Suspected],
+			Confirmed:      total.Divergences(),
+			Suspected:      uint64(total.Held),
+			SuspectedTotal: total.Comparisons[compare.Suspected] + total.Verifications[compare.Suspected],
+			Recovered:      total.Recovered,
 		},
 		LateCopies: sumCounts(total.LateCopies), Conflicts: total.Conflicts,
 		ReconciliationNeeded: total.ReconciliationNeeded,
@@ -321,10 +337,11 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
 		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, SuspectsSuperseded: s.SuspectsSuperseded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
+		Held: s.Held, ReportedElsewhere: s.ReportedElsewhere, ClaimErrors: s.ClaimErrors, Recovered: s.Recovered,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
 		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
-		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents,
+		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
 	}
 }
 
@@ -364,6 +381,10 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		addCounts(sum.Verifications, st.Verifications)
 		sum.Confirmed += st.Confirmed
 		sum.Cleared += st.Cleared
+		sum.Held += st.Held
+		sum.ReportedElsewhere += st.ReportedElsewhere
+		sum.ClaimErrors += st.ClaimErrors
+		sum.Recovered += st.Recovered
 		sum.Journal = sum.Journal || st.Journal
 		sum.JournalOK = sum.JournalOK && (st.JournalOK || !st.Journal)
 		sum.JournalCommits += st.JournalCommits
@@ -372,6 +393,10 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.Loaded += st.Loaded
 		sum.IngestStale += st.IngestStale
 		sum.TeeReads += st.TeeReads
+		sum.Excluded = dualwrite.Excluded{Writes: sum.Excluded.Writes + st.Excluded.Writes, Copies: sum.Excluded.Copies + st.Excluded.Copies,
+			Reads: sum.Excluded.Reads + st.Excluded.Reads, Journal: sum.Excluded.Journal + st.Excluded.Journal}
+		sum.ShadowPacing = dualwrite.ShadowPacing{Delayed: sum.ShadowPacing.Delayed + st.ShadowPacing.Delayed,
+			Waited: sum.ShadowPacing.Waited + st.ShadowPacing.Waited, Deferred: sum.ShadowPacing.Deferred + st.ShadowPacing.Deferred}
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
 		sum.Conflicts += st.Conflicts

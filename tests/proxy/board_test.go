@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -129,4 +131,88 @@ func testDatabase(t *testing.T) *mongo.Database {
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
 	return client.Database(mongotest.NewDatabaseName(t.Name()))
+}
+
+// A heartbeat carries its stores' watermarks through MongoDB, and a claim
+// of a difference is taken once while it holds, by one request each.
+func TestWatermarksAndClaimsInMongoDB(t *testing.T) {
+	db := testDatabase(t)
+	board := control.NewMongoBoard(db)
+	at := time.Now().Truncate(time.Millisecond).UTC()
+	want := control.Heartbeat{Instance: "a", Stage: dualwrite.Shadow, At: at,
+		Watermarks: map[string]time.Time{"ns1": at.Add(-time.Second), "ns2": at}}
+	if err := board.Beat(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	beats, err := board.Instances(t.Context())
+	if err != nil || len(beats) != 1 || !reflect.DeepEqual(beats[0].Watermarks, want.Watermarks) {
+		t.Fatalf("Instances = %+v, %v; want watermarks %v", beats, err, want.Watermarks)
+	}
+	id := [32]byte{1, 2, 3}
+	for i, c := range []struct {
+		who   string
+		at    time.Time
+		first bool
+	}{
+		{"a", at, true},
+		{"b", at.Add(time.Second), false},     // within the hold: reported already
+		{"a", at.Add(2 * time.Second), false}, // by anyone
+		{"b", at.Add(time.Minute), true},      // past it: reported again
+	} {
+		first, err := board.Claim(t.Context(), id, c.who, c.at, 10*time.Second)
+		if err != nil || first != c.first {
+			t.Fatalf("claim %d by %s = %v, %v; want %v", i, c.who, first, err, c.first)
+		}
+	}
+	if first, err := board.Claim(t.Context(), [32]byte{9}, "a", at, 10*time.Second); err != nil || !first {
+		t.Fatalf("another difference's claim = %v, %v", first, err)
+	}
+}
+
+// Keeping a side costs as many requests, reading as many documents, with
+// 200 sides kept as with none: the totals are counted, not read from every
+// side (as a bound that read every side's document at each Keep did).
+func TestKeepingASideCostsTheSameAsSidesGrow(t *testing.T) {
+	var requests, docs atomic.Int64
+	mon := &event.CommandMonitor{Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+		requests.Add(1)
+		for _, batch := range []string{"firstBatch", "nextBatch"} {
+			if v, err := e.Reply.LookupErr("cursor", batch); err == nil {
+				if vals, err := v.Array().Values(); err == nil {
+					docs.Add(int64(len(vals)))
+				}
+			}
+		}
+	}}
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetMonitor(mon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	s := keep.NewMongoStore(client.Database(mongotest.NewDatabaseName(t.Name())), keep.Config{Rate: -1})
+	const sides, sample = 120, 30
+	cost := func() (req, read int64) {
+		r0, d0 := requests.Load(), docs.Load()
+		ref, err := s.Keep(t.Context(), dualwrite.Kept{Key: "wordle:k", Displaced: compare.Observation{Found: true, Value: []byte("binding")}})
+		if err != nil || ref == "" {
+			t.Fatalf("Keep: %q, %v", ref, err)
+		}
+		return requests.Load() - r0, docs.Load() - d0
+	}
+	var first, last [2]int64
+	for i := range sides {
+		req, read := cost()
+		switch {
+		case i > 0 && i <= sample: // the first Keep creates the indexes
+			first[0], first[1] = first[0]+req, first[1]+read
+		case i >= sides-sample:
+			last[0], last[1] = last[0]+req, last[1]+read
+		}
+	}
+	t.Logf("per Keep, with up to %d sides kept: %.1f requests, %.1f documents read; with %d: %.1f requests, %.1f documents read",
+		sample, float64(first[0])/sample, float64(first[1])/sample, sides, float64(last[0])/sample, float64(last[1])/sample)
+	if last[0] > first[0] || last[1] > first[1] {
+		t.Fatalf("a Keep costs more as sides grow: %d requests and %d documents read for %d Keeps at first, %d and %d at %d sides",
+			first[0], first[1], sample, last[0], last[1], sides)
+	}
 }

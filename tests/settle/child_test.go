@@ -55,6 +55,8 @@ type childConfig struct {
 	NewKeys bool          `json:"new_keys"`
 	Burst   time.Duration `json:"burst"`
 	Pause   time.Duration `json:"pause"`
+	// Fleet, when set, makes the process a fleet writer (fleetChild).
+	Fleet *fleetConfig `json:"fleet,omitempty"`
 }
 
 // childStats is what a writer that ran to the end prints.
@@ -98,8 +100,11 @@ func runChild() int {
 		return 2
 	}
 	run := child
-	if c.Emulator {
+	switch {
+	case c.Emulator:
 		run = emulator
+	case c.Fleet != nil:
+		run = fleetChild
 	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)

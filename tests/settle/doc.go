@@ -8,6 +8,14 @@
 // than the embedded server (which scans a collection for every query)
 // settles in reasonable time: its shadow is a second REST API server.
 //
+// The fleet test runs writers that also join the control board (in the
+// embedded server) with heartbeats that carry their stores' watermarks,
+// each reading the others' keys through a slow shadow: no divergence may
+// be confirmed that a copy queued, in flight or lost at any of them
+// explains, and a key written around the layer is reported once by them
+// all. The kill test also checks that the keys the journal named after a
+// restart are repaired as known, never reported as divergences.
+//
 // The writer processes are this test binary run again with KVSHADOW_SETTLE_CHILD
 // set (see child_test.go), so that nothing is built.
 package settle

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/internal/report"
 )
 
@@ -28,6 +28,7 @@ type options struct {
 	scope        report.Scope
 	ttlTolerance time.Duration
 	minParity    float64
+	settle       time.Duration
 	format       report.Format
 	out          string
 	keys         compare.KeyPolicy
@@ -100,12 +101,12 @@ func (b budgetFlag) Set(v string) error {
 // Environment variables the command reads besides Cloudflare's and
 // MONGODB_URI. Secrets come from the environment only: flags show in ps.
 const (
-	EnvMongoURI = "MONGODB_URI"
-	EnvMongoDB  = "MONGODB_DB"
+	EnvMongoURI = kvenv.MongoURI // the names are kvenv's, which kvshadow-proxy and botkv read too
+	EnvMongoDB  = kvenv.MongoDB
 	// EnvSecret is the proxy's key secret: one secret for both, so that a
 	// key hashed in a report is the key hashed in the proxy's /dirty, its
 	// logs and its spans, and the same from one run to the next.
-	EnvSecret = "KVSHADOW_KEY_SECRET"
+	EnvSecret = kvenv.KeySecret
 	// EnvReportSecret is the name the report read before it shared the
 	// proxy's; still read, and refused when it disagrees with EnvSecret.
 	EnvReportSecret = "KVSHADOW_REPORT_SECRET"
@@ -135,6 +136,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
 	o.minParity = 100
 	fs.Var(minParityFlag{&o.minParity}, "min-parity", "")
+	fs.DurationVar(&o.settle, "settle", DefaultSettle, "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&o.out, "out", "", "")
 	fs.StringVar(&keys, "keys", string(compare.KeyHMAC), "")
@@ -161,6 +163,14 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, usage("unexpected argument %q (every option is a flag)", fs.Arg(0))
 	}
+	settleSet := false
+	fs.Visit(func(f *flag.Flag) { settleSet = settleSet || f.Name == "settle" })
+	switch {
+	case o.settle < 0:
+		return nil, usage("--settle %s: want a duration of 0s or more", o.settle)
+	case o.demo && !settleSet:
+		o.settle = 0 // the demo's stores change only by its own hand
+	}
 
 	o.cfAccount = orEnv(o.cfAccount, getenv, "CLOUDFLARE_ACCOUNT_ID")
 	o.cfNamespace = orEnv(o.cfNamespace, getenv, "CLOUDFLARE_KV_NAMESPACE_ID")
@@ -170,7 +180,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
 	// report reads what the bot reads. connect warns when the URI names
 	// another database.
-	o.mongoDB = cmp.Or(orEnv(o.mongoDB, getenv, EnvMongoDB), mongokv.DefaultDatabase)
+	o.mongoDB = kvenv.Database(o.mongoDB, getenv)
 	o.secret = getenv(EnvSecret)
 	if old := getenv(EnvReportSecret); old != "" {
 		if o.secret != "" && o.secret != old {
@@ -286,3 +296,8 @@ func (e *usageError) Is(t error) bool { return t == errUsage }
 func usage(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// DefaultSettle is --settle's default: Workers KV's consistency window
+// (60 s), which a proxy's verification waits too, and 10 s for the copies
+// in its lanes.
+const DefaultSettle = 70 * time.Second

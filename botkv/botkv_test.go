@@ -1,0 +1,184 @@
+package botkv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/botkv"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// env is an environment Open accepts, up to its first connect: MongoDB on
+// a port nothing listens on.
+func env(over map[string]string) func(string) string {
+	m := map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": "0123456789abcdef0123456789abcdef", "CLOUDFLARE_KV_NAMESPACE_ID": "fedcba9876543210fedcba9876543210",
+		"CLOUDFLARE_API_TOKEN": "primary-token", "MONGODB_URI": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200",
+	}
+	for k, v := range over {
+		m[k] = v
+	}
+	return func(k string) string { return m[k] }
+}
+
+// A wrong or missing variable fails Open before any I/O (MongoDB is
+// unreachable here: a connect would fail otherwise), with an error that
+// names it and quotes no secret.
+func TestOpenNamesTheWrongVariable(t *testing.T) {
+	for _, c := range []struct {
+		name, value string // value "" unsets it
+		want        string
+	}{
+		{"CLOUDFLARE_ACCOUNT_ID", "", "not set"},
+		{"CLOUDFLARE_ACCOUNT_ID", "my account/1", "is not an ID"},
+		{"CLOUDFLARE_KV_NAMESPACE_ID", "fedcba9876543210fedcba9876543210,0123456789abcdef0123456789abcdef", "several namespaces"},
+		{"CLOUDFLARE_API_TOKEN", "", "not set"},
+		{"CLOUDFLARE_API_TOKEN", "secret with a space", "whitespace"},
+		{"CLOUDFLARE_BASE_URL", "localhost:8787", "the API root"},
+		{"MONGODB_URI", "", "not set"},
+		{"MONGODB_URI", "postgres://user:hunter2@db.example/x", "mongodb://"},
+		{"MONGODB_DB", "miti99bot/prod", "database"},
+		{"KVSHADOW_STAGE", "shadw", "want one of off, dualwrite"},
+		{"KVSHADOW_CONSISTENCY_WINDOW", "-1s", "0 for none"},
+		{"KVSHADOW_CONSISTENCY_WINDOW", "60", "a duration"},
+		{"KVSHADOW_COMPARE_RATE", "5%", "a fraction 0..1"},
+	} {
+		t.Run(c.name+"="+c.value, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			st, err := botkv.Open(ctx, botkv.Config{Getenv: env(map[string]string{c.name: c.value})}, botkv.WithLogger(slog.New(slog.DiscardHandler)))
+			if err == nil {
+				st.Close(ctx)
+				t.Fatal("Open accepted it")
+			}
+			var ve *botkv.VarError
+			if !errors.As(err, &ve) || ve.Name != c.name || !errors.Is(err, botkv.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open: %v; want a *VarError naming %s (%q)", err, c.name, c.want)
+			}
+			if !strings.Contains(err.Error(), c.name) {
+				t.Errorf("the message does not name %s: %v", c.name, err)
+			}
+			for _, secret := range []string{"hunter2", "secret with"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the message quotes a secret: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// Several wrong variables are named in one error.
+func TestOpenNamesEveryWrongVariable(t *testing.T) {
+	_, err := botkv.Open(t.Context(), botkv.Config{Getenv: env(map[string]string{"CLOUDFLARE_ACCOUNT_ID": "", "KVSHADOW_STAGE": "on"})})
+	if err == nil || !strings.Contains(err.Error(), "CLOUDFLARE_ACCOUNT_ID: not set") || !strings.Contains(err.Error(), `KVSHADOW_STAGE: "on"`) {
+		t.Fatalf("Open: %v", err)
+	}
+}
+
+// A secret's file is read instead of its variable, and a missing file is
+// named by the variable it holds.
+func TestOpenReadsSecretsFromFiles(t *testing.T) {
+	_, err := botkv.Open(t.Context(), botkv.Config{Getenv: env(nil), CFTokenFile: t.TempDir() + "/absent"})
+	var ve *botkv.VarError
+	if !errors.As(err, &ve) || ve.Name != "CLOUDFLARE_API_TOKEN" || !strings.Contains(err.Error(), "reading the file that holds CLOUDFLARE_API_TOKEN") {
+		t.Fatalf("Open with a missing token file: %v", err)
+	}
+}
+
+// Past its variables Open connects to MongoDB, and says so when it cannot.
+func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := botkv.Open(ctx, botkv.Config{Getenv: env(nil)}, botkv.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil || errors.Is(err, botkv.ErrConfig) || !strings.Contains(err.Error(), "connecting to MongoDB (MONGODB_URI)") || !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("Open with MongoDB unreachable: %v", err)
+	}
+}
+
+// The adapter's List pages to the end (Workers KV pages hold at most
+// 1,000 keys), and its errors are the bot's sentinel or kv's.
+func TestAdapter(t *testing.T) {
+	ctx := t.Context()
+	mem := memory.New(memory.Config{})
+	var logs bytes.Buffer
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	kvs, err := botkv.NewAdapter(mem, ErrNotFound, botkv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), botkv.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trading, err := kvs.Module("trading")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2500 {
+		if err := trading.Put(ctx, fmt.Sprintf("trades:%05d", i), []byte("t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = kvs.Put(ctx, "tradingx:1", []byte("other module"))
+	keys, err := trading.List(ctx, "trades:")
+	if err != nil || len(keys) != 2500 || keys[0] != "trades:00000" || keys[2499] != "trades:02499" {
+		t.Fatalf("List = %d keys, %v", len(keys), err)
+	}
+	if keys, err := kvs.List(ctx, strings.Repeat("p", kv.MaxKeySize+1)); !errors.Is(err, kv.ErrInvalidPrefix) {
+		t.Fatalf("List of a 513-byte prefix = %v, %v", keys, err)
+	}
+	if _, err := trading.Get(ctx, "trades:x"); err != ErrNotFound {
+		t.Fatalf("Get of a missing key = %v; want the bot's ErrNotFound itself", err)
+	}
+	if err := trading.Put(ctx, "", []byte("v")); !errors.Is(err, kv.ErrInvalidKey) {
+		t.Fatalf("Put of an empty key = %v", err)
+	}
+	if err := trading.PutJSON(ctx, "bad", func() {}); !errors.Is(err, kv.ErrInvalidJSON) {
+		t.Fatalf("PutJSON of a func = %v", err)
+	}
+	var n int
+	if err := trading.GetJSON(ctx, "trades:00001", n); !errors.Is(err, kv.ErrInvalidArgument) {
+		t.Fatalf("GetJSON into a non-pointer = %v", err)
+	}
+	for _, raw := range []string{"", "{", `"a string"`} {
+		_ = trading.Put(ctx, "rec", []byte(raw))
+		if err := trading.GetJSON(ctx, "rec", &n); err != ErrNotFound {
+			t.Fatalf("GetJSON of %q into an int = %v; want ErrNotFound", raw, err)
+		}
+	}
+	if strings.Count(logs.String(), "namespace=trading") != 3 || strings.Contains(logs.String(), "a string") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	if got := unreadable(rm, "trading"); got != 3 {
+		t.Errorf("kvshadow.bot.json_unreadable{db.namespace=trading} = %d, want 3", got)
+	}
+	if _, err := botkv.NewAdapter(mem, nil); !errors.Is(err, botkv.ErrConfig) {
+		t.Errorf("NewAdapter without a sentinel: %v", err)
+	}
+}
+
+func unreadable(rm metricdata.ResourceMetrics, module string) int64 {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "kvshadow.bot.json_unreadable" {
+				for _, dp := range sum.DataPoints {
+					if v, _ := dp.Attributes.Value("db.namespace"); v.AsString() == module {
+						return dp.Value
+					}
+				}
+			}
+		}
+	}
+	return 0
+}

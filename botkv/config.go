@@ -1,0 +1,165 @@
+package botkv
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// The variables Open reads besides those kvshadow-proxy reads too
+// (cfkv.EnvAccountID, EnvNamespaceID, EnvAPIToken, EnvBaseURL, and
+// EnvMongoURI, EnvMongoDB, EnvKeySecret): each stands for the proxy's flag
+// of the same name (--stage, --instance, --journal-dir,
+// --consistency-window, --compare-rate), with its default and meaning.
+const (
+	EnvMongoURI          = kvenv.MongoURI
+	EnvMongoDB           = kvenv.MongoDB
+	EnvKeySecret         = kvenv.KeySecret
+	EnvStage             = "KVSHADOW_STAGE"
+	EnvInstance          = "KVSHADOW_INSTANCE"
+	EnvJournalDir        = "KVSHADOW_JOURNAL_DIR"
+	EnvConsistencyWindow = "KVSHADOW_CONSISTENCY_WINDOW"
+	EnvCompareRate       = "KVSHADOW_COMPARE_RATE"
+)
+
+// DefaultCompareRate is the share of keys whose reads are compared in the
+// shadow, handover and live stages: kvshadow-proxy's default.
+const DefaultCompareRate = 0.05
+
+// ErrConfig matches every error Open returns for the environment or the
+// Config: a *VarError names the variable.
+var ErrConfig = errors.New("botkv: invalid configuration")
+
+// VarError is a variable (or the file that holds it) that Open refused.
+// Its message names the variable and never quotes a secret.
+type VarError struct {
+	Name    string // the variable, such as MONGODB_DB
+	Problem string
+}
+
+func (e *VarError) Error() string { return "botkv: " + e.Name + ": " + e.Problem }
+
+// Is makes a VarError match ErrConfig.
+func (e *VarError) Is(target error) bool { return target == ErrConfig }
+
+// Config is what the environment does not say. The zero value reads the
+// process's environment.
+type Config struct {
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// CFTokenFile, MongoURIFile and KeySecretFile name files that hold
+	// CLOUDFLARE_API_TOKEN, MONGODB_URI and KVSHADOW_KEY_SECRET, as
+	// kvshadow-proxy's --cf-token-file, --mongo-uri-file and
+	// --key-secret-file do; a file given is read instead of the variable.
+	CFTokenFile, MongoURIFile, KeySecretFile string
+}
+
+// settings are a Config and its environment, checked.
+type settings struct {
+	primary    cfkv.Config
+	mongoURI   string
+	database   string
+	keySecret  string
+	stage      dualwrite.Stage
+	instance   string
+	journalDir string
+	window     time.Duration // dualwrite's: negative means none
+	rate       float64
+}
+
+// read resolves and checks cfg's environment, with no I/O but the files
+// it names. Every problem found is in the error, each a *VarError.
+func (cfg Config) read() (settings, error) {
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, &VarError{Name: name, Problem: fmt.Sprintf(format, args...)})
+	}
+	s := settings{
+		primary:  cfkv.Config{AccountID: env(cfkv.EnvAccountID), NamespaceID: env(cfkv.EnvNamespaceID), BaseURL: env(cfkv.EnvBaseURL)},
+		database: kvenv.Database("", getenv),
+		instance: env(EnvInstance), journalDir: env(EnvJournalDir),
+		window: dualwrite.DefaultConsistencyWindow, rate: DefaultCompareRate,
+	}
+	secret := func(file, name string, dst *string) {
+		v, err := kvenv.Secret(file, name, getenv)
+		switch {
+		case err != nil:
+			bad(name, "%v", err)
+		case v == "":
+			bad(name, "not set")
+		}
+		*dst = v
+	}
+	secret(cfg.CFTokenFile, cfkv.EnvAPIToken, &s.primary.APIToken)
+	secret(cfg.MongoURIFile, EnvMongoURI, &s.mongoURI)
+	if v, err := kvenv.Secret(cfg.KeySecretFile, EnvKeySecret, getenv); err != nil {
+		bad(EnvKeySecret, "%v", err)
+	} else {
+		s.keySecret = v
+	}
+	if strings.ContainsFunc(s.primary.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		bad(cfkv.EnvAPIToken, "holds whitespace or control characters")
+	}
+	for _, id := range []struct{ name, v string }{{cfkv.EnvAccountID, s.primary.AccountID}, {cfkv.EnvNamespaceID, s.primary.NamespaceID}} {
+		switch {
+		case id.v == "":
+			bad(id.name, "not set")
+		case id.name == cfkv.EnvNamespaceID && strings.Contains(id.v, ","):
+			bad(id.name, "%q names several namespaces: a bot's store has one (kvshadow-proxy serves several)", id.v)
+		case !kv.IsID(id.v):
+			bad(id.name, "%q is not an ID: want %s", id.v, kv.IDForm)
+		}
+	}
+	if u := s.primary.BaseURL; u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+			bad(cfkv.EnvBaseURL, "%q: want the API root, such as https://api.cloudflare.com/client/v4/ (or an emulator's)", u)
+		}
+	}
+	if v := env(EnvStage); v != "" {
+		st, err := dualwrite.ParseStage(v)
+		if err != nil {
+			bad(EnvStage, "%q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", v)
+		}
+		s.stage = st
+	}
+	if v := env(EnvConsistencyWindow); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil || d < 0:
+			bad(EnvConsistencyWindow, "%q: want a duration such as 60s, or 0 for none (stores that read their own writes at once)", v)
+		case d == 0:
+			s.window = -1 // dualwrite's "none"
+		default:
+			s.window = d
+		}
+	}
+	if v := env(EnvCompareRate); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			bad(EnvCompareRate, "%q: want a fraction 0..1, such as 0.05 for 5%%", v)
+		}
+		s.rate = r
+	}
+	if s.instance == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "bot"
+		}
+		s.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	return s, errors.Join(errs...)
+}

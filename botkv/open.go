@@ -1,0 +1,279 @@
+package botkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/journal"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// connectTimeout bounds Open's connects to MongoDB, as kvshadow-proxy's.
+const connectTimeout = 15 * time.Second
+
+// Option sets a piece of plumbing.
+type Option func(*plumbing)
+
+type plumbing struct {
+	logger *slog.Logger
+	tp     trace.TracerProvider
+	mp     metric.MeterProvider
+}
+
+// WithLogger sets the logger of the store, the stage's follower and
+// Adapter's unreadable JSON records. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(p *plumbing) { p.logger = l } }
+
+// WithTracerProvider sets the tracer provider; the default is the global
+// one (a no-op until the program installs an SDK).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(p *plumbing) { p.tp = tp } }
+
+// WithMeterProvider sets the meter provider; the default is the global one.
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(p *plumbing) { p.mp = mp } }
+
+// Store is the production store of a Go bot: Workers KV authoritative
+// (then MongoDB, as the stage moves), both instrumented, on the stage
+// kvshadow's control board says.
+type Store struct {
+	// KV is what the bot uses in place of its store (or wraps in an
+	// Adapter): the dual-write store, instrumented.
+	KV kv.Store
+	// Dual is the dual-write store itself: Stats, DirtyKeys, WaitSettled.
+	Dual *dualwrite.Store
+
+	log      *slog.Logger
+	mp       metric.MeterProvider
+	otel     *dualwriteotel.Store
+	follower *control.Follower
+	closers  []func(context.Context) error // last first
+}
+
+// Open builds the store from the environment kvshadow-proxy reads (see
+// the package's table): Workers KV through cfkv as the primary, MongoDB
+// through mongokv as the shadow (database MONGODB_DB, "miti99bot" by
+// default), the dual-write store between them with its breaker, its
+// telemetry (dualwriteotel), its settle journal (KVSHADOW_JOURNAL_DIR),
+// the shadow's sweeper (mongokv.Store.RunSweeper), and a control.Follower that keeps it on the stage of the control
+// document in the shadow database, with a heartbeat, as every
+// kvshadow-proxy instance does: the operator moves the bot's stage with
+// the proxy's admin API or any instance of the fleet.
+//
+// A variable missing or wrong fails Open before any I/O with an error
+// matching ErrConfig that names it (*VarError). Open then connects to
+// MongoDB and reads the control document (within ctx and 15 s): the store
+// starts in the document's stage, or, when there is none yet, in
+// KVSHADOW_STAGE (default off). Close releases everything Open started.
+func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error) {
+	var p plumbing
+	for _, o := range opts {
+		if o != nil {
+			o(&p)
+		}
+	}
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
+	set, err := cfg.read()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{log: p.logger, mp: p.mp}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.release(context.WithoutCancel(ctx)))
+		}
+	}()
+	primary, err := cfkv.New(set.primary)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: set.mongoURI, Logger: p.logger})
+	if err != nil {
+		return nil, &VarError{Name: EnvMongoURI, Problem: err.Error()}
+	}
+	s.closers = append(s.closers, client.Close)
+	shadow, err := client.Store(mongokv.Config{Database: set.database})
+	if err != nil {
+		return nil, &VarError{Name: EnvMongoDB, Problem: err.Error()}
+	}
+	if named := client.URIDatabase(); named != "" && named != set.database {
+		p.logger.Warn(fmt.Sprintf("botkv: %s names the database %q, but the shadow is %q (%s, or %s by default); set %s=%s if the bot's data is there",
+			EnvMongoURI, named, set.database, EnvMongoDB, mongokv.DefaultDatabase, EnvMongoDB, named))
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := client.Connect(cctx); err != nil {
+		return nil, fmt.Errorf("botkv: connecting to MongoDB (%s): %w", EnvMongoURI, err)
+	}
+	s.sweep(shadow)
+	// The board has a driver client of its own, as kvshadow-proxy's.
+	boardClient, err := mongo.Connect(options.Client().ApplyURI(set.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
+	if err != nil {
+		return nil, &VarError{Name: EnvMongoURI, Problem: "the driver refuses the URI"}
+	}
+	s.closers = append(s.closers, boardClient.Disconnect)
+	board := control.NewMongoBoard(boardClient.Database(set.database))
+	doc, err := board.Load(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("botkv: reading the stage document: %w", err)
+	}
+	stage := set.stage
+	if doc.Generation > 0 {
+		stage = doc.Stage
+	}
+
+	dcfg := dualwrite.Config{Primary: primary, Shadow: shadow, Stage: stage,
+		CompareRate: set.rate, ConsistencyWindow: set.window}
+	if dcfg.Journal, err = s.openJournal(set); err != nil {
+		return nil, err
+	}
+	var key []byte
+	if set.keySecret != "" {
+		key = []byte(set.keySecret)
+	}
+	if dcfg.Redactor, err = compare.NewRedactor(compare.KeyHMAC, key); err != nil {
+		return nil, &VarError{Name: EnvKeySecret, Problem: err.Error()}
+	}
+	s.otel, err = dualwriteotel.NewStore(dcfg, dualwriteotel.Config{}, dualwriteotel.WithTracerProvider(p.tp),
+		dualwriteotel.WithMeterProvider(p.mp), dualwriteotel.WithStoreOptions(dualwrite.WithLogger(p.logger)))
+	if err != nil {
+		return nil, err
+	}
+	s.KV, s.Dual = s.otel.KV, s.otel.Dual
+	s.follower, err = control.NewFollower(control.Config{Board: board, Target: target{s.Dual}, Instance: set.instance, Initial: set.stage},
+		control.WithLogger(p.logger))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.follower.Start(ctx); err != nil {
+		return nil, fmt.Errorf("botkv: following the stage document: %w", err)
+	}
+	return s, nil
+}
+
+// sweep runs the shadow's sweeper until Close, as kvshadow-proxy does:
+// expired documents where the server has no TTL index, and the chunks of
+// large values deleted, overwritten or cut short.
+func (s *Store) sweep(shadow *mongokv.Store) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := shadow.RunSweeper(ctx, mongokv.DefaultSweepInterval)
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, kv.ErrClosed) {
+			s.log.Warn("botkv: the shadow's sweeper stopped", slog.String("error", err.Error()))
+		}
+	}()
+	s.closers = append(s.closers, func(context.Context) error { stop(); <-done; return nil })
+}
+
+// openJournal opens the settle journal in KVSHADOW_JOURNAL_DIR, named
+// after the namespace as kvshadow-proxy names its own.
+func (s *Store) openJournal(set settings) (dualwrite.Journal, error) {
+	if set.journalDir == "" {
+		s.log.Warn("botkv: no " + EnvJournalDir + ": the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
+		return nil, nil
+	}
+	if err := os.MkdirAll(set.journalDir, 0o700); err != nil {
+		return nil, &VarError{Name: EnvJournalDir, Problem: err.Error()}
+	}
+	j, err := journal.Open(filepath.Join(set.journalDir, set.primary.NamespaceID+".journal"), journal.Options{})
+	if err != nil {
+		return nil, &VarError{Name: EnvJournalDir, Problem: err.Error()}
+	}
+	s.closers = append(s.closers, func(context.Context) error { return j.Close() })
+	return j, nil
+}
+
+// Stage is the stage the store runs.
+func (s *Store) Stage() dualwrite.Stage { return s.Dual.Stage() }
+
+// WaitSettled waits until every key written so far is settled, or ctx
+// ends: see dualwrite.Store.WaitSettled.
+func (s *Store) WaitSettled(ctx context.Context) (dualwrite.Left, error) {
+	return s.Dual.WaitSettled(ctx)
+}
+
+// Close stops following the stage, drains the lanes until ctx ends (what
+// they could not copy stays dirty, in the journal when there is one),
+// leaves the control board with the store's last heartbeat, and releases
+// the connections and the journal. Every goroutine Open started has
+// stopped when it returns.
+func (s *Store) Close(ctx context.Context) error {
+	if s.otel == nil {
+		return nil // closed already
+	}
+	s.follower.SetDraining()
+	err := s.otel.Close(ctx)
+	s.otel = nil
+	st := s.Dual.Stats()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), control.DefaultBoardTimeout)
+	defer cancel()
+	if lerr := s.follower.Leave(lctx, control.Heartbeat{Dirty: st.Dirty, Unsettled: st.Unsettled, ReconciliationNeeded: st.ReconciliationNeeded}); lerr != nil {
+		s.log.Warn("botkv: could not leave the control board", slog.String("error", lerr.Error()))
+	}
+	return errors.Join(err, s.release(lctx))
+}
+
+// release stops the follower and the store (when Close has not) and runs
+// the closers, last first.
+func (s *Store) release(ctx context.Context) error {
+	if s.follower != nil {
+		s.follower.Close()
+	}
+	var errs []error
+	if s.otel != nil {
+		errs = append(errs, s.otel.Close(ctx))
+		s.otel = nil
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i](ctx))
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// target is the Follower's control.Target: the one dual-write store.
+type target struct{ dual *dualwrite.Store }
+
+var (
+	_ control.Target    = target{}
+	_ control.PeerAware = target{}
+)
+
+func (t target) Apply(ctx context.Context, stage dualwrite.Stage) error {
+	return t.dual.SetStage(ctx, stage)
+}
+
+func (t target) SetPeersUntil(until time.Time) { t.dual.SetPeersUntil(until) }
+
+// reportWait bounds how long a heartbeat waits for the lanes, as
+// kvshadow-proxy's.
+const reportWait = time.Second
+
+func (t target) Report(ctx context.Context) control.Heartbeat {
+	ctx, cancel := context.WithTimeout(ctx, reportWait)
+	defer cancel()
+	h := control.Heartbeat{Drained: t.dual.Flush(ctx) == nil}
+	st := t.dual.Stats()
+	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
+	f := t.dual.Fence()
+	h.QuietUntil, h.IngestUnverified, h.FenceRemaining = f.QuietUntil, f.IngestUnverified, f.Remaining
+	return h
+}

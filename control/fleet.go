@@ -1,0 +1,138 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kvshadow/kvshadow/dualwrite"
+)
+
+// Claimer is the optional ability of a Board to record that one instance
+// reports a difference, so that the fleet reports it once (see Fleet).
+// MongoBoard and MemoryBoard have it.
+type Claimer interface {
+	// Claim records id as reported by instance at at, unless another
+	// instance claimed it after at-hold: first is false then.
+	Claim(ctx context.Context, id [32]byte, instance string, at time.Time, hold time.Duration) (first bool, err error)
+}
+
+// Fleet is what the heartbeats tell an instance of the others, for its
+// dual-write stores: the low watermark of each namespace (the oldest write
+// any other live instance may still have on its way to the other store,
+// from the Watermarks of their heartbeats) and the claims of the
+// differences reported. The Follower whose Config names it updates it
+// after every heartbeat; each store takes the view of its namespace
+// (Namespace), which is a dualwrite.Fleet.
+//
+// A live instance counts until its heartbeat is LiveFor old: past that it
+// is taken for dead, its queued copies died with it, and its journal
+// verifies their keys when it restarts, so it holds nobody back longer
+// than that. A stopped instance counts no more (its lanes were drained at
+// Close, or what was left is dirty in its journal). An instance whose
+// heartbeat has no watermark for the namespace serves none of it (or is of
+// a version without watermarks) and counts no more either. When the Board
+// cannot be read, the last watermark stays: nothing first seen since is
+// confirmed until it can.
+type Fleet struct {
+	mu    sync.Mutex
+	known bool
+	read  time.Time            // when the board was last read
+	marks map[string]time.Time // namespace: the oldest other live instance's watermark
+	board Claimer              // nil: every claim is the first
+	self  string
+	now   func() time.Time // the Follower's clock
+}
+
+// NewFleet returns a Fleet that knows nothing yet: its stores confirm
+// nothing until the Follower's first heartbeat. board, if it is a Claimer,
+// keeps the claims; else every instance reports what it confirms.
+func NewFleet(board Board) *Fleet {
+	f := &Fleet{marks: map[string]time.Time{}}
+	f.board, _ = board.(Claimer)
+	return f
+}
+
+// Namespace returns the view of one Workers KV namespace, for the
+// dualwrite.Config of its store.
+func (f *Fleet) Namespace(id string) dualwrite.Fleet { return &fleetView{f: f, ns: id} }
+
+var _ dualwrite.Fleet = (*Fleet)(nil)
+
+// Watermark implements dualwrite.Fleet over every namespace at once: the
+// oldest of their watermarks, for a store that serves them all.
+func (f *Fleet) Watermark(context.Context) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.known {
+		return time.Time{}
+	}
+	w := f.read
+	for _, m := range f.marks {
+		if m.Before(w) {
+			w = m
+		}
+	}
+	return w
+}
+
+// Claim implements dualwrite.Fleet.
+func (f *Fleet) Claim(ctx context.Context, id [32]byte, hold time.Duration) (bool, error) {
+	return (&fleetView{f: f}).Claim(ctx, id, hold)
+}
+
+// observe takes the heartbeats read at now (ok false: the Board could not
+// be read).
+func (f *Fleet) observe(self string, clock func() time.Time, beats []Heartbeat, now time.Time, liveFor time.Duration, ok bool) {
+	f.mu.Lock()
+	f.now = clock
+	f.mu.Unlock()
+	if !ok {
+		return
+	}
+	marks := map[string]time.Time{}
+	for _, h := range beats {
+		if h.Instance == self || h.Stopped || now.Sub(h.At) > liveFor {
+			continue
+		}
+		for ns, w := range h.Watermarks {
+			if cur, seen := marks[ns]; !seen || w.Before(cur) {
+				marks[ns] = w
+			}
+		}
+	}
+	f.mu.Lock()
+	f.known, f.read, f.marks, f.self = true, now, marks, self
+	f.mu.Unlock()
+}
+
+type fleetView struct {
+	f  *Fleet
+	ns string
+}
+
+// Watermark implements dualwrite.Fleet: the board's last read, or the
+// oldest watermark another live instance published for the namespace
+// then; zero before the first read.
+func (v *fleetView) Watermark(context.Context) time.Time {
+	v.f.mu.Lock()
+	defer v.f.mu.Unlock()
+	if !v.f.known {
+		return time.Time{}
+	}
+	if w, ok := v.f.marks[v.ns]; ok && w.Before(v.f.read) {
+		return w
+	}
+	return v.f.read
+}
+
+// Claim implements dualwrite.Fleet through the Board.
+func (v *fleetView) Claim(ctx context.Context, id [32]byte, hold time.Duration) (bool, error) {
+	v.f.mu.Lock()
+	board, self, now := v.f.board, v.f.self, v.f.now
+	v.f.mu.Unlock()
+	if board == nil || now == nil {
+		return true, nil
+	}
+	return board.Claim(ctx, id, self, now(), hold)
+}
