@@ -14,6 +14,9 @@ TRY IT (no account needed)
   kvshadow-proxy --demo
       an emulated Workers KV account as the primary, an in-memory shadow,
       loopback only; prints the URLs and the environment a client needs.
+      Not a tee check: it compares what a tee sends with its own emulator,
+      which your Worker never wrote, so every copy would look divergent.
+      For a Worker with the tee, make tee-check BOT=path/to/worker.
 
 RUN IT
   export CLOUDFLARE_ACCOUNT_ID=... CLOUDFLARE_KV_NAMESPACE_ID=...

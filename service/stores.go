@@ -86,9 +86,9 @@ type Plumbing struct {
 // from it, the values decoded (cfkv's bulk get).
 const primaryAnswerFactor = 3
 
-// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's own
-// transport (idle connections for concurrent callers, answers read by
-// length), its answers charged to the memory budget. A bulk get of values
+// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's
+// transport (net/http's, with idle connections for concurrent callers and
+// no compression), its answers charged to the memory budget. A bulk get of values
 // that are not UTF-8 answers six times their size, which nothing else would
 // count.
 func primaryClient(mem *membudget.Budget) *http.Client {
@@ -185,7 +185,8 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	kept := keep.NewMemoryStore(keep.Config{Clock: clk, Memory: p.Memory})
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept,
 		Note: fmt.Sprintf("demo: the primary is an emulated Workers KV account at %s; the shadow, the stage, the conflicts and the losing sides of late copies "+
-			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
+			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit. "+
+			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,
