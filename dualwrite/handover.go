@@ -221,7 +221,7 @@ func (s *Store) compareAll(ctx context.Context) (int, error) {
 			lists[0].pop()
 			lists[1].pop()
 		}
-		if Reserved(key) {
+		if s.excludes(key) { // kvshadow's own, or left out (Config.ExcludePrefixes)
 			continue
 		}
 		if batch = append(batch, key); len(batch) >= s.cfg.VerifyBatch {
