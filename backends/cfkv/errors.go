@@ -136,9 +136,19 @@ func (s *Store) succeeded(op string, status int, header http.Header, body []byte
 // context's error back; anything else (a refused connection, a reset, a try
 // cut off by RequestTimeout) is retried and ends as unavailable. The URL is
 // stripped from the cause: its path holds the key.
+// errAnswerTooLarge marks an answer the HTTP client's transport refused to
+// read whole, as too large for it (membudget's Transport): GetMany then
+// reads the keys in smaller pieces, down to one alone.
+var errAnswerTooLarge = errors.New("the answer is too large for this client to read whole")
+
 func (s *Store) transportFailure(ctx context.Context, op string, err error) outcome {
 	if callerErr := callerErr(ctx); callerErr != nil {
 		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, callerErr)}
+	}
+	if errors.Is(err, kv.ErrTooLarge) {
+		// The client's transport could never hold the answer (a memory
+		// budget): asking again cannot help, asking for less can.
+		return outcome{err: fmt.Errorf("cfkv: %s: %w: %w", op, errAnswerTooLarge, err)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) == errTryTimeout {
 		return outcome{err: fmt.Errorf("cfkv: %s: no answer within %s", op, s.cfg.RequestTimeout), retry: true}
