@@ -73,6 +73,9 @@ type Status struct {
 	// success.
 	Lag      string
 	BoardErr string
+	// Detached: the instance started without reading the Board (see
+	// StartDetached) and has not read it since; it runs its own last stage.
+	Detached bool
 	Draining bool
 	// PeersUntil is until when another instance may have written, from
 	// the heartbeats (see PeerAware); zero until the Board shows one or
@@ -158,6 +161,44 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 // fails if the Board cannot be read or the stage cannot be applied: an
 // instance must not serve in a stage other than the Document's.
 func (f *Follower) Start(ctx context.Context) error {
+	if err := f.join(ctx); err != nil {
+		return err
+	}
+	f.beat(ctx)
+	f.started.Store(true)
+	go f.loop()
+	return nil
+}
+
+// StartDetached starts an instance that could not read the Board: its
+// Target runs last already (the stage the instance itself last ran, which
+// the caller judged safe to run unverified, or one it serves nothing in),
+// and the Follower reports it with Status.Detached set, and keeps trying
+// the Board at every poll; the first read that succeeds joins as Start
+// does (writing Initial when there is no Document yet) and follows it from
+// then on. Heartbeats are tried meanwhile. boardErr is why the Board could
+// not be read, for Status.BoardErr.
+func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
+	if !last.Valid() {
+		return fmt.Errorf("%w: unknown stage %s", ErrConfig, last)
+	}
+	f.mu.Lock()
+	f.status.Stage, f.status.Detached = last, true
+	if boardErr != nil {
+		f.status.BoardErr = boardErr.Error()
+	}
+	f.status.Document = Document{Stage: last}
+	f.mu.Unlock()
+	f.log.Warn("control: the control board cannot be read; running this instance's last stage until it can",
+		slog.String("stage", last.String()))
+	f.started.Store(true)
+	go f.loop()
+	return nil
+}
+
+// join reads the Document, writing Initial as generation 1 when there is
+// none, and applies it.
+func (f *Follower) join(ctx context.Context) error {
 	doc, err := f.load(ctx)
 	if err == nil && doc.Generation == 0 {
 		next := Document{Stage: f.cfg.Initial, Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
@@ -171,13 +212,15 @@ func (f *Follower) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := f.apply(ctx, doc); err != nil {
-		return err
+	f.mu.Lock()
+	was := f.status.Detached
+	f.status.Detached = false
+	f.mu.Unlock()
+	if was {
+		f.log.Info("control: the control board answers again; following the stage document",
+			slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()))
 	}
-	f.beat(ctx)
-	f.started.Store(true)
-	go f.loop()
-	return nil
+	return f.apply(ctx, doc)
 }
 
 // Close stops following and waits for the goroutine Start began. It
@@ -231,6 +274,10 @@ func (f *Follower) loop() {
 // Poll reads the Document and applies it if this instance does not run it
 // yet. The Follower polls by itself; call Poll to follow now.
 func (f *Follower) Poll(ctx context.Context) {
+	if f.Status().Detached {
+		_ = f.join(ctx)
+		return
+	}
 	doc, err := f.load(ctx)
 	if err != nil {
 		return

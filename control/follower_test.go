@@ -306,3 +306,66 @@ func TestFenceOfEveryInstance(t *testing.T) {
 		t.Fatal("a flip reported in rampdown")
 	}
 }
+
+// downBoard is a Board that cannot be read while down is set.
+type downBoard struct {
+	*MemoryBoard
+	mu   sync.Mutex
+	down bool
+}
+
+func (b *downBoard) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.down {
+		return ErrBoard
+	}
+	return nil
+}
+
+func (b *downBoard) Load(ctx context.Context) (Document, error) {
+	if err := b.err(); err != nil {
+		return Document{}, err
+	}
+	return b.MemoryBoard.Load(ctx)
+}
+
+func (b *downBoard) Beat(ctx context.Context, h Heartbeat) error {
+	if err := b.err(); err != nil {
+		return err
+	}
+	return b.MemoryBoard.Beat(ctx, h)
+}
+
+// TestStartDetachedJoinsOnceTheBoardAnswers: an instance started without
+// the Board runs its own last stage, says so, and follows the Document at
+// the first poll that reads it.
+func TestStartDetachedJoinsOnceTheBoardAnswers(t *testing.T) {
+	board := &downBoard{MemoryBoard: NewMemoryBoard(), down: true}
+	if err := board.MemoryBoard.Swap(t.Context(), 0, Document{Stage: dualwrite.Handover, Generation: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tgt := &fakeTarget{stage: dualwrite.Shadow, report: Heartbeat{Drained: true}}
+	f, err := NewFollower(Config{Board: board, Target: tgt, Instance: "a", PollInterval: time.Hour}, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.StartDetached(dualwrite.Shadow, ErrBoard); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st := f.Status(); !st.Detached || st.Stage != dualwrite.Shadow || st.BoardErr == "" || len(tgt.applied) != 0 {
+		t.Fatalf("detached: %+v, applied %v", st, tgt.applied)
+	}
+	f.Poll(t.Context()) // still down
+	if st := f.Status(); !st.Detached {
+		t.Fatalf("joined a Board that cannot be read: %+v", st)
+	}
+	board.mu.Lock()
+	board.down = false
+	board.mu.Unlock()
+	f.Poll(t.Context())
+	if st := f.Status(); st.Detached || !st.InSync() || st.Stage != dualwrite.Handover || st.Generation != 4 || tgt.current() != dualwrite.Handover {
+		t.Fatalf("after the Board answered: %+v, target %s", st, tgt.current())
+	}
+}

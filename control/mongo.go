@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -96,8 +97,19 @@ type claimDoc struct {
 }
 
 func boardErr(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrBoard, what, err)
+	return &mongoError{msg: fmt.Sprintf("%v: %s: %s", ErrBoard, what, storeerr.ShortTopology(err.Error())), errs: []error{ErrBoard, err}}
 }
+
+// mongoError is a Board failure worded in one line (the driver's topology
+// description shortened to its cause) that still matches ErrBoard and the
+// driver's error.
+type mongoError struct {
+	msg  string
+	errs []error
+}
+
+func (e *mongoError) Error() string   { return e.msg }
+func (e *mongoError) Unwrap() []error { return e.errs }
 
 // Load implements Board: the stage document, carried forward along the
 // claims of the generations after it (see Swap), so that a change whose

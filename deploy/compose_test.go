@@ -60,6 +60,9 @@ func TestComposeKeepsTheInvariants(t *testing.T) {
 			t.Errorf("--%s=%s is not one of the service's secrets %v", flag, path, p.Secrets)
 		}
 		values[name] = "from-" + name
+		if strings.Contains(name, "mongo") {
+			values[name] = "mongodb://db.example.net:27017"
+		}
 	}
 	interpolate := regexp.MustCompile(`\$\{[A-Z_]+(:\?[^}]*)?\}`)
 	env := map[string]string{}

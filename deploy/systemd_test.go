@@ -76,6 +76,9 @@ func TestSystemdUnitKeepsTheInvariants(t *testing.T) {
 			t.Errorf("--%s %s is not a LoadCredential", flag, path)
 		}
 		values[name] = "from-" + name
+		if strings.Contains(name, "mongo") {
+			values[name] = "mongodb://db.example.net:27017"
+		}
 	}
 	values["admin-token"] = "a-different-token"
 	env := map[string]string{}

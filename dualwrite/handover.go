@@ -251,10 +251,8 @@ type keyWalk struct {
 
 func (w *keyWalk) peek() (string, bool, error) {
 	for len(w.page) == 0 && !w.done {
-		if w.r == RolePrimary && w.s.cfg.PrimaryBudget != nil {
-			if err := w.s.cfg.PrimaryBudget.Wait(w.ctx); err != nil {
-				return "", false, err
-			}
+		if err := w.s.waitBudget(w.ctx, w.r, 1); err != nil {
+			return "", false, err
 		}
 		res, err := w.s.list(w.ctx, w.r, kv.ListOptions{Limit: kv.MaxListLimit, Cursor: w.cursor})
 		if err != nil {

@@ -87,7 +87,7 @@ type settleSet struct {
 }
 
 // settleEntry is one key of the set (or of the suspects). Times are Unix
-// nanoseconds (see nanos): 80 bytes an entry, plus the map's own.
+// nanoseconds (see nanos): 88 bytes an entry, plus the map's own.
 type settleEntry struct {
 	key        string
 	prev, next *settleEntry // in its timeline

@@ -16,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
 	"github.com/kvshadow/kvshadow/ingest"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -27,8 +28,46 @@ import (
 type served struct {
 	id              string
 	primary, shadow kv.Store // the backends, uninstrumented: the readiness probe reads them
+	sides           Sides    // their names, for messages
 	dual            *dualwrite.Store
 	front           kv.Store // dual, instrumented for the callers' spans: what kvapi serves
+}
+
+// get reads probeKey from the store of role; a miss is an answer.
+func (s *served) get(ctx context.Context, role dualwrite.Role) error {
+	st := s.primary
+	if role == dualwrite.RoleShadow {
+		st = s.shadow
+	}
+	if _, err := st.Get(ctx, probeKey); err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// describe words the failure err of the store of role in one line: where
+// it is, and what its error means (storeerr).
+//
+// A nil err gives the name alone, ready for a verb ("MongoDB at h: ").
+func (s *served) describe(role dualwrite.Role, err error) string {
+	if err == nil {
+		if role == dualwrite.RoleShadow {
+			return cmpOr(s.sides.ShadowAt, "the shadow") + ": "
+		}
+		return cmpOr(s.sides.PrimaryAt, "the primary") + ": "
+	}
+	if role == dualwrite.RoleShadow {
+		where := cmpOr(s.sides.ShadowAt, "the shadow")
+		if s.sides.ShadowSystem == "" || s.sides.ShadowSystem == otelkv.SystemMongoDB {
+			return where + ": " + storeerr.MongoDB(err)
+		}
+		return where + ": " + storeerr.WithoutTopology(err.Error())
+	}
+	where := cmpOr(s.sides.PrimaryAt, "the primary")
+	if s.sides.PrimarySystem == "" || s.sides.PrimarySystem == otelkv.SystemCloudflareKV {
+		return where + ": " + storeerr.WorkersKV(err)
+	}
+	return where + ": " + err.Error()
 }
 
 // fleet is every namespace the instance serves. It is the control.Target of
@@ -37,6 +76,10 @@ type fleet struct {
 	ns  []*served
 	reg metric.Registration
 	tee atomic.Pointer[ingest.Handler] // the tee endpoint, when served: its refused batches count in Stats
+	// stateDir keeps the stage the stores run (keepStage), for a start
+	// without the control board; "" keeps none. log says when it cannot.
+	stateDir string
+	log      *slog.Logger
 }
 
 var (
@@ -83,7 +126,7 @@ func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dual
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.ID, err), f.close(context.Background()))
 		}
-		s := &served{id: sd.ID, primary: sd.Primary, shadow: sd.Shadow, dual: dual}
+		s := &served{id: sd.ID, primary: sd.Primary, shadow: sd.Shadow, sides: sd, dual: dual}
 		f.ns = append(f.ns, s)
 		if s.front, errs[2] = wrap(dual, otelkv.SystemComposite, otelkv.RoleComposite); errs[2] != nil {
 			return nil, errors.Join(errs[2], f.close(context.Background()))
@@ -121,15 +164,43 @@ func (f *fleet) stores() map[string]kv.Store {
 }
 
 // Apply implements control.Target: every store, each tried even when
-// another refused, so that a retry has less left to do.
+// another refused, so that a retry has less left to do. A store more than
+// one step from stage (an instance that started without the stage document
+// and finds it moved on) walks there one step at a time, each step under
+// its own checks, as the document itself went. Once every store runs stage,
+// it is kept in stateDir.
 func (f *fleet) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	var errs []error
 	for _, s := range f.ns {
-		if err := s.dual.SetStage(ctx, stage); err != nil {
+		if err := walk(ctx, s.dual, stage); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", s.id, err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := keepStage(f.stateDir, stage); err != nil && f.log != nil {
+		f.log.Warn("kvshadow-proxy: cannot keep the stage in the journal directory; a start without MongoDB will not know it",
+			slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// walk moves d to stage one step at a time.
+func walk(ctx context.Context, d *dualwrite.Store, stage dualwrite.Stage) error {
+	if !stage.Valid() {
+		return d.SetStage(ctx, stage) // refused, with the store's own words
+	}
+	for from := d.Stage(); from != stage; from = d.Stage() {
+		next := from + 1
+		if stage < from {
+			next = from - 1
+		}
+		if err := d.SetStage(ctx, next); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetPeersUntil implements control.PeerAware: every store is told.

@@ -14,6 +14,9 @@ TRY IT (no account needed)
   kvshadow-proxy --demo
       an emulated Workers KV account as the primary, an in-memory shadow,
       loopback only; prints the URLs and the environment a client needs.
+      Not a tee check: it compares what a tee sends with its own emulator,
+      which your Worker never wrote, so every copy would look divergent.
+      For a Worker with the tee, make tee-check BOT=path/to/worker.
 
 RUN IT
   export CLOUDFLARE_ACCOUNT_ID=... CLOUDFLARE_KV_NAMESPACE_ID=...
@@ -105,6 +108,14 @@ DUAL-WRITE
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full
                               shadow-report then POST /reconciliation clears it
+  --shadow-rate N             requests a second the instance's own work makes to MongoDB,
+                              over every namespace: copies and comparisons wait for it in
+                              their lanes (a copy that would wait past its life is dropped
+                              as timeout, its key dirty for repair), verification waits,
+                              repairs without room are deferred; counted in /stats
+                              shadow_pacing. An Atlas M0 sustains about 100 operations a
+                              second for every client together: 80 leaves the bot room,
+                              divided by the replicas. Callers never wait on it (0: no cap)
   --exclude-prefix P[,P]      keys left out of the migration (a bot's own bookkeeping, such
                               as the JavaScript bot's __retry:), repeatable: written to the
                               authoritative store alone, never copied, compared, verified,
@@ -139,8 +150,19 @@ TELEMETRY
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, ... as in
   docs/telemetry.md; GET /metrics serves the same instruments to Prometheus.
 
+AT START
+  Each store is read once and its answer logged in one line. A store that refuses
+  the settings (the token, account or namespace; MongoDB's credentials) stops the
+  start with that line (exit 2). A store that does not answer is a warning: the
+  proxy starts, and /readyz (with the admin token) names the store and why. When
+  MongoDB holds the stage document and does not answer, the proxy serves in the
+  last stage it ran (kept in --journal-dir) if Workers KV is authoritative there
+  (off, dualwrite, shadow, handover), copies to MongoDB skipped and their keys
+  kept dirty; otherwise it answers 503 until the stage document can be read.
+
 EXIT CODES
   0 stopped by a signal after draining (keys left dirty are logged and kept)
   1 failed to start or serve
-  2 bad flags or environment
+  2 bad flags or environment: a flag, a variable, a MONGODB_URI that is not a
+    connection string, or a store that refuses the settings at start
 `

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Exit statuses of the command.
@@ -28,7 +29,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	if err := Run(ctx, c, stdout, stderr, func(o *runOptions) { o.processLimit = true }); err != nil {
-		fmt.Fprintf(stderr, "kvshadow-proxy: %v\n", err)
+		for line := range strings.SplitSeq(err.Error(), "\n") { // a settingsError's lines
+			fmt.Fprintf(stderr, "kvshadow-proxy: %s\n", line)
+		}
 		return err
 	}
 	return nil

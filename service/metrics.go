@@ -5,7 +5,10 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
@@ -15,6 +18,13 @@ const (
 	MetricReady              = "kvshadow.service.ready"
 	MetricGeneration         = "kvshadow.control.generation"
 	MetricDocumentGeneration = "kvshadow.control.document.generation"
+	// MetricStoreReachable is 1 while a store answers the readiness probe,
+	// per namespace and role: a shadow at 0 is copied to no more (its
+	// copies are skipped and their keys kept dirty) while the instance
+	// stays ready.
+	MetricStoreReachable = "kvshadow.service.store.reachable"
+	// MetricBoardReachable is 1 while the control board answers.
+	MetricBoardReachable = "kvshadow.control.board.reachable"
 )
 
 // The memory budget's gauges (package membudget).
@@ -22,6 +32,14 @@ const (
 	MetricMemoryInUse   = "kvshadow.memory.in_use"
 	MetricMemoryLimit   = "kvshadow.memory.limit"
 	MetricMemoryRefused = "kvshadow.memory.refused"
+)
+
+// The MongoDB connection gauges (mongokv.Pool), from the driver's pool
+// events of every client the instance opened: what MongoDB Atlas counts
+// against its connection cap (M0: 500).
+const (
+	MetricMongoConnectionsOpen  = "kvshadow.mongodb.connections.open"
+	MetricMongoConnectionsInUse = "kvshadow.mongodb.connections.in_use"
 )
 
 // MetricConflictsUnrecorded counts the late copies' conflicts logged and
@@ -46,26 +64,37 @@ func watchInstance(mp metric.MeterProvider, r *readiness) (metric.Registration, 
 		metric.WithDescription("The stage generation the instance runs."))
 	doc, err3 := m.Int64ObservableGauge(MetricDocumentGeneration, metric.WithUnit("{generation}"),
 		metric.WithDescription("The generation of the stage document as the instance last read it."))
-	for _, err := range []error{err1, err2, err3} {
+	reachable, err4 := m.Int64ObservableGauge(MetricStoreReachable, metric.WithUnit("{flag}"),
+		metric.WithDescription("1 while the store answers the readiness probe, 0 while it does not, per namespace and role (primary: Workers KV, shadow: MongoDB)."))
+	board, err5 := m.Int64ObservableGauge(MetricBoardReachable, metric.WithUnit("{flag}"),
+		metric.WithDescription("1 while the control board (the stage document in MongoDB) answers, 0 while it does not."))
+	for _, err := range []error{err1, err2, err3, err4, err5} {
 		if err != nil {
 			return nil, fmt.Errorf("service: %w", err)
 		}
 	}
 	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		var up int64
-		if len(r.reasons(ctx)) == 0 {
-			up = 1
-		}
 		st := r.follower.Status()
-		o.ObserveInt64(ready, up)
+		o.ObserveInt64(ready, oneIf(isReady(r.reasons(ctx))))
 		o.ObserveInt64(gen, int64(st.Generation))
 		o.ObserveInt64(doc, int64(st.Document.Generation))
+		o.ObserveInt64(board, oneIf(st.BoardErr == "" && !st.Detached))
+		for k, up := range r.reachable() {
+			o.ObserveInt64(reachable, oneIf(up), metric.WithAttributes(semconv.DBNamespace(k.namespace), otelkv.RoleKey.String(k.role.String())))
+		}
 		return nil
-	}, ready, gen, doc)
+	}, ready, gen, doc, reachable, board)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	return reg, nil
+}
+
+func oneIf(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // watchMemory registers the memory budget's gauges, read at each collection;
@@ -114,6 +143,31 @@ func watchConflicts(mp metric.MeterProvider, r *conflictRecorder) (metric.Regist
 		o.ObserveInt64(unkept, int64(r.unkept.Load()))
 		return nil
 	}, unrecorded, unkept)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	return reg, nil
+}
+
+// watchPool registers the MongoDB connection gauges, read at each
+// collection; Unregister the result at shutdown.
+func watchPool(mp metric.MeterProvider, p *mongokv.Pool) (metric.Registration, error) {
+	m := mp.Meter(meterName)
+	open, err1 := m.Int64ObservableGauge(MetricMongoConnectionsOpen, metric.WithUnit("{connection}"),
+		metric.WithDescription("MongoDB connections this instance holds open, over all its driver clients (shadow and control board)."))
+	inUse, err2 := m.Int64ObservableGauge(MetricMongoConnectionsInUse, metric.WithUnit("{connection}"),
+		metric.WithDescription("MongoDB connections checked out by an operation now, over all this instance's driver clients."))
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := p.Stats()
+		o.ObserveInt64(open, st.Open)
+		o.ObserveInt64(inUse, st.InUse)
+		return nil
+	}, open, inUse)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

@@ -2,16 +2,15 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
@@ -19,41 +18,86 @@ import (
 // answer, and one request is what it costs the authoritative store.
 const probeKey = "kvshadow-readiness-probe"
 
-// probeTimeout bounds one probe.
-const probeTimeout = 5 * time.Second
+// probeTimeout bounds one probe: past MongoDB's server selection timeout
+// (5 s), so that a server that cannot be reached is said to be unreachable,
+// and why, rather than slow.
+const probeTimeout = 8 * time.Second
 
 // readiness gathers the reasons the instance should get no traffic: it is
-// draining, an authoritative store does not answer, or it lags behind the
-// stage document. A shadow that fails is no reason: the callers never wait
-// for it.
+// draining, an authoritative store does not answer, it lags behind the
+// stage document, or it does not know the stage at all (gate). A store
+// that is not authoritative and fails is no reason (the callers never wait
+// for it): it is reported as degraded, as is a control board out of reach.
 type readiness struct {
 	fleet    *fleet
 	follower *control.Follower
+	gate     *stageGate
 	draining atomic.Bool
 
-	mu          sync.Mutex
-	unreachable map[string]string // namespace -> why
+	mu    sync.Mutex
+	down  map[string]string // namespace/role -> why, the authoritative stores'
+	shade map[string]string // namespace/role -> why, the others'
+	up    map[storeKey]bool // every store's last answer
 }
 
-// probe reads probeKey from each namespace's authoritative store, directly
+// storeKey names one store of the fleet.
+type storeKey struct {
+	namespace string
+	role      dualwrite.Role
+}
+
+// probe reads probeKey from each namespace's two stores at once, directly
 // (not through the dual-write store, which would copy or compare).
 func (r *readiness) probe(ctx context.Context) {
-	found := map[string]string{}
+	type answer struct {
+		key           storeKey
+		authoritative bool
+		why           string
+	}
+	var wg sync.WaitGroup
+	answers := make(chan answer, 2*len(r.fleet.ns))
 	for _, s := range r.fleet.ns {
-		role, st := dualwrite.RolePrimary, s.primary
-		if s.dual.Stage() >= dualwrite.Live {
-			role, st = dualwrite.RoleShadow, s.shadow
+		authority := dualwrite.RolePrimary
+		if s.dual.Stage().ShadowAuthoritative() {
+			authority = dualwrite.RoleShadow
 		}
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		_, err := st.Get(pctx, probeKey)
-		cancel()
-		if err != nil && !errors.Is(err, kv.ErrNotFound) {
-			found[s.id] = fmt.Sprintf("the authoritative store (%s) of namespace %s does not answer: %s", role, s.id, compare.ErrorClass(err))
+		for _, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+				defer cancel()
+				a := answer{key: storeKey{s.id, role}, authoritative: role == authority}
+				if err := s.get(pctx, role); err != nil {
+					a.why = s.describe(role, err)
+				}
+				answers <- a
+			})
+		}
+	}
+	wg.Wait()
+	close(answers)
+	down, shade, up := map[string]string{}, map[string]string{}, map[storeKey]bool{}
+	for a := range answers {
+		up[a.key] = a.why == ""
+		switch {
+		case a.why == "":
+		case a.authoritative:
+			down[a.key.namespace+"/"+a.key.role.String()] = fmt.Sprintf("the authoritative store (%s) of namespace %s does not answer: %s",
+				a.key.role, a.key.namespace, a.why)
+		default:
+			shade[a.key.namespace+"/"+a.key.role.String()] = fmt.Sprintf("the store copied to (%s) of namespace %s does not answer: %s; "+
+				"its copies are skipped and their keys kept dirty, to be repaired once it answers", a.key.role, a.key.namespace, a.why)
 		}
 	}
 	r.mu.Lock()
-	r.unreachable = found
+	r.down, r.shade, r.up = down, shade, up
 	r.mu.Unlock()
+}
+
+// reachable is every store's last answer to the probe, for the gauge.
+func (r *readiness) reachable() map[storeKey]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.up)
 }
 
 // run probes every interval until ctx ends.
@@ -74,8 +118,11 @@ func (r *readiness) run(ctx context.Context, every time.Duration) {
 const (
 	whyDraining    = "draining: the service is shutting down"
 	whyStage       = "stage: this instance does not yet run the stage document's generation"
+	whyStageless   = "stage: unknown: the control board cannot be read and this instance keeps no stage it may serve without it"
 	whyUnreachable = "an authoritative store does not answer"
 	whyJournal     = "durable state: a settle journal cannot commit"
+	whyShade       = "a store copied to does not answer (not a reason to take traffic away)"
+	whyBoard       = "the control board cannot be read: this instance runs its last stage (not a reason to take traffic away)"
 )
 
 // reasons implements admin.Config.Ready.
@@ -84,7 +131,15 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 	if r.draining.Load() {
 		out = append(out, admin.Reason{General: whyDraining})
 	}
-	if st := r.follower.Status(); !st.InSync() {
+	st := r.follower.Status()
+	switch {
+	case r.gate != nil && !r.gate.opened():
+		out = append(out, admin.Reason{General: whyStageless, Detail: "stage: unknown: " + whyNoStage + " (" + storeerr.ShortTopology(st.BoardErr) + ")"})
+	case st.Detached:
+		out = append(out, admin.Reason{General: whyBoard, Degraded: true,
+			Detail: "the control board cannot be read (" + storeerr.ShortTopology(st.BoardErr) + "): this instance runs " + st.Stage.String() +
+				", the last stage it ran, in which Workers KV is authoritative, and follows the stage document once it can read it"})
+	case !st.InSync():
 		lag := st.Lag
 		if lag == "" {
 			lag = fmt.Sprintf("runs generation %d, the stage document is at %d", st.Generation, st.Document.Generation)
@@ -93,8 +148,14 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 	}
 	r.mu.Lock()
 	for _, s := range r.fleet.ns {
-		if why, ok := r.unreachable[s.id]; ok {
-			out = append(out, admin.Reason{General: whyUnreachable, Detail: why})
+		for _, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
+			k := s.id + "/" + role.String()
+			if why, ok := r.down[k]; ok {
+				out = append(out, admin.Reason{General: whyUnreachable, Detail: why})
+			}
+			if why, ok := r.shade[k]; ok {
+				out = append(out, admin.Reason{General: whyShade, Detail: why, Degraded: true})
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -104,4 +165,14 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 		}
 	}
 	return out
+}
+
+// isReady reports whether no reason takes the traffic away.
+func isReady(reasons []admin.Reason) bool {
+	for _, r := range reasons {
+		if !r.Degraded {
+			return false
+		}
+	}
+	return true
 }

@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kvapi"
@@ -92,17 +94,35 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	// Stopped before the backends close, which ends a sweep's client.
 	defer startSweepers(b.Sides, c.SweepInterval, log)()
 
+	// Every store is read once, while the stage document is: a store that
+	// refuses the settings stops the start (exit 2); one that does not
+	// answer is said, and the start goes on.
+	startProbe := make(chan error, 1)
+	go func() { startProbe <- probeAtStart(ctx, b.Sides, log) }()
 	// The stores start in the document's stage, so that following it is no
 	// transition; Initial counts only for the very first instance.
 	stage := c.Stage
 	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
-	doc, err := b.Board.Load(lctx)
+	doc, boardErr := b.Board.Load(lctx)
 	cancel()
-	if err != nil {
+	if err := <-startProbe; err != nil {
 		return err
 	}
-	if doc.Generation > 0 {
+	if boardErr == nil && doc.Generation > 0 {
 		stage = doc.Stage
+	}
+	// Without the document, the instance runs the last stage it ran when
+	// that keeps Workers KV authoritative, and otherwise serves nothing
+	// (stageGate) until the document is read: nothing unverified becomes
+	// authoritative.
+	detached, gated := boardErr != nil, false
+	if detached {
+		last, known := lastStage(c.JournalDir)
+		gated = !known || !servesDetached(last)
+		if known {
+			stage = last
+		}
+		logDetached(log, boardErr, c.JournalDir, last, known)
 	}
 	journals, closeJournals, err := openJournals(c.JournalDir, c.Namespaces)
 	if err != nil {
@@ -123,6 +143,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 		ExcludePrefixes: c.ExcludePrefixes,
+	}
+	if c.ShadowRate > 0 {
+		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
 	}
 	if stage.ShadowAuthoritative() {
 		// MongoDB became authoritative before this start: a late copy
@@ -152,6 +175,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
+	fl.stateDir, fl.log = c.JournalDir, log
 	closed := false
 	defer func() {
 		if !closed {
@@ -179,11 +203,17 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
-	if err := follower.Start(ctx); err != nil {
+	if detached {
+		err = follower.StartDetached(stage, boardErr)
+	} else {
+		err = follower.Start(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("following the stage document: %w", err)
 	}
 	defer follower.Close()
-	ready := &readiness{fleet: fl, follower: follower}
+	gate := newStageGate(follower, gated)
+	ready := &readiness{fleet: fl, follower: follower, gate: gate}
 	ready.probe(ctx)
 	gauges, err := watchInstance(tel.MeterProvider, ready)
 	if err != nil {
@@ -201,6 +231,13 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 			return err
 		}
 		defer func() { _ = confGauges.Unregister() }()
+	}
+	if b.Pool != nil {
+		poolGauges, err := watchPool(tel.MeterProvider, b.Pool)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = poolGauges.Unregister() }()
 	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
@@ -241,7 +278,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, MaxPerClient: c.MaxPerClient, ClientKey: clientKey,
 		MinBodyRate: c.MinBodyRate, MaxConnections: c.MaxConnections, Logger: log,
 		ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
-		Unauthenticated: c.Unauthenticated, Wrap: ops.wrap}
+		Unauthenticated: c.Unauthenticated, Wrap: func(api http.Handler) http.Handler { return gate.wrap(ops.wrap(api)) }}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Lease: c.TeeLease, Generation: func() uint64 { return follower.Status().Generation }}
 		th, err := ingest.New(sink, ingest.Config{Token: c.secrets.token, DefaultNamespace: c.Namespaces[0].ID, Stage: sink, Clock: o.clock, Memory: mem})
@@ -249,7 +286,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 			return err
 		}
 		tee := withTee(th)
-		serve.Wrap = func(api http.Handler) http.Handler { return tee(ops.wrap(api)) }
+		serve.Wrap = func(api http.Handler) http.Handler { return gate.wrap(tee(ops.wrap(api))) }
 		fl.tee.Store(th)
 	}
 	scheme := "http"
@@ -325,6 +362,24 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return serveErr
 	}
 	return nil
+}
+
+// logDetached says in one line what an instance that cannot read the
+// stage document at start does.
+func logDetached(log *slog.Logger, boardErr error, dir string, last dualwrite.Stage, known bool) {
+	why := "the control board (the stage document in MongoDB) cannot be read (" + storeerr.MongoDB(boardErr) + ")"
+	switch {
+	case known && servesDetached(last):
+		log.Warn("kvshadow-proxy: " + why + ": serving in " + last.String() + ", the last stage this instance ran (kept in " + dir +
+			"), in which Workers KV is authoritative; copies to MongoDB are skipped and their keys kept dirty, and the stage document is followed once it can be read")
+	case known:
+		log.Warn("kvshadow-proxy: " + why + ": the last stage this instance ran is " + last.String() +
+			", in which MongoDB is authoritative: serving nothing (503) until the stage document can be read")
+	case dir == "":
+		log.Warn("kvshadow-proxy: " + why + ": without --journal-dir this instance keeps no stage of its own: serving nothing (503) until the stage document can be read")
+	default:
+		log.Warn("kvshadow-proxy: " + why + ": " + dir + " holds no stage this instance ran: serving nothing (503) until the stage document can be read")
+	}
 }
 
 // fixedNamespaces is what a client asking the front to create, rename or

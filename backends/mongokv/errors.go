@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -27,7 +28,39 @@ func (e *driverError) Is(target error) bool { return errors.Is(e.cause, target) 
 
 // wrap redacts err and prefixes it with what was being done.
 func (c *Client) wrap(what string, err error) error {
-	return &driverError{msg: "mongokv: " + what + ": " + c.redact.redact(err.Error()), cause: err}
+	return &driverError{msg: "mongokv: " + what + ": " + c.redact.redact(shortTopology(err.Error())), cause: err}
+}
+
+// shortTopology replaces the driver's topology description in an error's
+// text (", current topology: { Type: ..., Servers: [{ ..., Last error: dial
+// tcp ...: connection refused }, ] }", every server's state, often longer
+// than a log line) with the first server's last error, which is the cause.
+func shortTopology(msg string) string {
+	const marker, last = ", current topology: {", "Last error: "
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return msg
+	}
+	dump, rest := msg[i+len(marker):], ""
+	depth := 1
+	for j := 0; j < len(dump); j++ {
+		switch dump[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth == 0 {
+			dump, rest = dump[:j], dump[j+1:]
+			break
+		}
+	}
+	cause := ""
+	if _, after, ok := strings.Cut(dump, last); ok {
+		cause, _, _ = strings.Cut(after, " }")
+		cause = " (last error: " + strings.TrimSpace(cause) + ")"
+	}
+	return msg[:i] + cause + shortTopology(rest)
 }
 
 // opError maps a driver error of an operation to the kv contract: the

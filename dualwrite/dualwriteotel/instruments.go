@@ -25,9 +25,9 @@ type instruments struct {
 	stage, breaker, queueDepth, queueBytes, laneDepth, laneCap, dirty, unsettled, reconcile, journalOK metric.Int64ObservableGauge
 	suspects, journalPending                                                                           metric.Int64ObservableGauge
 	overflow, skipped, lost, journalErrors, journalCommits                                             metric.Int64ObservableCounter
-	suspectOverflow, cleared, superseded, coalesced                                                    metric.Int64ObservableCounter
+	suspectOverflow, cleared, recovered, superseded, coalesced                                         metric.Int64ObservableCounter
 	lateCopies, refused                                                                                metric.Int64ObservableCounter
-	excluded                                                                                           metric.Int64ObservableCounter
+	excluded, paceDelayed, paceDeferred                                                                metric.Int64ObservableCounter
 	fence                                                                                              metric.Float64ObservableGauge
 
 	sets setCache
@@ -82,6 +82,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.suspectOverflow = observed(MetricSuspectOverflow, "{key}", "Suspicions dropped because the suspects were full (MaxSuspects): their keys are not verified.")
 	in.superseded = observed(MetricSuspectsSuperseded, "{key}", "Suspects that a write through the store took into the settle set before a verification read confirmed or cleared them: the key then waits for the verification of that write.")
 	in.cleared = observed(MetricSuspicionsCleared, "{key}", "Held differences (suspects, and differences held on keys of the settle set) that a later verification read found gone.")
+	in.recovered = observed(MetricSettleRecovered, "{key}", "Keys the settle journal named after a restart that their first verification found different (a copy that may have died with the process): repaired as dirty keys, never reported as divergences unless they still differ after the repair.")
 	in.coalesced = observed(MetricCoalesced, "{operation}", "Copies replaced in their lane by a newer write of the same key before they ran; the newer copy keeps the older one's place.")
 	in.skipped = observed(MetricComparisonsSkipped, "{comparison}", "Sampled comparisons not made (lane full, breaker open, stage change, closing).")
 	in.lost = observed(MetricEventsLost, "{event}", "Breaker events the observer missed because it fell behind.")
@@ -91,6 +92,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.journalPending = gauge(MetricJournalPending, "{mark}", "Settle set changes awaiting the settle journal's next commit, besides the group a commit under way holds: the marks a crash of the machine now would lose; reported only with a journal.")
 	in.lateCopies = observed(MetricLateCopies, "{copy}", "Tee copies that arrived while MongoDB was authoritative, by outcome: applied (the last acknowledged write), superseded, conflict (reported for the operator), failed.")
 	in.excluded = observed(MetricExcluded, "{operation}", "Writes, tee copies, sampled reads and journal entries left out because their key is under an excluded prefix (--exclude-prefix, and kvshadow's reserved __kvshadow:), by source.")
+	in.paceDelayed = observed(MetricShadowBudgetDelayed, "{operation}", "Operations toward the shadow (copies, comparisons, verification reads) that waited for its request budget (--shadow-rate).")
+	in.paceDeferred = observed(MetricShadowBudgetDeferred, "{key}", "Repairs toward the shadow put off to a later pass because its request budget (--shadow-rate) had no room.")
 	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
 	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),
 		metric.WithDescription("Seconds until the handover fence lets the flip between handover and live go, per namespace; 0 when clear or in another stage."))

@@ -58,6 +58,7 @@ const (
 	MetricSuspectKeys          = "kvshadow.dualwrite.suspect.keys"
 	MetricSuspectOverflow      = "kvshadow.dualwrite.suspect.overflow"
 	MetricSuspicionsCleared    = "kvshadow.dualwrite.suspicions.cleared"
+	MetricSettleRecovered      = "kvshadow.dualwrite.settle.recovered"
 	MetricSuspectsSuperseded   = "kvshadow.dualwrite.suspicions.superseded"
 	MetricCoalesced            = "kvshadow.dualwrite.coalesced"
 	MetricReconciliationNeeded = "kvshadow.dualwrite.reconciliation.needed"
@@ -68,6 +69,8 @@ const (
 	MetricJournalCommits       = "kvshadow.dualwrite.journal.commits"
 	MetricJournalPending       = "kvshadow.dualwrite.journal.pending"
 	MetricExcluded             = "kvshadow.dualwrite.excluded"
+	MetricShadowBudgetDelayed  = "kvshadow.dualwrite.shadow_budget.delayed"
+	MetricShadowBudgetDeferred = "kvshadow.dualwrite.shadow_budget.deferred"
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.

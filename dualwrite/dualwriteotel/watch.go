@@ -65,6 +65,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		obs.ObserveInt64(in.suspects, int64(st.Suspects))
 		obs.ObserveInt64(in.suspectOverflow, int64(st.SuspectOverflow))
 		obs.ObserveInt64(in.cleared, int64(st.Cleared))
+		obs.ObserveInt64(in.recovered, int64(st.Recovered))
 		obs.ObserveInt64(in.superseded, int64(st.SuspectsSuperseded))
 		obs.ObserveInt64(in.coalesced, int64(st.Coalesced))
 		obs.ObserveInt64(in.skipped, int64(st.ComparisonsSkipped))
@@ -78,6 +79,8 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		for _, o := range dualwrite.LateOutcomes {
 			obs.ObserveInt64(in.lateCopies, int64(st.LateCopies[o]), metric.WithAttributes(LateOutcomeKey.String(string(o))))
 		}
+		obs.ObserveInt64(in.paceDelayed, int64(st.ShadowPacing.Delayed))
+		obs.ObserveInt64(in.paceDeferred, int64(st.ShadowPacing.Deferred))
 		x := st.Excluded
 		for _, e := range [...]struct {
 			source string
@@ -97,8 +100,8 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.fence,
-		in.suspects, in.suspectOverflow, in.cleared, in.superseded, in.coalesced, in.journalCommits, in.journalPending)
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.paceDelayed, in.paceDeferred, in.fence,
+		in.suspects, in.suspectOverflow, in.cleared, in.recovered, in.superseded, in.coalesced, in.journalCommits, in.journalPending)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)
 	}

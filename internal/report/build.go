@@ -45,6 +45,13 @@ func (e *engine) report() *Report {
 	r.Totals.Excluded = e.excluded
 	agree := r.Totals.agreeing()
 	r.Parity = r.Totals.Parity
+	gated := r.Totals.Compared
+	if e.settled != nil {
+		// The keys left for later are judged by a later run, not this one.
+		r.Settle, r.LeftForLater = e.settled, append([]LeftKey(nil), e.left...)
+		gated -= e.settled.Left
+		r.Parity = parity(agree, gated)
+	}
 	if e.cfg.Repair.Enabled {
 		t := e.repair
 		rep := &RepairReport{
@@ -57,12 +64,12 @@ func (e *engine) report() *Report {
 		}
 		if rep.Applied {
 			agree += t.Verified
-			rep.ParityAfter = parity(agree, r.Totals.Compared)
+			rep.ParityAfter = parity(agree, gated)
 			r.Parity = rep.ParityAfter
 		}
 		r.Repair = rep
 	}
-	r.Passed = passes(agree, r.Totals.Compared, e.cfg.MinParity)
+	r.Passed = passes(agree, gated, e.cfg.MinParity)
 	return r
 }
 

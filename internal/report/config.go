@@ -178,6 +178,16 @@ type Config struct {
 	// the report (Report.Truth); its Side is ignored. The zero value
 	// reports the choice as a default.
 	Truth Truth
+	// Settle, when positive, reads every key the scan found divergent
+	// again once Settle has passed since its first read (Workers KV's
+	// consistency window and the proxies' lanes: 70 s is the command's
+	// default), up to DefaultMaxSettle keys, before the gate counts it: a
+	// key that agrees then counts as agreeing; one with the same
+	// difference on both sides, as divergent; one that changed (a write or
+	// its copy was on its way) as pending, left for later and out of the
+	// gated parity (Report.Settle, Report.LeftForLater). Zero reads
+	// nothing again. Not with Repair.Apply, which reads its repairs back.
+	Settle time.Duration
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).
 	MinParity float64
@@ -246,6 +256,9 @@ func (cfg Config) normalized() (Config, error) {
 	c.MaxModules = orInt(c.MaxModules, DefaultMaxModules)
 	c.CheckpointEvery = orDuration(c.CheckpointEvery, DefaultCheckpointEvery)
 	c.Repair.RecheckWindow = orDuration(c.Repair.RecheckWindow, DefaultRecheckWindow)
+	if c.Settle < 0 {
+		return c, fmt.Errorf("%w: Settle must not be negative", ErrConfig)
+	}
 	switch {
 	case c.Retries == 0:
 		c.Retries = DefaultRetries

@@ -42,6 +42,13 @@ type engine struct {
 	position position
 	started  time.Time // of this process's run, for the rate
 	baseline int64     // scanned when this process started
+
+	// The keys found divergent, to read again after Config.Settle (up to
+	// DefaultMaxSettle; settleOmitted the rest), and what that found.
+	differing     []differing
+	settleOmitted int64
+	settled       *SettleReport
+	left          []LeftKey
 }
 
 // Run scans both stores as cfg says and returns the report. It stops when
@@ -69,6 +76,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := e.scan(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.settle(ctx); err != nil {
 		return nil, err
 	}
 	if err := removeCheckpoint(c.Checkpoint); err != nil {
@@ -233,6 +243,13 @@ func (e *engine) commit(b *batch) {
 	e.binary = keepRecords(e.binary, &e.binOmit, b.binary, e.cfg.MaxRecords)
 	e.large = keepRecords(e.large, &e.bigOmit, b.large, e.cfg.MaxRecords)
 	e.repair.add(&b.repair)
+	for _, d := range b.differing {
+		if len(e.differing) < DefaultMaxSettle {
+			e.differing = append(e.differing, d)
+		} else {
+			e.settleOmitted++
+		}
+	}
 	e.scanned += b.consumed
 	e.excluded += b.excluded
 	if b.last != "" || b.consumed > 0 {

@@ -49,6 +49,9 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 		if kind.Divergent() && e.cfg.Repair.Enabled {
 			divergent = append(divergent, o)
 		}
+		if kind.Divergent() && e.settling() {
+			b.differing = append(b.differing, differing{key: o.key, module: o.module, kind: kind, state: stateOf(o.primary, o.shadow), at: now})
+		}
 	}
 	if len(divergent) > 0 {
 		if err := e.repairKeys(ctx, divergent, &b.repair); err != nil {

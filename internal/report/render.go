@@ -230,6 +230,39 @@ func repairLines(r *Report) []string {
 	}
 }
 
+// settleListed is how many keys left for later the text formats name.
+const settleListed = 20
+
+// settleLines say what reading the differing keys again found, and name
+// the keys left for later with the reason.
+func settleLines(r *Report) []string {
+	s := r.Settle
+	if s == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("the %s that differed were read again %s after the scan read them: %s agree now, %s held the same difference (divergent), %s changed and are left for later (pending: a write or its copy was on its way; out of the gated parity)%s",
+		plural(s.Rechecked+s.Omitted, "key"), time.Duration(s.Seconds*float64(time.Second)).Round(time.Second), group(s.Settled), group(s.Held), group(s.Left), settleExtra(s))}
+	for i, k := range r.LeftForLater {
+		if i == settleListed {
+			lines = append(lines, fmt.Sprintf("... and %s more left for later (the JSON report lists up to --max-records)", group(int64(len(r.LeftForLater)-i))))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("left for later: %s (%s at the scan): %s", k.Key, k.Kind, k.Reason))
+	}
+	return lines
+}
+
+func settleExtra(s *SettleReport) string {
+	var out string
+	if s.Errors > 0 {
+		out += fmt.Sprintf("; %s could not be read again and count as the scan found them", group(s.Errors))
+	}
+	if s.Omitted > 0 {
+		out += fmt.Sprintf("; %s past the first %s were not read again and count as the scan found them", group(s.Omitted), group(DefaultMaxSettle))
+	}
+	return out
+}
+
 // Verdict is the gate's one line, as every format ends or begins with it:
 // "PASS: parity 100.00% >= minimum 99.9%".
 func Verdict(r *Report) string { return verdict(r) }
@@ -250,6 +283,9 @@ func verdict(r *Report) string {
 	}
 	if n := r.Totals.TooLargeForBot; n > 0 {
 		s += fmt.Sprintf("; %s in the shadow too large for one document, which the JavaScript bot reads as missing", plural(n, "value"))
+	}
+	if r.Settle != nil && r.Settle.Left > 0 {
+		s += fmt.Sprintf("; %s left for later: changed between two reads, a write or its copy on its way", plural(r.Settle.Left, "key"))
 	}
 	return s
 }

@@ -281,7 +281,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		Sides                []SideInfo
 		CallOuts             []htmlCallOut
 	}{
-		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: repairLines(r),
+		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
 		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),

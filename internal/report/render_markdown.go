@@ -63,6 +63,12 @@ func renderMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(bw, "- %s\n", mdText(l))
 		}
 	}
+	if lines := settleLines(r); lines != nil {
+		fmt.Fprintf(bw, "\n## Read again\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(bw, "- %s\n", mdText(l))
+		}
+	}
 	return bw.Flush()
 }
 

@@ -115,5 +115,8 @@ func tableBody(bw *bufio.Writer, r *Report) error {
 	if lines := repairLines(r); lines != nil {
 		fmt.Fprintf(bw, "\nRepair\n  %s\n", strings.Join(lines, "\n  "))
 	}
+	if lines := settleLines(r); lines != nil {
+		fmt.Fprintf(bw, "\nRead again\n  %s\n", strings.Join(lines, "\n  "))
+	}
 	return nil
 }

@@ -60,6 +60,11 @@ type Report struct {
 	TooLargeForBot  []compare.Record `json:"too_large_for_bot,omitempty"`
 	TooLargeOmitted int64            `json:"too_large_omitted,omitempty"`
 	Repair          *RepairReport    `json:"repair,omitempty"`
+	// Settle is present when the run read its differing keys again
+	// (Config.Settle); LeftForLater lists those that had changed, up to
+	// MaxRecords: they are pending, and out of the gated parity.
+	Settle       *SettleReport `json:"settle,omitempty"`
+	LeftForLater []LeftKey     `json:"left_for_later,omitempty"`
 	// Parity is what the gate compares with MinParity: the scan's parity,
 	// or the parity after an applied repair.
 	Parity float64 `json:"parity"`

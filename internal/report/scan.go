@@ -46,6 +46,8 @@ type batch struct {
 	binary  []compare.Record // keys whose shadow value is not UTF-8
 	large   []compare.Record // keys whose shadow value passes one bot document
 	repair  RepairCounts
+	// differing are the divergent keys to read again (Config.Settle).
+	differing []differing
 }
 
 func newBatch(seq int) *batch { return &batch{seq: seq, counts: make(map[string]*Counts)} }

@@ -89,6 +89,10 @@ type Config struct {
 type Reason struct {
 	General string // such as "draining" or "an authoritative store does not answer"
 	Detail  string // the whole story, for whoever holds the admin token
+	// Degraded marks what is said without taking the traffic away (a
+	// store that is only copied to does not answer): /readyz stays 200
+	// and lists it under "degraded".
+	Degraded bool
 }
 
 // MaxBody bounds a request body: the API reads only small ones (a stage,
@@ -191,22 +195,29 @@ func (h *Handler) authorized(r *http.Request) bool {
 // admin token.
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	reasons := h.cfg.Ready(r.Context())
-	if len(reasons) == 0 {
-		writeJSON(w, http.StatusOK, map[string]any{"ready": true})
-		return
-	}
 	detailed := h.authorized(r)
-	out := []string{}
+	out, degraded := []string{}, []string{}
 	for _, why := range reasons {
 		text := why.General
 		if detailed && why.Detail != "" {
 			text = why.Detail
 		}
-		if !slices.Contains(out, text) {
-			out = append(out, text)
+		list := &out
+		if why.Degraded {
+			list = &degraded
+		}
+		if !slices.Contains(*list, text) {
+			*list = append(*list, text)
 		}
 	}
-	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": out})
+	answer, status := map[string]any{"ready": len(out) == 0}, http.StatusOK
+	if len(out) > 0 {
+		answer["reasons"], status = out, http.StatusServiceUnavailable
+	}
+	if len(degraded) > 0 {
+		answer["degraded"] = degraded
+	}
+	writeJSON(w, status, answer)
 }
 
 func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {

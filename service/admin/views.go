@@ -118,6 +118,8 @@ type StoreStats struct {
 	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
 	// Excluded: what was left out for its key's prefix (--exclude-prefix).
 	Excluded dualwrite.Excluded `json:"excluded"`
+	// ShadowPacing: what the budget toward MongoDB (--shadow-rate) held back.
+	ShadowPacing dualwrite.ShadowPacing `json:"shadow_pacing"`
 	// IngestRefused: copies whose acked_at was out of bounds, by reason;
 	// LateCopies: copies that arrived while MongoDB was authoritative, by
 	// outcome; Conflicts: the late copies reported as conflicts (GET
@@ -339,7 +341,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
 		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
-		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded,
+		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
 	}
 }
 
@@ -393,6 +395,8 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.TeeReads += st.TeeReads
 		sum.Excluded = dualwrite.Excluded{Writes: sum.Excluded.Writes + st.Excluded.Writes, Copies: sum.Excluded.Copies + st.Excluded.Copies,
 			Reads: sum.Excluded.Reads + st.Excluded.Reads, Journal: sum.Excluded.Journal + st.Excluded.Journal}
+		sum.ShadowPacing = dualwrite.ShadowPacing{Delayed: sum.ShadowPacing.Delayed + st.ShadowPacing.Delayed,
+			Waited: sum.ShadowPacing.Waited + st.ShadowPacing.Waited, Deferred: sum.ShadowPacing.Deferred + st.ShadowPacing.Deferred}
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
 		sum.Conflicts += st.Conflicts

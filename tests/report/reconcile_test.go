@@ -40,7 +40,7 @@ func TestReconciliationClearedByARecordedReport(t *testing.T) {
 	runReport := func() string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		err := cli.Run(ctx, []string{"--format", "json", "--progress", "never"}, func(k string) string { return env[k] }, &out, &errb)
+		err := cli.Run(ctx, []string{"--format", "json", "--progress", "never", "--settle", "0"}, func(k string) string { return env[k] }, &out, &errb)
 		var r report.Report
 		if jerr := json.Unmarshal(out.Bytes(), &r); err != nil || jerr != nil || !r.Passed || !strings.Contains(errb.String(), "recorded run "+r.RunID) {
 			t.Fatalf("shadow-report: %v\n%s", err, errb.String())

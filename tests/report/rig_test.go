@@ -117,7 +117,7 @@ type result struct {
 func (r *rig) run(t *testing.T, ctx context.Context, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	all := append([]string{"--format", "json", "--ttl-tolerance", "2m", "--progress", "never"}, args...)
+	all := append([]string{"--format", "json", "--ttl-tolerance", "2m", "--progress", "never", "--settle", "0"}, args...)
 	err := cli.Run(ctx, all, func(k string) string { return r.env[k] }, &out, &errb)
 	res := result{code: cli.ExitCode(err), stdout: out.String(), stderr: errb.String()}
 	if out.Len() > 0 {

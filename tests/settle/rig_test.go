@@ -150,17 +150,17 @@ type writer struct {
 	exited chan error
 	ready  chan struct{}
 
-	mu     sync.Mutex
-	url    string // an emulator's
-	acked  map[string]bool
-	acks   int
-	stats  *childStats
+	mu    sync.Mutex
+	url   string // an emulator's
+	acked map[string]bool
+	acks  int
+	stats *childStats
 	// statsRaw is the stats line as printed; confirmed the reports of a
 	// fleet writer, "KEY UNIXMS" each.
 	statsRaw  string
 	confirmed []string
 	errs      []string
-	bursts chan int // the number of each burst as it begins
+	bursts    chan int // the number of each burst as it begins
 	// burstAcks are the acknowledged writes when each burst began.
 	burstAcks []int
 	stderr    bytes.Buffer

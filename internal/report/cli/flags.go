@@ -28,6 +28,7 @@ type options struct {
 	scope        report.Scope
 	ttlTolerance time.Duration
 	minParity    float64
+	settle       time.Duration
 	format       report.Format
 	out          string
 	keys         compare.KeyPolicy
@@ -135,6 +136,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
 	o.minParity = 100
 	fs.Var(minParityFlag{&o.minParity}, "min-parity", "")
+	fs.DurationVar(&o.settle, "settle", DefaultSettle, "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&o.out, "out", "", "")
 	fs.StringVar(&keys, "keys", string(compare.KeyHMAC), "")
@@ -160,6 +162,14 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, usage("unexpected argument %q (every option is a flag)", fs.Arg(0))
+	}
+	settleSet := false
+	fs.Visit(func(f *flag.Flag) { settleSet = settleSet || f.Name == "settle" })
+	switch {
+	case o.settle < 0:
+		return nil, usage("--settle %s: want a duration of 0s or more", o.settle)
+	case o.demo && !settleSet:
+		o.settle = 0 // the demo's stores change only by its own hand
 	}
 
 	o.cfAccount = orEnv(o.cfAccount, getenv, "CLOUDFLARE_ACCOUNT_ID")
@@ -286,3 +296,8 @@ func (e *usageError) Is(t error) bool { return t == errUsage }
 func usage(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// DefaultSettle is --settle's default: Workers KV's consistency window
+// (60 s), which a proxy's verification waits too, and 10 s for the copies
+// in its lanes.
+const DefaultSettle = 70 * time.Second

@@ -46,6 +46,14 @@ COMPARISON
                                 with its % sign, or a fraction of 1: 0.999 is 99.9%, and a
                                 bare number above 1 is refused. The verdict line always goes
                                 to stderr, whatever the output
+  --settle D                    read every key that differed again D after the scan read it
+                                (default 70s: Workers KV's consistency window and the proxies'
+                                lanes; 0s reads nothing again; the demo's default is 0s), up to
+                                10,000 keys: one that agrees then counts as agreeing, the same
+                                difference as divergent, one that changed (a write or its copy
+                                was on its way) is left for later, named, and out of the gated
+                                parity. So runs under traffic agree, and a write around the
+                                layer, which holds, fails every one
 
 OUTPUT
   --format table|json|markdown|html

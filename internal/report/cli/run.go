@@ -13,6 +13,7 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -60,7 +61,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	err = run(ctx, o, stdout, stderr)
 	if err != nil && !errors.Is(err, ErrBelowParity) {
 		// One line per problem, each with the command's name.
-		for line := range strings.SplitSeq(withoutTopology(err.Error()), "\n") {
+		for line := range strings.SplitSeq(storeerr.WithoutTopology(err.Error()), "\n") {
 			fmt.Fprintf(stderr, "shadow-report: %s\n", line)
 		}
 	}
@@ -112,6 +113,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		Truth:        truth,
 		RunID:        control.NewID(),
 		MinParity:    o.minParity,
+		Settle:       o.settle,
 		Checkpoint:   o.checkpoint,
 		Identity:     stores.identity,
 		ExpectedKeys: o.expectedKeys,

@@ -1,4 +1,4 @@
-package cli
+package storeerr
 
 import "testing"
 
@@ -8,8 +8,8 @@ func TestWithoutTopology(t *testing.T) {
 		"no dump here": "no dump here",
 		"cut short, current topology: { Type: { x": "cut short",
 	} {
-		if got := withoutTopology(in); got != want {
-			t.Errorf("withoutTopology(%q)\n = %q\nwant %q", in, got, want)
+		if got := WithoutTopology(in); got != want {
+			t.Errorf("WithoutTopology(%q)\n = %q\nwant %q", in, got, want)
 		}
 	}
 	for _, c := range []struct{ uri, want string }{
@@ -17,8 +17,8 @@ func TestWithoutTopology(t *testing.T) {
 		{"mongodb+srv://u:SECRET@cluster0.example.net/", "cluster0.example.net"},
 		{"not a uri", "the URI in MONGODB_URI"},
 	} {
-		if got := mongoHosts(c.uri); got != c.want {
-			t.Errorf("mongoHosts(%q) = %q, want %q", c.uri, got, c.want)
+		if got := MongoHosts(c.uri); got != c.want {
+			t.Errorf("MongoHosts(%q) = %q, want %q", c.uri, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,183 @@
+package report
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
+
+// DefaultMaxSettle is the most differing keys a run reads again after
+// Config.Settle: 100 bulk reads a side. Keys past it count as the scan
+// found them.
+const DefaultMaxSettle = 10_000
+
+// Why a key was left for later (LeftKey.Reason).
+const (
+	// ReasonChanged: one side or both changed between the scan's read and
+	// the read Settle later: a write, or its copy, was on its way.
+	ReasonChanged = "changed between two reads a settle interval apart: a write or its copy was on its way"
+)
+
+// LeftKey is a key that differed at the scan and changed by the time it was
+// read again: a copy on its way, not a divergence the gate counts.
+type LeftKey struct {
+	Namespace string       `json:"namespace"`
+	Key       string       `json:"key"`  // per the key policy
+	Kind      compare.Kind `json:"kind"` // at the scan's read
+	Reason    string       `json:"reason"`
+}
+
+// SettleReport says what the run made of the keys that differed at the scan
+// (Config.Settle): Rechecked were read again; of them Settled agreed then
+// (counted as they agree), Held showed the same difference (counted as
+// divergent: it held for the whole interval) and Left had changed (counted
+// as pending and left out of the gated parity; listed in LeftForLater up to
+// MaxRecords). Omitted differing keys, past DefaultMaxSettle, were not read
+// again.
+type SettleReport struct {
+	Seconds   float64 `json:"seconds"`
+	Rechecked int64   `json:"rechecked"`
+	Settled   int64   `json:"settled"`
+	Held      int64   `json:"held"`
+	Left      int64   `json:"left"`
+	Omitted   int64   `json:"omitted"`
+	Errors    int64   `json:"errors"` // read again with an error: counted as the scan found them
+}
+
+// differing is a key the scan found divergent, to be read again.
+type differing struct {
+	key, module string
+	kind        compare.Kind
+	state       [32]byte // both sides as the scan read them
+	at          time.Time
+}
+
+// stateOf digests both sides of a key as read: presence, value, expiry
+// (whole seconds) and metadata.
+func stateOf(p, s compare.Observation) [32]byte {
+	h := sha256.New()
+	for _, o := range []compare.Observation{p, s} {
+		var b [1 + 8 + 8 + 8]byte
+		if o.Found {
+			b[0] = 1
+		}
+		var exp int64
+		if !o.Expiration.IsZero() {
+			exp = o.Expiration.Unix()
+		}
+		binary.BigEndian.PutUint64(b[1:], uint64(exp))
+		binary.BigEndian.PutUint64(b[9:], uint64(len(o.Value)))
+		binary.BigEndian.PutUint64(b[17:], uint64(len(o.Metadata)))
+		h.Write(b[:])
+		v := sha256.Sum256(o.Value)
+		m := sha256.Sum256(o.Metadata)
+		h.Write(v[:])
+		h.Write(m[:])
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// settling reports whether divergent keys are read again.
+func (e *engine) settling() bool { return e.cfg.Settle > 0 && !e.cfg.Repair.Apply }
+
+// settle reads the keys the scan found divergent again, Settle after each
+// was first read, and counts each as it then stands: agreeing, the same
+// difference (divergent), or changed (pending, left for later).
+func (e *engine) settle(ctx context.Context) error {
+	if !e.settling() {
+		return nil
+	}
+	e.mu.Lock()
+	keys := e.differing
+	e.mu.Unlock()
+	rep := &SettleReport{Seconds: e.cfg.Settle.Seconds(), Omitted: e.settleOmitted}
+	e.settled = rep
+	if len(keys) == 0 {
+		return nil
+	}
+	last := keys[len(keys)-1].at
+	for _, d := range keys {
+		last = later(last, d.at)
+	}
+	if wait := last.Add(e.cfg.Settle).Sub(e.cfg.Clock.Now()); wait > 0 {
+		e.notice("shadow-report: %s differed; reading them again in %s, when any copy on its way has landed", plural(int64(len(keys)), "key"), wait.Round(time.Second))
+		t := e.cfg.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w while waiting to read %d differing keys again: %w", ErrInterrupted, len(keys), context.Cause(ctx))
+		}
+	}
+	names := make([]string, len(keys))
+	for i, d := range keys {
+		names[i] = d.key
+	}
+	po, so, err := e.fetchBoth(ctx, names, names)
+	if err != nil {
+		return err
+	}
+	now := e.cfg.Clock.Now()
+	opts := compare.Options{Now: now, TTLTolerance: e.cfg.TTLTolerance}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	moved := map[string]compare.Kind{} // redacted key: its kind now
+	for i, d := range keys {
+		p, s := po[i], so[i]
+		if !e.expiries {
+			p.Expiration, s.Expiration = time.Time{}, time.Time{}
+		}
+		rep.Rechecked++
+		kind := compare.Classify(p, s, opts)
+		switch {
+		case p.Err != nil || s.Err != nil:
+			rep.Errors++
+			continue
+		case agrees(kind):
+			rep.Settled++
+		case stateOf(p, s) == d.state:
+			rep.Held++
+			continue
+		default:
+			kind = compare.Pending
+			rep.Left++
+			if len(e.left) < e.cfg.MaxRecords {
+				e.left = append(e.left, LeftKey{Namespace: d.module, Key: e.redact.Key(d.key), Kind: d.kind, Reason: ReasonChanged})
+			}
+		}
+		m := e.modules[d.module]
+		if m == nil {
+			m = e.modules[OtherModules]
+		}
+		if m != nil {
+			m.Kinds[d.kind]--
+			m.Kinds[kind]++
+		}
+		moved[e.redact.Key(d.key)] = kind
+	}
+	kept := e.records[:0]
+	for _, r := range e.records {
+		if k, ok := moved[r.Key]; ok && r.Kind.Divergent() {
+			if agrees(k) {
+				continue
+			}
+			r.Kind = k
+		}
+		kept = append(kept, r)
+	}
+	e.records = kept
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,181 @@
+package storeerr
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/kv"
+)
+
+// WorkersKV words a failed Workers KV request (or one of an API that speaks
+// it, such as a bridge Worker): the API's own refusal with Cloudflare's code
+// and the setting to check, or why it could not be reached.
+func WorkersKV(err error) string {
+	var api *cfkv.APIError
+	if errors.As(err, &api) {
+		msg := fmt.Sprintf("refused, HTTP %d", api.Status)
+		if api.Code != 0 {
+			msg += fmt.Sprintf(", code %d", api.Code)
+		}
+		if api.Message != "" {
+			msg += ": " + api.Message
+		}
+		return msg + workersKVHint(api)
+	}
+	if errors.Is(err, kv.ErrUnavailable) {
+		return "unreachable (" + NetCause(err.Error(), "no answer") + ")"
+	}
+	return NetCause(err.Error(), WithoutTopology(err.Error()))
+}
+
+// workersKVHint names the setting a refusal points at.
+func workersKVHint(api *cfkv.APIError) string {
+	switch {
+	case api.Code == 7003 || api.Code == 7000:
+		return " (check CLOUDFLARE_ACCOUNT_ID)"
+	case api.Code == 10013 || api.Status == 404:
+		return " (check CLOUDFLARE_KV_NAMESPACE_ID: the namespace does not exist in this account)"
+	case api.Status == 401 || api.Status == 403 || api.Code == 10000 || api.Code == 9106 || api.Code == 6003:
+		return " (check CLOUDFLARE_API_TOKEN: it needs Workers KV Storage read, and edit to write or repair)"
+	}
+	return ""
+}
+
+// Refused reports whether err is a refusal of the settings themselves (the
+// account, the namespace, the token, MongoDB's credentials), which no retry
+// mends, as opposed to a store that cannot be reached.
+func Refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	var api *cfkv.APIError
+	if errors.As(err, &api) {
+		return workersKVHint(api) != ""
+	}
+	return mongoAuth(err.Error())
+}
+
+// MongoDB words a failed MongoDB connect or operation.
+func MongoDB(err error) string {
+	msg := err.Error()
+	switch {
+	case mongoAuth(msg):
+		return "authentication failed (check the user and password in MONGODB_URI)"
+	case errors.Is(err, kv.ErrUnavailable):
+		return "unreachable (" + NetCause(msg, "no server answered before the server selection timeout") + ")"
+	}
+	return NetCause(msg, "cannot connect (check MONGODB_URI)")
+}
+
+func mongoAuth(msg string) bool {
+	return strings.Contains(msg, "AuthenticationFailed") || strings.Contains(msg, "auth error") || strings.Contains(msg, "authentication failed")
+}
+
+// NetCause picks the network cause out of an error's text (the driver keeps
+// it only inside its topology description), or returns otherwise.
+func NetCause(msg, otherwise string) string {
+	for _, c := range []struct{ in, says string }{
+		{"connection refused", "connection refused: nothing listens there"},
+		{"no such host", "no such host"},
+		{"i/o timeout", "timed out"},
+		{"deadline exceeded", "timed out"},
+		{"no answer within", "timed out"},
+		{"x509", "TLS certificate refused"},
+		{"tls:", "TLS handshake failed"},
+		{"connection reset", "connection reset"},
+	} {
+		if strings.Contains(msg, c.in) {
+			return c.says
+		}
+	}
+	return otherwise
+}
+
+// AtHost is " at HOST" for an API root, or "" for none (Cloudflare's).
+func AtHost(base string) string {
+	if base == "" {
+		return ""
+	}
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		return " at " + u.Host
+	}
+	return ""
+}
+
+// MongoHosts is the host list of a MongoDB URI without its credentials,
+// path or options.
+func MongoHosts(uri string) string {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "the URI in MONGODB_URI"
+	}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return rest
+}
+
+// ShortTopology replaces the MongoDB driver's topology description in an
+// error's text (", current topology: { ..., Last error: dial tcp ...:
+// connection refused }, ] }") with the first server's last error, its cause.
+func ShortTopology(msg string) string {
+	const marker, last = ", current topology: {", "Last error: "
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return msg
+	}
+	dump, rest := msg[i+len(marker):], ""
+	for j, depth := 0, 1; j < len(dump); j++ {
+		switch dump[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth == 0 {
+			dump, rest = dump[:j], dump[j+1:]
+			break
+		}
+	}
+	cause := ""
+	if _, after, ok := strings.Cut(dump, last); ok {
+		cause, _, _ = strings.Cut(after, " }")
+		cause = " (last error: " + strings.TrimSpace(cause) + ")"
+	}
+	return msg[:i] + cause + ShortTopology(rest)
+}
+
+// WithoutTopology drops the MongoDB driver's topology description from an
+// error's text: a dump of every server's state that buries the cause (kept
+// by NetCause) and can run over many lines' worth of one line.
+func WithoutTopology(msg string) string {
+	const marker = ", current topology: {"
+	for {
+		i := strings.Index(msg, marker)
+		if i < 0 {
+			return msg
+		}
+		depth, j := 0, i+len(marker)-1
+		for ; j < len(msg); j++ {
+			switch msg[j] {
+			case '{':
+				depth++
+			case '}':
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if j >= len(msg) {
+			return msg[:i]
+		}
+		msg = msg[:i] + msg[j+1:]
+	}
+}
