@@ -183,7 +183,9 @@
 // its way: the copy of the primary's P, and of any older write, landed
 // before T2's read, and a newer write changes the primary's side, or,
 // landing, the shadow's. Until W passes T1 the difference is held, with
-// T1 kept, and read again at every pass. A stale read of the primary
+// T1 kept, and its key is not read again (the passes skip it, at the cost
+// of a look under the set's lock), since no read could confirm it yet.
+// A stale read of the primary
 // cannot confirm either: a read at T returns a value the primary held at
 // some instant of [T-window, T] (Workers KV's eventual consistency), so a
 // value it no longer held at T1 + window cannot be read at T2; the
@@ -211,10 +213,12 @@
 // the key is copied, so another instance rarely confirms the same
 // difference at all.
 //
-// What it costs: no request per key verified (the heartbeats, one write
-// and one read of the board per HeartbeatInterval per instance, were made
-// already; each carries about 60 bytes more a namespace), one request per
-// difference confirmed, and 8 bytes an entry of the settle set. In
+// What it costs: no request to MongoDB per key verified (the heartbeats,
+// one write and one read of the board per HeartbeatInterval per instance,
+// were made already; each carries about 60 bytes more a namespace), one
+// request per difference confirmed, and 8 bytes an entry of the settle
+// set; verification reads stay as many (a waiting key is read once more,
+// when the watermark has passed; docs/performance.md). In
 // latency: a confirmation comes at T1 + window or, when later, at the first
 // pass after a heartbeat read that shows every other live instance's
 // watermark past T1: up to a HeartbeatInterval and a RepairInterval past
