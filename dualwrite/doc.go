@@ -183,7 +183,9 @@
 // its way: the copy of the primary's P, and of any older write, landed
 // before T2's read, and a newer write changes the primary's side, or,
 // landing, the shadow's. Until W passes T1 the difference is held, with
-// T1 kept, and read again at every pass. A stale read of the primary
+// T1 kept, and its key is not read again (the passes skip it, at the cost
+// of a look under the set's lock), since no read could confirm it yet.
+// A stale read of the primary
 // cannot confirm either: a read at T returns a value the primary held at
 // some instant of [T-window, T] (Workers KV's eventual consistency), so a
 // value it no longer held at T1 + window cannot be read at T2; the
@@ -211,10 +213,12 @@
 // the key is copied, so another instance rarely confirms the same
 // difference at all.
 //
-// What it costs: no request per key verified (the heartbeats, one write
-// and one read of the board per HeartbeatInterval per instance, were made
-// already; each carries about 60 bytes more a namespace), one request per
-// difference confirmed, and 8 bytes an entry of the settle set. In
+// What it costs: no request to MongoDB per key verified (the heartbeats,
+// one write and one read of the board per HeartbeatInterval per instance,
+// were made already; each carries about 60 bytes more a namespace), one
+// request per difference confirmed, and 8 bytes an entry of the settle
+// set; verification reads stay as many (a waiting key is read once more,
+// when the watermark has passed; docs/performance.md). In
 // latency: a confirmation comes at T1 + window or, when later, at the first
 // pass after a heartbeat read that shows every other live instance's
 // watermark past T1: up to a HeartbeatInterval and a RepairInterval past
@@ -347,20 +351,43 @@
 // The invariant: no key becomes authoritative in MongoDB unless MongoDB
 // holds the last value Workers KV acknowledged for it, verified by the
 // Store or written through it; and after the flip, no acknowledged write is
-// dropped.
+// dropped. In tee mode, from the moment MongoDB can become authoritative, no
+// isolate serves a read from, or acknowledges a write to, its binding
+// unless that write is known to the proxy before the flip (its copy, or the
+// comparison below, which needs no copy); and an isolate that cannot learn
+// the stage never guesses that Workers KV is still authoritative once it
+// may not be. While Workers KV is authoritative, the bot keeps working with
+// the proxy down.
 //
-// In tee mode the Store is not the only writer: isolates write their
-// binding and send copies afterwards, each on a stage it read up to the
-// tee's stage TTL ago. From Handover on the tee routes every read and
-// write through the proxy, so the flip from Handover to Live (and the way
-// back) is fenced; SetStage refuses it (ErrUnsynced, saying what holds it;
-// Fence and Stats.Fence say so at any time) until
+// In tee mode (a positive FenceInterval) the Store is not the only writer:
+// isolates write their binding and send copies afterwards, each on a stage
+// answer whose lease the proxy sets (the answer's lease_ms; package
+// service refuses a fence shorter than that lease and the longest
+// invocation together). From Handover on the tee routes every read and
+// write through the proxy. Before the Store enters Handover it writes
+// StageKey ("__kvshadow:stage") to the primary, the bot's own namespace,
+// which a tee that cannot reach the proxy reads from its binding: it serves
+// from the binding only while that key is absent (it is deleted on the way
+// back to Shadow). The flip from Handover to Live (and the way back) is
+// fenced; SetStage refuses it (ErrUnsynced, saying what holds it; Fence
+// and Stats.Fence say so at any time) until
 //
 //   - no copy of a binding write has arrived for FenceInterval, and, from
 //     Handover, the Store has been in it for as long (DefaultFenceInterval
-//     is the tee's stage TTL, its stage read timeout and the longest
+//     is the tee's lease, its stage read timeout and the longest
 //     invocation, waitUntil included, with a margin): no isolate can still
 //     write its binding on a stage read before;
+//   - from Handover, the full comparison has finished clean: FenceInterval
+//     and two consistency windows after the Store entered Handover (an
+//     isolate cut off from the proxy may read StageKey a window late, and
+//     its last binding write is visible a window later), the Store lists
+//     both stores and compares every key (excluded prefixes aside); each
+//     key that differs is recorded as last written by a binding copy, so
+//     that verification repairs MongoDB toward Workers KV, authoritative
+//     until the flip, and the flip waits for it. A copy that never reached
+//     the proxy is thus not erased by the flip; what the tee does to
+//     deliver it late is best effort. FenceStatus.CompareFrom, Compared and
+//     CompareDiffered say where it stands;
 //   - every key whose last write came through Ingest (or whose origin is
 //     unknown: loaded from the journal) was verified equal in both stores,
 //     after the consistency window; a key last written through the Store
@@ -368,7 +395,8 @@
 //   - the lanes are drained and no key is dirty, as for any flip.
 //
 // Package control adds the same conditions for every instance, from the
-// heartbeats.
+// heartbeats (a replica whose view of the stage lags enters Handover, and
+// starts its own interval and comparison, later).
 //
 // The clocks. The Store trusts its own clock: when it wrote a key, when a
 // copy arrived. A copy's acknowledged-at time is the client's; it is
@@ -404,8 +432,11 @@
 // digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
 // for the operator (LateConflict); nothing is overwritten unreported. A
 // copy whose order is not known but whose content the authoritative store
-// already holds (a copy delivered twice) has nothing at stake: it is
-// counted (LateHeld) and not reported.
+// already holds is counted LateHeld. When the Store's last write of its key
+// is that very copy (delivered twice), nothing is at stake and it is not
+// reported; otherwise the same value was also written through the Store,
+// which is what two read-modify-writes of one stale value look like (an
+// increment lost), and it is reported as a Conflict with Outcome LateHeld.
 // With several instances over the same stores, another may have written
 // the key after the copy's write, which this Store never saw. A Store told
 // (SetPeersUntil; package control does so from the heartbeats) that

@@ -143,6 +143,12 @@ type FenceView struct {
 	LastBindingCopy  *time.Time `json:"last_binding_copy,omitempty"`
 	QuietUntil       *time.Time `json:"quiet_until,omitempty"`
 	IngestUnverified int        `json:"ingest_unverified"`
+	// In handover: when the full comparison with Workers KV may start,
+	// whether it has yet to finish clean, and how many keys it found
+	// different (each held until verified).
+	CompareFrom     *time.Time `json:"compare_from,omitempty"`
+	ComparePending  bool       `json:"compare_pending"`
+	CompareDiffered int        `json:"compare_differed"`
 }
 
 // FlipView answers GET /stage's "flip": in handover and live, what holds
@@ -197,7 +203,8 @@ type ConflictsView struct {
 
 func fenceOf(f dualwrite.FenceStatus) FenceView {
 	return FenceView{Clear: f.Clear(), RemainingSeconds: seconds(f.Remaining), HeldBy: f.HeldBy,
-		LastBindingCopy: timePtr(f.LastBindingCopy), QuietUntil: timePtr(f.QuietUntil), IngestUnverified: f.IngestUnverified}
+		LastBindingCopy: timePtr(f.LastBindingCopy), QuietUntil: timePtr(f.QuietUntil), IngestUnverified: f.IngestUnverified,
+		CompareFrom: timePtr(f.CompareFrom), ComparePending: !f.CompareFrom.IsZero() && !f.Compared, CompareDiffered: f.CompareDiffered}
 }
 
 // Operations are the Workers KV API requests the front answered and, of
@@ -419,6 +426,13 @@ func addFence(a, b dualwrite.FenceStatus) dualwrite.FenceStatus {
 		a.QuietUntil = b.QuietUntil
 	}
 	a.IngestUnverified += b.IngestUnverified
+	// Clean across the namespaces only when each one's is.
+	pending := !a.CompareFrom.IsZero() && !a.Compared || !b.CompareFrom.IsZero() && !b.Compared
+	if b.CompareFrom.After(a.CompareFrom) {
+		a.CompareFrom = b.CompareFrom
+	}
+	a.Compared = !pending
+	a.CompareDiffered += b.CompareDiffered
 	a.Dirty += b.Dirty
 	a.ReconciliationNeeded = a.ReconciliationNeeded || b.ReconciliationNeeded
 	a.Remaining = max(a.Remaining, b.Remaining)

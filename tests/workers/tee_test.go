@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,7 +69,7 @@ func everything(t *testing.T, st kv.Store) map[string]kv.Entry {
 			t.Fatalf("List: %v", err)
 		}
 		for _, k := range res.Keys {
-			if !dualwrite.Reserved(k) { // kvshadow's own, in the bot's namespace
+			if !strings.HasPrefix(k, kv.ReservedPrefix) { // kvshadow's own, in the bot's namespace
 				keys = append(keys, k)
 			}
 		}
