@@ -132,6 +132,9 @@ alerts:
 IMAGE ?= localhost/kvshadow
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Read once: a tree that changes while the image builds keeps one name.
+VERSION := $(VERSION)
+REVISION := $(REVISION)
 IMAGE_CTX := $(CURDIR)/.image
 STORAGE ?= --storage-driver $(or $(shell podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null),vfs)
 IMAGE_OCI ?=
