@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 # deployment forms' tests (deploy/: the Kubernetes and kustomize libraries).
 MODULES := . tests demo deploy
 
-.PHONY: alerts deploy demo image mongo test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps wrangler-deps integration fuzz bench bench-all
+.PHONY: alerts bot-bench deploy demo image mongo rehearse tee-check test testlog lint fmt-check vet staticcheck unit workers workers-deps nodeinterop-deps wrangler-deps integration fuzz bench bench-all
 
 # The main job: the whole migration on embedded servers (see demo/doc.go).
 # Built first, saying so: the first build compiles the embedded server.
@@ -21,15 +21,35 @@ demo:
 	@echo "make demo: running the migration (about 70 seconds)"
 	@$(DEMO_BIN)/kvshadow-demo -dir $(CURDIR)/.demo $(DEMO_FLAGS)
 
-# The bot team's guide (docs/bot-guide.md) on one machine: the bot Worker in
-# tee mode and the bridge in workerd (miniflare), kvshadow-proxy over the
-# bridge and the embedded MongoDB-compatible server, every stage through the
-# handover to live and back, then complete, ending with a parity report.
+# The bot team's guide (docs/bot-guide.md) on one machine: a bot with the
+# real bot's storage shape and flags (workers/test/realbot) and the bridge in
+# workerd (miniflare), kvshadow-proxy over the bridge and the embedded
+# MongoDB-compatible server; from the bot's own dual write through every
+# stage to complete, then the bot on its own MongoKVStore and the proxy
+# retired. Its reports stay in .rehearse/.
 rehearse: workers-deps
 	@echo "make rehearse: building (the first time takes a few minutes: it compiles the embedded MongoDB-compatible server)"
 	@cd tests && $(GO) build -o $(CURDIR)/bin/rehearse ./rehearse
 	@echo "make rehearse: running the guide's steps (about five minutes: the fence before each flip to live waits 65 s)"
-	@$(CURDIR)/bin/rehearse -workers $(CURDIR)/workers
+	@$(CURDIR)/bin/rehearse -workers $(CURDIR)/workers -dir $(CURDIR)/.rehearse $(REHEARSE_FLAGS)
+
+# The figures of the guide's end state and open questions: a bot call
+# (getJSON + putJSON) timed in workerd in each configuration, MongoDB and
+# the proxy 20 ms away behind TCP delay links (about five minutes).
+BOT_BENCH_CALLS ?= 200
+bot-bench: workers-deps
+	@cd tests && $(GO) build -o $(CURDIR)/bin/rehearse ./rehearse
+	@$(CURDIR)/bin/rehearse -workers $(CURDIR)/workers -dir $(CURDIR)/.rehearse/bench -bench $(BOT_BENCH_CALLS)
+
+# The guide's local tee check (step 5): your Worker (BOT=its folder) with
+# the tee in wrangler dev, the bridge in a second wrangler dev over the same
+# local KV data, kvshadow-proxy at the bridge, the embedded MongoDB-compatible
+# server; Ctrl-C gives the verdict. TEE_CHECK_FLAGS: -config, -binding,
+# -kv-id, -port, -stage, -var NAME:VALUE.
+tee-check: workers-deps
+	@[ -n "$(BOT)" ] || { echo "make tee-check: BOT=path/to/your/worker is required"; exit 2; }
+	@cd tests && $(GO) build -o $(CURDIR)/bin/tee-check ./teecheck
+	@$(CURDIR)/bin/tee-check -bot "$(abspath $(BOT))" -workers $(CURDIR)/workers $(TEE_CHECK_FLAGS)
 
 # The embedded MongoDB-compatible server alone, for experiments: prints its
 # URI and serves until Ctrl-C.
@@ -98,7 +118,7 @@ workers-pack:
 	@echo "make workers-pack: in the bot's Worker project: npm install $$(ls -t $(CURDIR)/bin/kvshadow-workers-*.tgz | head -1)"
 
 workers-deps:
-	@[ -d workers/node_modules/miniflare ] || (cd workers && npm ci --no-audit --no-fund)
+	@[ -d workers/node_modules/miniflare ] && [ -d workers/node_modules/mongodb ] || (cd workers && npm ci --no-audit --no-fund)
 
 # wrangler, pinned, which tests/wrangler runs against the proxy.
 wrangler-deps:

@@ -55,7 +55,12 @@
 // After every heartbeat the Follower tells a PeerAware Target until when
 // another instance may have written (from the others' heartbeats), so that
 // a late tee copy is never applied over a write this instance never saw
-// (dualwrite.Store.SetPeersUntil). Beside the Board, a Ledger keeps the
+// (dualwrite.Store.SetPeersUntil). With a Fleet (Config.Fleet) it also
+// takes, from the same read, the others' watermarks (Heartbeat.Watermarks:
+// the oldest write each still has on its way, per namespace), so that no
+// store of this instance confirms a divergence another's copy explains,
+// and one difference is reported once (a Claimer board keeps the claims;
+// see dualwrite's Confirmation). Beside the Board, a Ledger keeps the
 // report runs and the settle sets' overflows, and a ConflictLedger every
 // instance's late-copy conflicts and the operator's decision for each,
 // taken once (package keep carries them out): MongoBoard and MemoryLedger

@@ -12,6 +12,7 @@ import (
 
 // runWrite applies a write's copy to the other store.
 func (s *Store) runWrite(l *lane, j *job) {
+	s.pace(j.target)
 	start := s.clock.Now()
 	if s.cfg.copyLife > 0 && start.Sub(j.at) > s.cfg.copyLife {
 		// Too late to land within the window of its write: dropped as
@@ -121,6 +122,7 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 // difference of its own making, nor one in flight, as a divergence.
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
+	s.pace(j.target)
 	start := s.clock.Now()
 	var ctx context.Context // the Observer's, once the breaker let the read run
 	var e kv.Entry

@@ -159,6 +159,16 @@ type Config struct {
 	// whatever else the program spends it on (shadow-report). The callers'
 	// own requests never wait on it. Nil: no cap.
 	PrimaryBudget *budget.Limiter
+	// ShadowBudget is the request budget of the shadow (MongoDB Atlas M0
+	// sustains about 100 operations a second) that the Store's own work
+	// toward it draws on: copies and comparisons wait for it in their
+	// lanes (a copy that waits past its life is dropped as timed out, its
+	// key dirty, as a slow shadow's would be), verification reads wait for
+	// it, and a repair without room is deferred to the next pass; each is
+	// counted (Stats.ShadowPacing). The callers' own requests never wait
+	// on it, nor does a write made to the shadow as the authoritative
+	// store. Nil: no cap.
+	ShadowBudget *budget.Limiter
 
 	// Redactor turns keys and values into what divergence records carry.
 	// Nil means compare.KeyHMAC with a random per-process secret.

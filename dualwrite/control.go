@@ -190,6 +190,7 @@ func (s *Store) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		cause = ctx.Err()
 		s.aborted.Store(true)
+		s.unpace()
 		for _, l := range s.lanes {
 			l.abort()
 		}
@@ -197,6 +198,7 @@ func (s *Store) shutdown(ctx context.Context) error {
 	}
 	close(s.quit)
 	s.bgCancel()
+	s.unpace()
 	s.background.Wait()
 	return cause
 }

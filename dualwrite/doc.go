@@ -100,7 +100,9 @@
 // Equal, it leaves the set. Different, the difference is held and the
 // confirmation rule below decides: the same difference a window later is
 // confirmed, reported to the Sink, and the key becomes dirty. Reads of the
-// primary wait on PrimaryBudget, never a caller's request. The keys due
+// primary wait on PrimaryBudget, reads of the shadow on ShadowBudget (copies
+// and comparisons wait for it in their lanes, repairs without room are
+// deferred), never a caller's request. The keys due
 // are kept in time order (a list per state, by the time each became
 // ready), so a pass finds them at a cost in proportion to their number,
 // never a scan of the whole set under the lock that writes take
@@ -143,56 +145,96 @@
 // the journal and verifies every key in it a window after the start;
 // Close leaves in it exactly the keys not settled.
 //
+// A key the journal names after a restart is known, not news: its copy
+// may have died with the process. Its first verification settles it when
+// the stores agree; when they differ it becomes dirty at once, is
+// repaired like any dirty key (the difference held a window, then copied)
+// and counted in Stats.Recovered, never reported: only a difference that
+// outlives its repair is judged, and confirmed, as any other.
+//
 // # Confirmation
 //
 // A divergence is confirmed only when two reads of both stores, at T1 and
 // at T2 >= T1 + ConsistencyWindow, found the same difference: the same
 // primary state and the same shadow state, each by presence, SHA-256
-// digest and length of the value, expiry (whole seconds) and metadata; and
-// the Store saw no write of the key between them (its own writes, an
-// ingested copy, a failed copy: each clears the held difference). Any
-// change of either side restarts the wait from the read that saw it. The
-// first of the two reads may be a sampled comparison's (a tee's digest
-// counts as the primary's state), the second is always a verification's.
+// digest and length of the value, expiry (whole seconds) and metadata; the
+// Store saw no write of the key between them (its own writes, an ingested
+// copy, a failed copy: each clears the held difference); and no instance
+// of the fleet had a write on its way to the other store, of any key, made
+// before T1 (below). Any change of either side restarts the wait from the
+// read that saw it. The first of the two reads may be a sampled
+// comparison's (a tee's digest counts as the primary's state), the second
+// is always a verification's.
 //
-// Two facts make the rule hold with N instances and a primary that serves
-// stale reads. First, a read of the primary at T returns a value the
-// primary held at some instant of [T-window, T] (Workers KV's eventual
-// consistency, ConsistencyWindow); the other store reads its own writes.
-// Second, every copy lands within the window of its write or not at all:
-// a copy waits in its lane at most ConsistencyWindow - ShadowTimeout
-// (later, it is dropped as timed out and its key is dirty at its writer)
-// and runs at most ShadowTimeout (this needs ShadowTimeout shorter than
-// the window, as the defaults are; a store that applies a write after its
-// caller gave up is outside the bound).
+// "No write on its way" is fleet-wide. Each Store keeps a low watermark
+// (Watermark): the time of the oldest write it knows may not have reached
+// the other store, counted from the moment its key is marked, before the
+// authoritative write: a copy queued, waiting in a backlog or running; a
+// dirty key, whose copy was lost, until its repair; a key its journal
+// named after a restart, until verified. With nothing of the kind, the
+// watermark is now. Each instance publishes its stores' watermarks, one a
+// namespace, with every heartbeat (package control), and each Store is
+// told, through its Fleet, the oldest that another live instance published
+// (or, with none, the time the heartbeats were read). A verification pass
+// samples that fleet watermark W before it reads, and confirms a
+// difference first seen at T1 only if T1 < W: every write any instance
+// made before T1 had then landed, or was known lost to its writer, which
+// repairs it. The same difference read again at T2 is therefore no copy on
+// its way: the copy of the primary's P, and of any older write, landed
+// before T2's read, and a newer write changes the primary's side, or,
+// landing, the shadow's. Until W passes T1 the difference is held, with
+// T1 kept, and its key is not read again (the passes skip it, at the cost
+// of a look under the set's lock), since no read could confirm it yet.
+// A stale read of the primary
+// cannot confirm either: a read at T returns a value the primary held at
+// some instant of [T-window, T] (Workers KV's eventual consistency), so a
+// value it no longer held at T1 + window cannot be read at T2; the
+// primary's side changes and the wait restarts.
 //
-// So, if the reads at T1 and T2 returned primary state P both times, the
-// primary held P from T1 until at least T2-window (a write in between
-// would have replaced it, and a read staler than the window is excluded),
-// P was acknowledged before T1, and its copy, from whichever instance
-// wrote it, had more than a window to land. A stale read cannot produce
-// a confirmation: a value the primary no longer held at T1 + window cannot
-// be read at T2, so the primary's side changes between the reads and the
-// wait restarts. A copy in flight from another instance cannot either:
-// the copy of P would have landed by T2 and changed the shadow's side,
-// and a copy of a newer write changes the primary's side, or, landing,
-// the shadow's.
+// A dead instance holds nobody back for long: its heartbeat counts until
+// it is LiveFor old (three heartbeat intervals by default), after which
+// its queued copies died with it and its journal verifies their keys when
+// it restarts; a stopped one counts no more (its lanes drained, or what
+// was left is dirty in its journal). While the heartbeats cannot be read
+// the fleet watermark stays where it was, and nothing first seen since is
+// confirmed. Clocks of instances are compared: they must agree to well
+// within a heartbeat interval (NTP). A key written in tee mode is known
+// only from the moment its copy reaches a Store (Ingest): until then the
+// Worker's write is no instance's, as a write around the layer would be.
 //
-// One instance: a confirmed divergence means the shadow held S, different
-// from the primary's P, at two reads a window apart, while the primary
-// held P throughout and this Store wrote nothing to the key: a change
-// around the layer (a write to either store not made through it, an
-// expiry or a loss in the store), since the Store's own lost copies are
-// dirty and repaired without a report. N instances: the same, except that
-// the writes of other instances are not seen: P's copy was lost (its
-// writer has the key dirty and repairs it too), overtaken at the other
-// store by an older copy from another instance (lanes order one process's
-// copies, not two processes'), or the stores were changed around the
-// layer. Any instance that verifies the key may report it. What a report
-// does not promise is that the primary still holds P at the moment it is
-// made: a write within the last window, by an instance this one does not
-// see, may have replaced it; its copy then moves the other store on, and
-// its writer verifies it.
+// One difference is reported once by the fleet. The instance whose rule
+// confirms it first claims it (Fleet.Claim: one request, a document named
+// by a SHA-256 of the key and both states, never the key, in the control
+// board's database) and reports it to its Sink; another instance that
+// confirms the same difference within four windows of that claim counts it
+// in Stats.ReportedElsewhere and repairs its key without a report. A
+// claim the board fails is reported anyway (Stats.ClaimErrors): twice
+// rather than never. The confirmer's repair holds its own watermark until
+// the key is copied, so another instance rarely confirms the same
+// difference at all.
+//
+// What it costs: no request to MongoDB per key verified (the heartbeats,
+// one write and one read of the board per HeartbeatInterval per instance,
+// were made already; each carries about 60 bytes more a namespace), one
+// request per difference confirmed, and 8 bytes an entry of the settle
+// set; verification reads stay as many (a waiting key is read once more,
+// when the watermark has passed; docs/performance.md). In
+// latency: a confirmation comes at T1 + window or, when later, at the first
+// pass after a heartbeat read that shows every other live instance's
+// watermark past T1: up to a HeartbeatInterval and a RepairInterval past
+// the window with healthy lanes; as long as a slow shadow's queue, or a
+// peer's dirty keys' repair (about two windows), when those lag; never
+// more than LiveFor behind an instance that died. One instance: with no
+// Fleet (a Store alone) nothing changes; with one (the service always has
+// one), T1 must precede a read of the board, which adds at most a
+// heartbeat interval. N instances: no divergence is confirmed that a copy
+// known to any of them explains; what is confirmed is a change around the
+// layer (a write to either store not made through it, an expiry or a loss
+// in the store), or a copy overtaken at the other store by an older copy
+// from another instance (lanes order one process's copies, not two
+// processes'). What a report does not promise is that the primary still
+// holds P at the moment it is made: a write since T2 may have replaced it;
+// its copy then moves the other store on, and its writer verifies it.
 //
 // A repair never moves the other store to a value older than the one it
 // holds: it copies only by the same rule, reading both stores again in the
@@ -309,20 +351,43 @@
 // The invariant: no key becomes authoritative in MongoDB unless MongoDB
 // holds the last value Workers KV acknowledged for it, verified by the
 // Store or written through it; and after the flip, no acknowledged write is
-// dropped.
+// dropped. In tee mode, from the moment MongoDB can become authoritative, no
+// isolate serves a read from, or acknowledges a write to, its binding
+// unless that write is known to the proxy before the flip (its copy, or the
+// comparison below, which needs no copy); and an isolate that cannot learn
+// the stage never guesses that Workers KV is still authoritative once it
+// may not be. While Workers KV is authoritative, the bot keeps working with
+// the proxy down.
 //
-// In tee mode the Store is not the only writer: isolates write their
-// binding and send copies afterwards, each on a stage it read up to the
-// tee's stage TTL ago. From Handover on the tee routes every read and
-// write through the proxy, so the flip from Handover to Live (and the way
-// back) is fenced; SetStage refuses it (ErrUnsynced, saying what holds it;
-// Fence and Stats.Fence say so at any time) until
+// In tee mode (a positive FenceInterval) the Store is not the only writer:
+// isolates write their binding and send copies afterwards, each on a stage
+// answer whose lease the proxy sets (the answer's lease_ms; package
+// service refuses a fence shorter than that lease and the longest
+// invocation together). From Handover on the tee routes every read and
+// write through the proxy. Before the Store enters Handover it writes
+// StageKey ("__kvshadow:stage") to the primary, the bot's own namespace,
+// which a tee that cannot reach the proxy reads from its binding: it serves
+// from the binding only while that key is absent (it is deleted on the way
+// back to Shadow). The flip from Handover to Live (and the way back) is
+// fenced; SetStage refuses it (ErrUnsynced, saying what holds it; Fence
+// and Stats.Fence say so at any time) until
 //
 //   - no copy of a binding write has arrived for FenceInterval, and, from
 //     Handover, the Store has been in it for as long (DefaultFenceInterval
-//     is the tee's stage TTL, its stage read timeout and the longest
+//     is the tee's lease, its stage read timeout and the longest
 //     invocation, waitUntil included, with a margin): no isolate can still
 //     write its binding on a stage read before;
+//   - from Handover, the full comparison has finished clean: FenceInterval
+//     and two consistency windows after the Store entered Handover (an
+//     isolate cut off from the proxy may read StageKey a window late, and
+//     its last binding write is visible a window later), the Store lists
+//     both stores and compares every key (excluded prefixes aside); each
+//     key that differs is recorded as last written by a binding copy, so
+//     that verification repairs MongoDB toward Workers KV, authoritative
+//     until the flip, and the flip waits for it. A copy that never reached
+//     the proxy is thus not erased by the flip; what the tee does to
+//     deliver it late is best effort. FenceStatus.CompareFrom, Compared and
+//     CompareDiffered say where it stands;
 //   - every key whose last write came through Ingest (or whose origin is
 //     unknown: loaded from the journal) was verified equal in both stores,
 //     after the consistency window; a key last written through the Store
@@ -330,7 +395,8 @@
 //   - the lanes are drained and no key is dirty, as for any flip.
 //
 // Package control adds the same conditions for every instance, from the
-// heartbeats.
+// heartbeats (a replica whose view of the stage lags enters Handover, and
+// starts its own interval and comparison, later).
 //
 // The clocks. The Store trusts its own clock: when it wrote a key, when a
 // copy arrived. A copy's acknowledged-at time is the client's; it is
@@ -366,8 +432,11 @@
 // digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
 // for the operator (LateConflict); nothing is overwritten unreported. A
 // copy whose order is not known but whose content the authoritative store
-// already holds (a copy delivered twice) has nothing at stake: it is
-// counted (LateHeld) and not reported.
+// already holds is counted LateHeld. When the Store's last write of its key
+// is that very copy (delivered twice), nothing is at stake and it is not
+// reported; otherwise the same value was also written through the Store,
+// which is what two read-modify-writes of one stale value look like (an
+// increment lost), and it is reported as a Conflict with Outcome LateHeld.
 // With several instances over the same stores, another may have written
 // the key after the copy's write, which this Store never saw. A Store told
 // (SetPeersUntil; package control does so from the heartbeats) that

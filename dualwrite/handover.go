@@ -12,20 +12,13 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// ReservedPrefix starts the keys kvshadow keeps for itself in the bot's
-// namespace. They are never copied, compared, repaired or listed.
-const ReservedPrefix = kv.ReservedPrefix
-
 // StageKey is the key of the primary (the bot's own namespace) where a
 // Store in tee mode (a positive FenceInterval) says that the handover began:
 // its value is "handover" from before the Store enters Handover until it
 // returns to Shadow, when it is deleted. A tee that cannot learn the stage
 // from the proxy reads it from its binding, and never serves its binding
 // once it says so.
-const StageKey = ReservedPrefix + "stage"
-
-// Reserved reports whether key is one of kvshadow's own.
-func Reserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
+const StageKey = kv.ReservedPrefix + "stage"
 
 // markStage writes StageKey before the Store enters Handover from Shadow,
 // and deletes it after it returns to Shadow. A Store in proxy mode only
@@ -49,11 +42,12 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	return nil
 }
 
-// withoutReserved drops kvshadow's own keys from a listing page.
+// withoutReserved drops kvshadow's own keys (kv.ReservedPrefix) from a
+// listing page; other excluded prefixes are the bot's, and listed.
 func withoutReserved(res kv.ListResult) kv.ListResult {
 	j := 0
 	for i, k := range res.Keys {
-		if Reserved(k) {
+		if strings.HasPrefix(k, kv.ReservedPrefix) {
 			continue
 		}
 		res.Keys[j] = k
@@ -221,7 +215,7 @@ func (s *Store) compareAll(ctx context.Context) (int, error) {
 			lists[0].pop()
 			lists[1].pop()
 		}
-		if Reserved(key) {
+		if s.excludes(key) { // kvshadow's own, and what the migration leaves out
 			continue
 		}
 		if batch = append(batch, key); len(batch) >= s.cfg.VerifyBatch {
@@ -251,10 +245,8 @@ type keyWalk struct {
 
 func (w *keyWalk) peek() (string, bool, error) {
 	for len(w.page) == 0 && !w.done {
-		if w.r == RolePrimary && w.s.cfg.PrimaryBudget != nil {
-			if err := w.s.cfg.PrimaryBudget.Wait(w.ctx); err != nil {
-				return "", false, err
-			}
+		if err := w.s.waitBudget(w.ctx, w.r, 1); err != nil {
+			return "", false, err
 		}
 		res, err := w.s.list(w.ctx, w.r, kv.ListOptions{Limit: kv.MaxListLimit, Cursor: w.cursor})
 		if err != nil {

@@ -60,15 +60,14 @@ type job struct {
 	// hash and at (when the job was offered to its lane, from a clock
 	// reading the enqueuing path made anyway) alone.
 	write
-	target Role      // the store the job reads or writes
-	buf    *valueBuf // value's recycled buffer (see cloneValue), if any
-	size   int64     // bytes counted against MaxQueueBytes
+	target Role  // the store the job reads or writes
+	size   int64 // bytes counted against MaxQueueBytes
 	// ctx is the caller's context, handed to Observer.AsyncContext when
 	// the job runs; its cancellation is never used.
 	ctx context.Context
 	// waits is set on a copy in its lane's waiting until it starts: till
-	// then its content (its write but key, hash and at, and buf, size,
-	// ctx) is guarded by the lane's qmu, since a newer write of its key
+	// then its content (its write but key, hash and at, and size, ctx)
+	// is guarded by the lane's qmu, since a newer write of its key
 	// may replace it.
 	waits bool
 	cmp   *comparison
@@ -85,10 +84,8 @@ func queued(j job) *job {
 	return q
 }
 
-// release gives a job that ran, or was never queued, back to the pool,
-// and its value's buffer to its own: nothing reads the value any more.
+// release gives a job that ran, or was never queued, back to the pool.
 func release(j *job) {
-	freeValue(j.buf)
 	*j = job{}
 	jobs.Put(j)
 }
@@ -177,12 +174,10 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 		defer l.qmu.Unlock()
 		if !j.acked.IsZero() && c.acked.After(j.acked) {
 			s.ctr.ingestStale.Add(1)
-			freeValue(j.buf)
 			return true, false
 		}
 		delta := j.size - c.size
 		if !s.reserveBytes(delta) {
-			freeValue(j.buf)
 			return false, false
 		}
 		if delta < 0 {
@@ -190,15 +185,13 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 		}
 		// The waiting copy has not started (qmu): its old value is read
 		// by no one.
-		freeValue(c.buf)
 		c.op, c.value, c.exp, c.md, c.acked = j.op, j.value, j.exp, j.md, j.acked
-		c.buf, c.size, c.ctx = j.buf, j.size, j.ctx
+		c.size, c.ctx = j.size, j.ctx
 		s.ctr.coalesced.Add(1)
 		return true, false
 	}
 	if !s.reserveBytes(j.size) {
 		l.qmu.Unlock()
-		freeValue(j.buf)
 		return false, false
 	}
 	j.waits = true

@@ -145,14 +145,18 @@ func (s *Store) runRepair(l *lane, j *job) {
 }
 
 // spend takes n requests of role's budget without waiting, and reports
-// whether it could: a lane never waits for the budget. Only the primary
-// has one.
+// whether it could: a lane never waits for a repair's turn. A repair the
+// shadow's budget defers is counted.
 func (s *Store) spend(role Role, n int) bool {
-	if role != RolePrimary || s.cfg.PrimaryBudget == nil {
+	b := s.budgetOf(role)
+	if b == nil {
 		return true
 	}
 	for range n {
-		if !s.cfg.PrimaryBudget.TryTake() {
+		if !b.TryTake() {
+			if role == RoleShadow {
+				s.ctr.paceDeferred.Add(1)
+			}
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 )
@@ -102,6 +103,9 @@ type Stats struct {
 	// authoritative in this stage; Breakers has both.
 	Breaker  BreakerState
 	Breakers map[Role]BreakerState
+	// ShadowPacing counts what the shadow's budget (Config.ShadowBudget)
+	// held back.
+	ShadowPacing ShadowPacing
 	// Excluded counts what was left out for its key's prefix
 	// (Config.ExcludePrefixes).
 	Excluded Excluded
@@ -173,6 +177,9 @@ type counters struct {
 	late               [len(LateOutcomes)]atomic.Uint64
 	refused            [len(IngestRefusals)]atomic.Uint64
 	excluded           struct{ writes, copies, reads, journal atomic.Uint64 }
+	paceDelayed        atomic.Uint64
+	paceWaited         atomic.Int64 // nanoseconds
+	paceDeferred       atomic.Uint64
 }
 
 var lateIndex = indexOf(LateOutcomes[:])
@@ -243,6 +250,7 @@ func (s *Store) Stats() Stats {
 		st.LateCopies[o] = s.ctr.late[i].Load()
 	}
 	_, st.Conflicts = s.conflictCount()
+	st.ShadowPacing = ShadowPacing{Delayed: s.ctr.paceDelayed.Load(), Waited: time.Duration(s.ctr.paceWaited.Load()), Deferred: s.ctr.paceDeferred.Load()}
 	x := &s.ctr.excluded
 	st.Excluded = Excluded{Writes: x.writes.Load(), Copies: x.copies.Load(), Reads: x.reads.Load(), Journal: x.journal.Load()}
 	st.Fence = s.fenceAt(st.Stage, now)

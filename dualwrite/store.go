@@ -67,6 +67,10 @@ type Store struct {
 	// bg is the context of the Store's own passes; Close cancels it.
 	bg       context.Context
 	bgCancel context.CancelFunc
+	// pacing is what the lanes wait for the shadow's budget under; Close
+	// cancels it when it gives up draining.
+	pacing context.Context
+	unpace context.CancelFunc
 
 	events     chan BreakerEvent
 	repairKick chan struct{}
@@ -136,6 +140,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		s.sink = LogSink{Logger: s.log}
 	}
 	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.pacing, s.unpace = context.WithCancel(context.Background())
 	s.withExpiry, s.metadata = true, true
 	for r := range s.stores {
 		s.expiry[r], _ = s.stores[r].(kv.ExpiryGetter)

@@ -25,8 +25,9 @@ import (
 //   - a read error, a write racing the read, or a key about to expire: the
 //     key stays for the next pass.
 //
-// Reads of the primary wait on Config.PrimaryBudget; reads of the other
-// store are refused while its breaker is open. The Store runs a pass every
+// Reads of the primary wait on Config.PrimaryBudget, reads of the shadow on
+// Config.ShadowBudget; reads of the other store are refused while its
+// breaker is open. The Store runs a pass every
 // RepairInterval and when a breaker closes; passes never run together, so
 // a Sink or an Observer, which a pass calls, must not call Settle.
 func (s *Store) Settle(ctx context.Context) (int, error) {
@@ -56,7 +57,7 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 	// The fleet's watermark, before any read: a copy it says had landed
 	// did so before the reads below.
 	r := rule{window: int64(s.cfg.window), mark: s.fleetMark(ctx)}
-	refs := append(s.set.due(MarkUnsettled, cutoff, s.cfg.MaxDirty), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects)...)
+	refs := append(s.set.dueBelow(MarkUnsettled, cutoff, s.cfg.MaxDirty, r.mark), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects, r.mark)...)
 	n := 0
 	for lo := 0; lo < len(refs); lo += s.cfg.VerifyBatch {
 		chunk := refs[lo:min(lo+s.cfg.VerifyBatch, len(refs))]
@@ -193,12 +194,8 @@ func (s *Store) difference(p, sh compare.Observation, sum *[32]byte, length int)
 // store (guarded) go through its breaker.
 func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool, piece func([]string, []compare.Observation) error) error {
 	call := func(ctx context.Context, requests int, bytes int64, read func(context.Context) error) error {
-		if r == RolePrimary && s.cfg.PrimaryBudget != nil {
-			for range requests {
-				if err := s.cfg.PrimaryBudget.Wait(ctx); err != nil {
-					return err
-				}
-			}
+		if err := s.waitBudget(ctx, r, requests); err != nil {
+			return err
 		}
 		start := s.clock.Now()
 		if !guarded {

@@ -123,6 +123,11 @@ type Config struct {
 	MaxSettle       int
 	BreakerFailures int
 	BreakerOpen     time.Duration
+	// ShadowRate caps the requests a second the instance's own work makes
+	// to MongoDB (copies, comparisons, verification, repairs:
+	// dualwrite.Config.ShadowBudget), shared by every namespace; 0 is no
+	// cap.
+	ShadowRate int
 	// ExcludePrefixes are the key prefixes left out of the migration
 	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.
 	ExcludePrefixes []string
@@ -218,6 +223,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
 	fs.Var((*listFlag)(&c.ExcludePrefixes), "exclude-prefix", "")
+	fs.IntVar(&c.ShadowRate, "shadow-rate", 0, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
 	fs.BoolVar(&c.Help, "h", false, "")
@@ -383,6 +389,8 @@ func (c *Config) checkNumbers() error {
 		return usage("--breaker-open-timeout takes a positive duration")
 	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
 		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
+	case c.ShadowRate < 0:
+		return usage("--shadow-rate %d: want requests a second to MongoDB, such as 80 for an Atlas M0, or 0 for no cap", c.ShadowRate)
 	case c.MaxSettle < 1:
 		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
 	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0 || c.SweepInterval <= 0:

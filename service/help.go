@@ -14,6 +14,9 @@ TRY IT (no account needed)
   kvshadow-proxy --demo
       an emulated Workers KV account as the primary, an in-memory shadow,
       loopback only; prints the URLs and the environment a client needs.
+      Not a tee check: it compares what a tee sends with its own emulator,
+      which your Worker never wrote, so every copy would look divergent.
+      For a Worker with the tee, make tee-check BOT=path/to/worker.
 
 RUN IT
   export CLOUDFLARE_ACCOUNT_ID=... CLOUDFLARE_KV_NAMESPACE_ID=...
@@ -105,6 +108,14 @@ DUAL-WRITE
   --max-settle-keys N         keys each namespace's settle set holds (100000); past it keys go
                               untracked, reconciliation_needed is raised, and a full
                               shadow-report then POST /reconciliation clears it
+  --shadow-rate N             requests a second the instance's own work makes to MongoDB,
+                              over every namespace: copies and comparisons wait for it in
+                              their lanes (a copy that would wait past its life is dropped
+                              as timeout, its key dirty for repair), verification waits,
+                              repairs without room are deferred; counted in /stats
+                              shadow_pacing. An Atlas M0 sustains about 100 operations a
+                              second for every client together: 80 leaves the bot room,
+                              divided by the replicas. Callers never wait on it (0: no cap)
   --exclude-prefix P[,P]      keys left out of the migration (a bot's own bookkeeping, such
                               as the JavaScript bot's __retry:), repeatable: written to the
                               authoritative store alone, never copied, compared, verified,

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/membudget"
 )
@@ -31,6 +32,14 @@ const (
 	MetricMemoryInUse   = "kvshadow.memory.in_use"
 	MetricMemoryLimit   = "kvshadow.memory.limit"
 	MetricMemoryRefused = "kvshadow.memory.refused"
+)
+
+// The MongoDB connection gauges (mongokv.Pool), from the driver's pool
+// events of every client the instance opened: what MongoDB Atlas counts
+// against its connection cap (M0: 500).
+const (
+	MetricMongoConnectionsOpen  = "kvshadow.mongodb.connections.open"
+	MetricMongoConnectionsInUse = "kvshadow.mongodb.connections.in_use"
 )
 
 // MetricConflictsUnrecorded counts the late copies' conflicts logged and
@@ -134,6 +143,31 @@ func watchConflicts(mp metric.MeterProvider, r *conflictRecorder) (metric.Regist
 		o.ObserveInt64(unkept, int64(r.unkept.Load()))
 		return nil
 	}, unrecorded, unkept)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	return reg, nil
+}
+
+// watchPool registers the MongoDB connection gauges, read at each
+// collection; Unregister the result at shutdown.
+func watchPool(mp metric.MeterProvider, p *mongokv.Pool) (metric.Registration, error) {
+	m := mp.Meter(meterName)
+	open, err1 := m.Int64ObservableGauge(MetricMongoConnectionsOpen, metric.WithUnit("{connection}"),
+		metric.WithDescription("MongoDB connections this instance holds open, over all its driver clients (shadow and control board)."))
+	inUse, err2 := m.Int64ObservableGauge(MetricMongoConnectionsInUse, metric.WithUnit("{connection}"),
+		metric.WithDescription("MongoDB connections checked out by an operation now, over all this instance's driver clients."))
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := p.Stats()
+		o.ObserveInt64(open, st.Open)
+		o.ObserveInt64(inUse, st.InUse)
+		return nil
+	}, open, inUse)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
@@ -143,6 +144,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
 		ExcludePrefixes: c.ExcludePrefixes,
 	}
+	if c.ShadowRate > 0 {
+		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
+	}
 	if stage.ShadowAuthoritative() {
 		// MongoDB became authoritative before this start: a late copy
 		// acknowledged a fence interval after it is not credible.
@@ -227,6 +231,13 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 			return err
 		}
 		defer func() { _ = confGauges.Unregister() }()
+	}
+	if b.Pool != nil {
+		poolGauges, err := watchPool(tel.MeterProvider, b.Pool)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = poolGauges.Unregister() }()
 	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,

@@ -53,6 +53,10 @@ type Backends struct {
 	// the Ledger, for POST /conflicts/ID; nil keeps none (the records have
 	// digests alone, and a decision can only keep the side that stands).
 	Kept keep.Store
+	// Pool counts the MongoDB connections of every driver client opened
+	// (the shadow's, the board's), for the connection gauges; nil when no
+	// MongoDB is reached.
+	Pool *mongokv.Pool
 	// Closers release them once the service has stopped, last first.
 	Closers []func(context.Context) error
 	// Note is a line the banner prints about them.
@@ -82,9 +86,9 @@ type Plumbing struct {
 // from it, the values decoded (cfkv's bulk get).
 const primaryAnswerFactor = 3
 
-// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's own
-// transport (idle connections for concurrent callers, answers read by
-// length), its answers charged to the memory budget. A bulk get of values
+// primaryClient is the HTTP client of the primary's cfkv stores: cfkv's
+// transport (net/http's, with idle connections for concurrent callers and
+// no compression), its answers charged to the memory budget. A bulk get of values
 // that are not UTF-8 answers six times their size, which nothing else would
 // count.
 func primaryClient(mem *membudget.Budget) *http.Client {
@@ -102,10 +106,10 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 		return OpenDemo(ctx, c, p)
 	}
 	clk := p.Clock
-	b := &Backends{}
+	b := &Backends{Pool: &mongokv.Pool{}}
 	var dbs []string  // namespace -> the MongoDB database its shadow uses
 	var used []string // those databases
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger})
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger, Options: b.Pool.Watch(nil)})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,8 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	// probe says so) and takes it back when it answers.
 	// The board reads and writes two small collections; the driver is
 	// mongokv's own, with a pool of its own.
-	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
+	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout).
+		SetPoolMonitor(b.Pool.Monitor()))
 	if err != nil {
 		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.Close(ctx))
 	}
@@ -180,7 +185,8 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	kept := keep.NewMemoryStore(keep.Config{Clock: clk, Memory: p.Memory})
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept,
 		Note: fmt.Sprintf("demo: the primary is an emulated Workers KV account at %s; the shadow, the stage, the conflicts and the losing sides of late copies "+
-			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
+			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit. "+
+			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,

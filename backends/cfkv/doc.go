@@ -2,60 +2,71 @@
 // the REST API with cloudflare-go v6. It imports only the SDK's kv and
 // option packages: the root package compiles every Cloudflare service.
 //
-// The SDK is used for what it does well (paths, authentication, request
-// bodies) and corrected where it does not fit the kv contract:
+// The SDK is used as designed: it builds every request (path, query,
+// authentication from option.WithAPIToken, its headers), sends it through
+// the Store's *http.Client, decodes the answers whose types carry what kv
+// needs (a list's keys, expiries, metadata and cursor; a bulk write's
+// unsuccessful keys) and types every refusal with an envelope as its
+// *cloudflare.Error. The Store maps that error by Cloudflare's codes: 404
+// with code 10009 is kv.ErrNotFound (a missing namespace, 10013, is not),
+// the API's validation codes are the contract's sentinels (see APIError),
+// 429 and 5xx are retried. The HTTP client is NewTransport's unless
+// Config.HTTPClient says otherwise: net/http's Transport with 64 idle
+// connections per host and no compression.
 //
-//   - keys are escaped as one path segment, so "a/../b", "?", "#", "%",
-//     spaces and any Unicode reach the API as themselves;
-//   - every response is read raw: HTTP 200 with success:false is an error,
-//     404 with code 10009 is kv.ErrNotFound, the API's validation codes are
-//     the contract's sentinels (see APIError), and bulk/get is parsed here
-//     because the SDK's typed result is nil when any key is missing;
+// What the Store still does by hand, and why:
+//
+//   - keys are escaped as one path segment (url.PathEscape): the SDK pastes
+//     them into the path as they are, so "a/../b", "?", "#", "%", spaces
+//     would change the request;
+//   - a value's GET answer is read raw (the SDK hands it over as an
+//     *http.Response by design): its bytes, and its expiry from the
+//     expiration header; a JSON envelope there with success:false is a
+//     refusal, not a value;
+//   - HTTP 200 with success:false, which the SDK passes as a success, is
+//     turned into the SDK's own typed error by a middleware (and a 2xx
+//     answer that is no envelope at all into an APIError);
+//   - a refusal whose body is no envelope (a proxy's HTML 502, an edge's
+//     plain 413) is one the SDK cannot type: it returns its decoding
+//     failure, and the Store reads the status from the answer
+//     (option.WithResponseInto);
+//   - bulk/get's answer is parsed from its raw JSON, because the SDK's
+//     typed result is nil as soon as one key is missing; a metadata GET's
+//     too, because the SDK decodes metadata into an interface{} whose
+//     numbers are float64;
+//   - a bulk write's or delete's body is encoded here with encoding/json:
+//     the SDK's JSON encoder takes time quadratic in an array's length (1.9
+//     s for 10,000 keys), and its types take a pair's metadata as an
+//     interface{} where the Store has the JSON value it is;
+//   - a put's body is the value itself (option.WithRequestBody), or with
+//     metadata one multipart form with the metadata as one JSON text field:
+//     the SDK's form encoder flattens a JSON object into a field per member;
 //   - pagination is by hand, one request per List call: an empty page with
-//     a cursor does not end a listing, and limits 1..9, below the API's
-//     minimum of 10, work as the contract says (see Store.List);
-//   - the SDK's own retries (ten, up to 30 s apart) are off; a few short
-//     ones honour Retry-After, and a call that is still refused (429, 5xx)
-//     or cannot connect returns an error matching kv.ErrUnavailable whose
-//     kv.UnavailableError says when to retry.
-//
-// What the SDK costs a request is cut where its options allow, for a proxy
-// that makes one per call it serves: its options are made once per Store
-// (the token's header too, set from one shared value), its telemetry
-// headers are deleted before it copies the request, its request timeout is
-// off (each try is bounded by RequestTimeout through its context, or by the
-// caller's own deadline when that comes sooner, with no timer of the
-// SDK's), and the requests go through a doer of this package that hands
-// every answer back untouched, so that the SDK neither parses a refusal nor
-// looks in an answer's headers for a retry of its own. The doer goes to the
-// HTTP client's transport directly when the client adds nothing but the
-// following of redirects, which Workers KV does not answer (a redirect is
-// still followed). NewTransport is the transport a Store's own client uses:
-// HTTP/1.1 with each round trip on the caller's goroutine (package
-// internal/h1), since net/http's Transport hands every request to a writing
-// goroutine and its answer back from a reading one, and at a proxy's low
-// load those hand-offs wake sleeping threads (futex) and cost about 26
-// allocations a round trip; a caller's own HTTPClient is used as given.
-// HTTP/1.1 only, on purpose: a few kept-alive connections serve one API
-// host as well as HTTP/2's multiplexing, without its goroutines.
-// What stays is the SDK's own making of each request, which no option
-// reaches: the path formatted, the request built with its ten default
-// headers, parsed against the base URL and copied for the try (46
-// allocations a value GET); a value PUT also encodes its parameters as a
-// multipart form and its query, which the body option then replaces (65).
+//     a cursor does not end a listing (the SDK's ListAutoPaging stops
+//     there), and limits 1..9, below the API's minimum of 10, work as the
+//     contract says (see Store.List);
+//   - the SDK's own retries (ten by default, up to 30 s apart) and its
+//     request timeout are off: each try runs under context.WithTimeout of
+//     RequestTimeout, a few short retries honour Retry-After, and a call
+//     that is still refused (429, 5xx) or cannot connect returns an error
+//     matching kv.ErrUnavailable whose kv.UnavailableError says when to
+//     retry.
 //
 // A Store is a kv.MetadataStore, and metadata costs no request of its own
 // (the REST API allows 1,200 per 5 minutes): PutEntry with metadata is one
-// multipart PUT, the metadata one JSON text field rather than the SDK's
-// flattened form fields; GetEntry is one bulk/get of the key withMetadata,
-// which carries the value, the expiry and the metadata (a value that is not
+// multipart PUT; GetEntry is one bulk/get of the key withMetadata, which
+// carries the value, the expiry and the metadata (a value that is not
 // UTF-8 costs a second request, its own GET, since bulk/get returns text,
 // and a bulk/get refused as a bad request falls back to the value's and the
-// metadata's own GETs);
-// Get stays one GET. Bulk reads take 100 keys a request and bulk writes
-// 10,000 pairs, each with its metadata; the Store splits larger batches. The API token is sent in the Authorization
-// header and nowhere else: it is absent from errors and from the formatted
-// Config and Store.
+// metadata's own GETs); Get stays one GET. Bulk reads take 100 keys a
+// request and bulk writes 10,000 pairs, each with its metadata; the Store
+// splits larger batches. A bulk answer that the HTTP client's transport
+// refuses to read whole (a memory budget's Transport, whose error matches
+// kv.ErrTooLarge: values that are not UTF-8 come escaped, six times their
+// size) is asked for again in halves, down to a key read alone by its own
+// GETs. The API token is sent in the Authorization header
+// and nowhere else: it is absent from errors and from the formatted Config
+// and Store.
 //
 // For a command, ConfigFromEnv reads CLOUDFLARE_ACCOUNT_ID,
 // CLOUDFLARE_API_TOKEN, CLOUDFLARE_KV_NAMESPACE_ID and, optionally,

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	cf "github.com/cloudflare/cloudflare-go/v6/kv"
+	"github.com/cloudflare/cloudflare-go/v6/option"
+
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -47,32 +50,24 @@ func (e *APIError) Error() string {
 
 func (e *APIError) Unwrap() error { return e.kind }
 
-// envelope is Cloudflare's response body, parsed by hand: the SDK's typed
-// results drop success:false and lose bulk-get values.
-type envelope struct {
-	Success *bool `json:"success"`
-	Errors  []struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"errors"`
-	Result     json.RawMessage `json:"result"`
-	ResultInfo struct {
-		Count  int    `json:"count"`
-		Cursor string `json:"cursor"`
-	} `json:"result_info"`
-}
+// Cloudflare's codes that the Store maps by name.
+const (
+	codeNotFound     = 10009 // the key does not exist
+	codeNoNamespace  = 10013 // the namespace does not exist: an APIError, never kv.ErrNotFound
+	codeUnauthorized = 10000 // the token is refused
+)
 
 // sentinels maps the API's Workers KV codes to the contract's errors.
 var sentinels = map[int]error{
-	10009: kv.ErrNotFound,
-	10012: kv.ErrInvalidValue,
-	10024: kv.ErrInvalidValue,
-	10028: kv.ErrInvalidLimit,
-	10030: kv.ErrInvalidKey,
-	10033: kv.ErrInvalidTTL,
-	10034: kv.ErrInvalidTTL,
-	10041: kv.ErrInvalidCursor,
-	10042: kv.ErrInvalidKey,
+	codeNotFound: kv.ErrNotFound,
+	10012:        kv.ErrInvalidValue,
+	10024:        kv.ErrInvalidValue,
+	10028:        kv.ErrInvalidLimit,
+	10030:        kv.ErrInvalidKey,
+	10033:        kv.ErrInvalidTTL,
+	10034:        kv.ErrInvalidTTL,
+	10041:        kv.ErrInvalidCursor,
+	10042:        kv.ErrInvalidKey,
 }
 
 // outcome is the result of one try: done, or an error that may be retried.
@@ -82,20 +77,54 @@ type outcome struct {
 	retryAfter time.Duration // the server's hint, 0 when it gave none
 }
 
-// refusal classifies an HTTP answer that is not a success. body is the
-// response body, which Cloudflare fills with an envelope.
-func (s *Store) refusal(op string, status int, header http.Header, body []byte) outcome {
-	e := &APIError{Op: op, Status: status}
-	var env envelope
-	if json.Unmarshal(body, &env) == nil && len(env.Errors) > 0 {
-		// scrub: a proxy could echo request headers back.
-		e.Code, e.Message = env.Errors[0].Code, s.scrub(env.Errors[0].Message)
+// errTryTimeout is the cause of a try's context that RequestTimeout ended;
+// it matches context.DeadlineExceeded.
+var errTryTimeout = fmt.Errorf("cfkv: the try's time is up: %w", context.DeadlineExceeded)
+
+// outcomeOf classifies how one SDK call ended, in a try's context ctx:
+// resp is the answer the SDK saw, if any.
+func (s *Store) outcomeOf(ctx context.Context, op string, resp *http.Response, err error) outcome {
+	var (
+		sdkErr *cf.Error
+		ours   *APIError
+		bad    notEnvelope
+	)
+	switch {
+	case err == nil:
+		return outcome{}
+	case errors.As(err, &sdkErr):
+		var header http.Header
+		if sdkErr.Response != nil {
+			header = sdkErr.Response.Header
+		}
+		code, msg := 0, ""
+		if len(sdkErr.Errors) > 0 {
+			code, msg = int(sdkErr.Errors[0].Code), sdkErr.Errors[0].Message
+		}
+		return s.refusal(op, sdkErr.StatusCode, header, code, msg)
+	case errors.As(err, &ours):
+		return outcome{err: err}
+	case errors.As(err, &bad):
+		return outcome{err: &APIError{Op: op, Status: int(bad), Message: "the response is not a Cloudflare API envelope"}}
+	case ctx.Err() == nil && resp != nil && resp.StatusCode >= 400:
+		// A refusal whose body is no envelope (a proxy's HTML 502, an
+		// edge's plain 413): the SDK fails to decode it and returns that
+		// failure, untyped; the status still says what happened.
+		return s.refusal(op, resp.StatusCode, resp.Header, 0, "")
 	}
+	return s.transportFailure(ctx, op, err)
+}
+
+// refusal classifies an HTTP answer that is not a success: its status,
+// and the code and message of the first of its envelope's errors.
+func (s *Store) refusal(op string, status int, header http.Header, code int, msg string) outcome {
+	// scrub: a proxy could echo request headers back.
+	e := &APIError{Op: op, Status: status, Code: code, Message: s.scrub(msg)}
 	if e.Message == "" {
 		e.Message = http.StatusText(status)
 	}
 	switch {
-	case e.Code == 10009 && (status == http.StatusNotFound || status < 300):
+	case code == codeNotFound && (status == http.StatusNotFound || status < 300):
 		return outcome{err: kv.ErrNotFound}
 	case status == http.StatusTooManyRequests || status >= 500:
 		return outcome{err: e, retry: true, retryAfter: s.retryAfter(header)}
@@ -107,29 +136,56 @@ func (s *Store) refusal(op string, status int, header http.Header, body []byte) 
 	case status == http.StatusRequestURITooLong:
 		e.kind = kv.ErrInvalidKey
 	default: // 4xx, or 2xx with success:false
-		e.kind = sentinels[e.Code]
+		e.kind = sentinels[code]
 	}
 	return outcome{err: e}
 }
 
-// decodeEnvelope parses a 2xx body and refuses success:false.
-func (s *Store) decodeEnvelope(op string, status int, header http.Header, body []byte) (envelope, outcome) {
-	var env envelope
-	err := json.Unmarshal(body, &env)
-	return env, s.succeeded(op, status, header, body, err, env.Success)
+// notEnvelope is checkEnvelope's error for a 2xx answer, of this status,
+// that is no Cloudflare envelope.
+type notEnvelope int
+
+func (e notEnvelope) Error() string {
+	return fmt.Sprintf("HTTP %d: the response is not a Cloudflare API envelope", int(e))
 }
 
-// succeeded judges a 2xx body by its envelope's success, as decoded (err
-// is the decoding's): none is not an envelope, false a refusal.
-func (s *Store) succeeded(op string, status int, header http.Header, body []byte, err error, success *bool) outcome {
-	if err != nil || success == nil {
-		return outcome{err: &APIError{Op: op, Status: status, Message: "the response is not a Cloudflare API envelope"}}
+// checkEnvelope is the SDK middleware of every call answered with an
+// envelope. The SDK types a refusal by its status (4xx, 5xx) but passes
+// HTTP 200 with success:false as a success, and an answer with no success
+// at all too: checkEnvelope reads the success of a 2xx answer and turns
+// success:false into the SDK's own typed error, decoded by the SDK, with
+// the answer's status, and a body that is no envelope into notEnvelope.
+// The SDK then decodes the body as usual.
+func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, err
 	}
-	if !*success {
-		return s.refusal(op, status, header, body)
+	body, err := readBody(resp, maxEnvelope)
+	if err != nil {
+		return nil, err
 	}
-	return outcome{}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var env struct {
+		Success *bool `json:"success"`
+	}
+	switch {
+	case json.Unmarshal(body, &env) != nil || env.Success == nil:
+		return nil, notEnvelope(resp.StatusCode)
+	case !*env.Success:
+		refused := &cf.Error{StatusCode: resp.StatusCode, Request: req, Response: resp}
+		if err := refused.UnmarshalJSON(body); err != nil {
+			return nil, notEnvelope(resp.StatusCode)
+		}
+		return nil, refused
+	}
+	return resp, nil
 }
+
+// errAnswerTooLarge marks an answer the HTTP client's transport refused to
+// read whole, as too large for it (membudget's Transport): GetMany then
+// reads the keys in smaller pieces, down to one alone.
+var errAnswerTooLarge = errors.New("the answer is too large for this client to read whole")
 
 // transportFailure classifies an error that came before any HTTP answer, or
 // in the middle of one, in a try's context ctx. A cancelled caller gets its
@@ -137,11 +193,16 @@ func (s *Store) succeeded(op string, status int, header http.Header, body []byte
 // cut off by RequestTimeout) is retried and ends as unavailable. The URL is
 // stripped from the cause: its path holds the key.
 func (s *Store) transportFailure(ctx context.Context, op string, err error) outcome {
-	if callerErr := callerErr(ctx); callerErr != nil {
-		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, callerErr)}
-	}
-	if errors.Is(err, context.DeadlineExceeded) || context.Cause(ctx) == errTryTimeout {
+	if context.Cause(ctx) == errTryTimeout {
 		return outcome{err: fmt.Errorf("cfkv: %s: no answer within %s", op, s.cfg.RequestTimeout), retry: true}
+	}
+	if ctx.Err() != nil { // the caller's
+		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, ctx.Err())}
+	}
+	if errors.Is(err, kv.ErrTooLarge) {
+		// The client's transport could never hold the answer (a memory
+		// budget): asking again cannot help, asking for less can.
+		return outcome{err: fmt.Errorf("cfkv: %s: %w: %w", op, errAnswerTooLarge, err)}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -165,19 +226,11 @@ func (s *Store) retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// readBody reads and closes a response body.
+// The most this package reads of a value's answer and of an envelope.
+const maxEnvelope = 1 << 30
+
+// readBody reads at most limit bytes of a response body, and closes it.
 func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	if n := resp.ContentLength; n >= 0 && n <= limit {
-		// A declared length is all net/http's body yields: read into one
-		// slice of that size, with no buffer growing past it.
-		body := make([]byte, n)
-		if _, err := io.ReadFull(resp.Body, body); err != nil {
-			return nil, err
-		}
-		return body, nil
-	}
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, limit))
-	return buf.Bytes(), err
+	return io.ReadAll(io.LimitReader(resp.Body, limit))
 }

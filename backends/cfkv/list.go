@@ -46,36 +46,20 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	if pos.server != "" {
 		params.Cursor.Value, params.Cursor.Present = pos.server, true
 	}
-	var page []listedKey
+	var page []cf.Key
 	var next string
-	err = s.retry(ctx, func(ctx context.Context) outcome {
-		env, out := s.sendJSON(ctx, "list", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.Keys.List(ctx, s.cfg.NamespaceID, params, opts...)
+	err = s.call(ctx, "list", func(ctx context.Context, opts ...option.RequestOption) error {
+		res, err := s.api.Keys.List(ctx, s.cfg.NamespaceID, params, opts...)
+		if err != nil {
 			return err
-		})
-		if out.err != nil {
-			return out
 		}
-		page = page[:0]
-		if err := json.Unmarshal(env.Result, &page); err != nil {
-			return outcome{err: &APIError{Op: "list", Status: 200, Message: "the result is not a list of keys"}}
-		}
-		next = env.ResultInfo.Cursor
-		return outcome{}
+		page, next = res.Result, res.ResultInfo.Cursor
+		return nil
 	})
 	if err != nil {
 		return kv.ListResult{}, err
 	}
 	return pos.take(page, next, limit, opts.Prefix)
-}
-
-// listedKey is one entry of the keys endpoint's result: the key with its
-// expiry and metadata, which List passes on (kv.ListResult.Info) so that a
-// caller needs no read of the values for them.
-type listedKey struct {
-	Name       string          `json:"name"`
-	Expiration float64         `json:"expiration"`
-	Metadata   json.RawMessage `json:"metadata"`
 }
 
 // listPosition is where a listing stands: the API cursor of the page being
@@ -89,7 +73,7 @@ type listPosition struct {
 
 // take returns up to limit keys of page that follow pos.last, with the
 // position after them.
-func (pos listPosition) take(page []listedKey, next string, limit int, prefix string) (kv.ListResult, error) {
+func (pos listPosition) take(page []cf.Key, next string, limit int, prefix string) (kv.ListResult, error) {
 	res := kv.ListResult{Keys: []string{}, Info: []kv.KeyInfo{}}
 	i := 0
 	for i < len(page) && pos.last != "" && page[i].Name <= pos.last {
@@ -106,7 +90,10 @@ func (pos listPosition) take(page []listedKey, next string, limit int, prefix st
 		if exp := page[i].Expiration; exp > 0 {
 			info.Expiration = time.Unix(int64(exp), 0)
 		}
-		info.Metadata = kv.NormalizeMetadata(page[i].Metadata)
+		// Raw, as the API sent it: the SDK's Metadata is an interface{}.
+		if raw := page[i].JSON.Metadata.Raw(); raw != "" {
+			info.Metadata = kv.NormalizeMetadata(json.RawMessage(raw))
+		}
 		res.Info = append(res.Info, info)
 	}
 	last := pos.last

@@ -4,21 +4,28 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
+
+	"github.com/cloudflare/cloudflare-go/v6/option"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
 
+// sdkCall is one SDK method call, given the options a try adds to it.
+type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
+
 // retry runs try until it succeeds, fails for good, or the retries are
-// spent. The SDK's own retries are off (up to ten, waiting up to 30 s each:
+// spent, each try under a context of its own that RequestTimeout ends. The
+// SDK's own retries are off (ten by default, waiting up to 30 s each:
 // minutes on an outage); these are few and short, and honour Retry-After.
 // What is still refused at the end is kv.ErrUnavailable, with the server's
 // retry hint when it gave one.
 func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome) error {
 	for attempt := 0; ; attempt++ {
-		tctx, t := s.startTry(ctx)
+		tctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTryTimeout)
 		out := try(tctx)
-		t.stop()
+		cancel()
 		if !out.retry {
 			return out.err
 		}
@@ -38,6 +45,24 @@ func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome
 			return fmt.Errorf("%w (while waiting to retry after: %v)", err, out.err)
 		}
 	}
+}
+
+// send makes one try of call in the try's context and classifies how it
+// ended. An envelope call (every call but a value's GET) has its answer's
+// success checked on the way (checkEnvelope).
+func (s *Store) send(ctx context.Context, op string, envelope bool, call sdkCall) outcome {
+	var resp *http.Response
+	opts := []option.RequestOption{option.WithResponseInto(&resp)}
+	if envelope {
+		opts = append(opts, option.WithMiddleware(checkEnvelope))
+	}
+	err := call(ctx, opts...)
+	return s.outcomeOf(ctx, op, resp, err)
+}
+
+// call is retry of send.
+func (s *Store) call(ctx context.Context, op string, call sdkCall) error {
+	return s.retry(ctx, func(ctx context.Context) outcome { return s.send(ctx, op, true, call) })
 }
 
 // backoff is the wait before retry attempt+1 when the server gave no hint:

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,7 +25,7 @@ import (
 // Store is a kv.Store over one Workers KV namespace, through the REST API
 // and cloudflare-go. It is safe for concurrent use.
 type Store struct {
-	cfg   Config // without its APIToken, which only the doer and scrub hold
+	cfg   Config // without its APIToken, which only the SDK's options and scrub hold
 	api   *cf.NamespaceService
 	scrub func(string) string
 }
@@ -46,17 +45,13 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []option.RequestOption{
+	api := cf.NewNamespaceService(
 		option.WithBaseURL(cfg.BaseURL),
-		// The token's header is set by the doer, from one slice.
-		option.WithHTTPClient(newDoer(cfg.HTTPClient, cfg.APIToken)),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithAPIToken(cfg.APIToken),
 		option.WithMaxRetries(0), // ours are in retry.go
-		// No WithRequestTimeout: startTry bounds each try.
-	}
-	for _, h := range sdkHeaders {
-		opts = append(opts, option.WithHeaderDel(h))
-	}
-	api := cf.NewNamespaceService(opts...)
+		// No WithRequestTimeout: retry bounds each try by its context.
+	)
 	token := cfg.APIToken
 	cfg.APIToken = ""
 	// A server that echoes the token may change its case (a header
@@ -69,99 +64,6 @@ func New(cfg Config) (*Store, error) {
 // String names the store's namespace, never its token.
 func (s *Store) String() string {
 	return fmt.Sprintf("cfkv.Store{account: %q, namespace: %q}", s.cfg.AccountID, s.cfg.NamespaceID)
-}
-
-// sdkHeaders are the SDK's telemetry headers, which Workers KV does not
-// read: deleted before the SDK copies the request, they cost neither the
-// copy nor the wire nor the server's parse. Without X-Stainless-Retry-Count
-// and X-Stainless-Timeout the SDK also skips rewriting them on each try.
-var sdkHeaders = []string{
-	"X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-Os", "X-Stainless-Arch",
-	"X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Retry-Count", "X-Stainless-Timeout",
-}
-
-// sdkCall is one SDK method call, given the options send adds.
-type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
-
-// send makes one try of call. It asks the SDK for the raw response, so that
-// every answer is read and classified here: on a 2xx the response is
-// returned with its body unread; anything else is an outcome.
-func (s *Store) send(ctx context.Context, op string, call sdkCall) (*http.Response, outcome) {
-	slot := responseSlots.Get().(*responseSlot)
-	err := call(ctx, slot.opts...)
-	resp := slot.resp
-	slot.resp = nil // the SDK keeps no option once the call returned
-	responseSlots.Put(slot)
-	if resp == nil {
-		if err == nil || err == errHandedOver {
-			err = errors.New("no response")
-		}
-		return nil, s.transportFailure(ctx, op, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		body, _ := readBody(resp, maxErrorBody)
-		return nil, s.refusal(op, resp.StatusCode, resp.Header, body)
-	}
-	if err != nil && err != errHandedOver {
-		_ = resp.Body.Close()
-		return nil, s.transportFailure(ctx, op, err)
-	}
-	return resp, outcome{}
-}
-
-// responseSlot is where the SDK puts a call's raw response, with the
-// options that tell it to, made once: a call costs neither the option's
-// closure, nor a response pointer, nor an options slice of its own.
-type responseSlot struct {
-	// opts is WithResponseBodyInto(&resp), with room for one more option
-	// appended in place: a call's body (the SDK copies its options before
-	// the call returns, and a slot serves one call at a time).
-	resp *http.Response
-	opts []option.RequestOption
-}
-
-var responseSlots = sync.Pool{New: func() any {
-	slot := new(responseSlot)
-	slot.opts = append(make([]option.RequestOption, 0, 2), option.WithResponseBodyInto(&slot.resp))
-	return slot
-}}
-
-// The most this package reads of an error body and of an envelope.
-const (
-	maxErrorBody = 1 << 20
-	maxEnvelope  = 1 << 30
-)
-
-// sendJSON makes one try of a call answered with an envelope.
-func (s *Store) sendJSON(ctx context.Context, op string, call sdkCall) (envelope, outcome) {
-	resp, out := s.send(ctx, op, call)
-	if resp == nil {
-		return envelope{}, out
-	}
-	body, err := readBody(resp, maxEnvelope)
-	if err != nil {
-		return envelope{}, s.transportFailure(ctx, op, err)
-	}
-	return s.decodeEnvelope(op, resp.StatusCode, resp.Header, body)
-}
-
-// sendWrite makes one try of a write of one key, whose envelope carries no
-// result: only its success is read, by successOf (a refusal's errors are
-// read by refusal), which spares the parse of the envelope.
-func (s *Store) sendWrite(ctx context.Context, op string, call sdkCall) outcome {
-	resp, out := s.send(ctx, op, call)
-	if resp == nil {
-		return out
-	}
-	body, err := readBody(resp, maxEnvelope)
-	if err != nil {
-		return s.transportFailure(ctx, op, err)
-	}
-	var success *bool
-	if v, found := successOf(body); found {
-		success = &v
-	}
-	return s.succeeded(op, resp.StatusCode, resp.Header, body, nil, success)
 }
 
 // pathKey escapes a key as one path segment. The SDK pastes keys into the
@@ -246,15 +148,21 @@ func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, e
 	var params cf.NamespaceMetadataGetParams
 	params.AccountID.Value = s.cfg.AccountID
 	var md json.RawMessage
-	err := s.retry(ctx, func(ctx context.Context) outcome {
-		env, out := s.sendJSON(ctx, "get metadata", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+	err := s.call(ctx, "get metadata", func(ctx context.Context, opts ...option.RequestOption) error {
+		// Read raw: the SDK decodes metadata into an interface{}, whose
+		// numbers are float64 (digits past 2^53 lost).
+		var body []byte
+		if _, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, option.WithResponseBodyInto(&body))...); err != nil {
 			return err
-		})
-		if out.err == nil {
-			md = kv.NormalizeMetadata(env.Result)
 		}
-		return out
+		var env struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return &APIError{Op: "get metadata", Status: http.StatusOK, Message: "the result is not JSON"}
+		}
+		md = kv.NormalizeMetadata(env.Result)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -277,43 +185,22 @@ func (s *Store) exactValue(ctx context.Context, e kv.Entry) (kv.Entry, error) {
 	return raw, nil
 }
 
-// getValue reads a value and its expiry with the value's own GET.
+// getValue reads a value and its expiry with the value's own GET. The SDK
+// hands its answer over raw, as the API serves a value: its bytes, and its
+// expiry in a header.
 func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	var params cf.NamespaceValueGetParams
 	params.AccountID.Value = s.cfg.AccountID
 	var entry kv.Entry
 	err := s.retry(ctx, func(ctx context.Context) outcome {
-		resp, out := s.send(ctx, "get", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.Values.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+		return s.send(ctx, "get", false, func(ctx context.Context, opts ...option.RequestOption) error {
+			resp, err := s.api.Values.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+			if err != nil {
+				return err
+			}
+			entry, err = s.readValue(key, resp)
 			return err
 		})
-		if resp == nil {
-			return out
-		}
-		body, err := readBody(resp, kv.MaxValueSize+1)
-		if err != nil {
-			return s.transportFailure(ctx, "get", err)
-		}
-		if ct := resp.Header.Get("Content-Type"); len(ct) >= 16 && strings.EqualFold(ct[:16], "application/json") && isJSONType(ct) {
-			// Values come as application/octet-stream; a JSON body here is
-			// the API's envelope, and success:false is a refusal.
-			var env envelope
-			if json.Unmarshal(body, &env) == nil && env.Success != nil && !*env.Success {
-				return s.refusal("get", resp.StatusCode, resp.Header, body)
-			}
-		}
-		if len(body) > kv.MaxValueSize {
-			return outcome{err: &APIError{Op: "get", Status: resp.StatusCode, Message: "the value is larger than Workers KV allows"}}
-		}
-		exp, err := parseExpiration(resp.Header.Get("Expiration"))
-		if err != nil {
-			return outcome{err: &APIError{Op: "get", Status: resp.StatusCode, Message: err.Error()}}
-		}
-		if body == nil {
-			body = []byte{} // an empty value is a value
-		}
-		entry = kv.Entry{Key: key, Value: body, Expiration: exp}
-		return outcome{}
 	})
 	if err != nil {
 		return kv.Entry{}, err
@@ -321,8 +208,38 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	return entry, nil
 }
 
-// isJSONType reports whether a Content-Type is JSON; parsed only when it
-// starts as one, so that a value's octet-stream costs no parse.
+// readValue reads the answer of key's value GET.
+func (s *Store) readValue(key string, resp *http.Response) (kv.Entry, error) {
+	body, err := readBody(resp, kv.MaxValueSize+1)
+	if err != nil {
+		return kv.Entry{}, err
+	}
+	if isJSONType(resp.Header.Get("Content-Type")) {
+		// Values come as application/octet-stream; a JSON body here is
+		// the API's envelope, and success:false is a refusal.
+		var env struct {
+			Success *bool `json:"success"`
+		}
+		if json.Unmarshal(body, &env) == nil && env.Success != nil && !*env.Success {
+			refused := &cf.Error{StatusCode: resp.StatusCode, Request: resp.Request, Response: resp}
+			_ = refused.UnmarshalJSON(body)
+			return kv.Entry{}, refused
+		}
+	}
+	if len(body) > kv.MaxValueSize {
+		return kv.Entry{}, &APIError{Op: "get", Status: resp.StatusCode, Message: "the value is larger than Workers KV allows"}
+	}
+	exp, err := parseExpiration(resp.Header.Get("Expiration"))
+	if err != nil {
+		return kv.Entry{}, &APIError{Op: "get", Status: resp.StatusCode, Message: err.Error()}
+	}
+	if body == nil {
+		body = []byte{} // an empty value is a value
+	}
+	return kv.Entry{Key: key, Value: body, Expiration: exp}, nil
+}
+
+// isJSONType reports whether a Content-Type is JSON.
 func isJSONType(ct string) bool {
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "application/json"
@@ -362,11 +279,9 @@ func (s *Store) put(ctx context.Context, key string, opts kv.PutOptions, body op
 	case !opts.Expiration.IsZero():
 		params.Expiration.Value, params.Expiration.Present = float64(unixCeil(opts.Expiration)), true
 	}
-	return s.retry(ctx, func(ctx context.Context) outcome {
-		return s.sendWrite(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
-			return err
-		})
+	return s.call(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
+		_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
+		return err
 	})
 }
 
@@ -419,11 +334,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	var params cf.NamespaceValueDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
-	err := s.retry(ctx, func(ctx context.Context) outcome {
-		return s.sendWrite(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
-			_, err := s.api.Values.Delete(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
-			return err
-		})
+	err := s.call(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
+		_, err := s.api.Values.Delete(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+		return err
 	})
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil // deleting a missing key is not an error

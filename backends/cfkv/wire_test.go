@@ -2,10 +2,7 @@ package cfkv_test
 
 import (
 	"errors"
-	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -191,51 +188,5 @@ func TestSuccessFalse(t *testing.T) {
 	got, err := r.store.Get(ctx, "k")
 	if err != nil || string(got) != `{"success":false}` {
 		t.Fatalf("Get of a value shaped like an envelope = %q, %v", got, err)
-	}
-}
-
-// headerRecorder records the header names of every request it carries.
-type headerRecorder struct {
-	next  http.RoundTripper
-	mu    sync.Mutex
-	names map[string]bool
-}
-
-func (h *headerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	h.mu.Lock()
-	for name := range req.Header {
-		h.names[name] = true
-	}
-	h.mu.Unlock()
-	return h.next.RoundTrip(req)
-}
-
-// TestNoSDKTelemetryHeaders: the SDK's X-Stainless-* headers, which Workers
-// KV does not read, are not sent; the token and the content type are.
-func TestNoSDKTelemetryHeaders(t *testing.T) {
-	rec := &headerRecorder{names: map[string]bool{}}
-	r := newRig(t, nil, func(c *cfkv.Config) {
-		rec.next = c.HTTPClient.Transport
-		c.HTTPClient = &http.Client{Transport: rec}
-	})
-	ctx := t.Context()
-	if err := r.store.Put(ctx, "k", []byte("v"), kv.PutOptions{TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.store.Get(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.store.List(ctx, kv.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for name := range rec.names {
-		if strings.HasPrefix(name, "X-Stainless") {
-			t.Errorf("request header %s sent", name)
-		}
-	}
-	if !rec.names["Authorization"] || !rec.names["Content-Type"] {
-		t.Errorf("headers sent %v, want Authorization and Content-Type among them", rec.names)
 	}
 }

@@ -27,7 +27,7 @@ type instruments struct {
 	overflow, skipped, lost, journalErrors, journalCommits                                             metric.Int64ObservableCounter
 	suspectOverflow, cleared, recovered, superseded, coalesced                                         metric.Int64ObservableCounter
 	lateCopies, refused                                                                                metric.Int64ObservableCounter
-	excluded                                                                                           metric.Int64ObservableCounter
+	excluded, paceDelayed, paceDeferred                                                                metric.Int64ObservableCounter
 	fence                                                                                              metric.Float64ObservableGauge
 
 	sets setCache
@@ -92,6 +92,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.journalPending = gauge(MetricJournalPending, "{mark}", "Settle set changes awaiting the settle journal's next commit, besides the group a commit under way holds: the marks a crash of the machine now would lose; reported only with a journal.")
 	in.lateCopies = observed(MetricLateCopies, "{copy}", "Tee copies that arrived while MongoDB was authoritative, by outcome: applied (the last acknowledged write), superseded, conflict (reported for the operator), failed.")
 	in.excluded = observed(MetricExcluded, "{operation}", "Writes, tee copies, sampled reads and journal entries left out because their key is under an excluded prefix (--exclude-prefix, and kvshadow's reserved __kvshadow:), by source.")
+	in.paceDelayed = observed(MetricShadowBudgetDelayed, "{operation}", "Operations toward the shadow (copies, comparisons, verification reads) that waited for its request budget (--shadow-rate).")
+	in.paceDeferred = observed(MetricShadowBudgetDeferred, "{key}", "Repairs toward the shadow put off to a later pass because its request budget (--shadow-rate) had no room.")
 	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
 	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),
 		metric.WithDescription("Seconds until the handover fence lets the flip between handover and live go, per namespace; 0 when clear or in another stage."))

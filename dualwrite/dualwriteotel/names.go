@@ -69,6 +69,8 @@ const (
 	MetricJournalCommits       = "kvshadow.dualwrite.journal.commits"
 	MetricJournalPending       = "kvshadow.dualwrite.journal.pending"
 	MetricExcluded             = "kvshadow.dualwrite.excluded"
+	MetricShadowBudgetDelayed  = "kvshadow.dualwrite.shadow_budget.delayed"
+	MetricShadowBudgetDeferred = "kvshadow.dualwrite.shadow_budget.deferred"
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.

@@ -79,6 +79,8 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		for _, o := range dualwrite.LateOutcomes {
 			obs.ObserveInt64(in.lateCopies, int64(st.LateCopies[o]), metric.WithAttributes(LateOutcomeKey.String(string(o))))
 		}
+		obs.ObserveInt64(in.paceDelayed, int64(st.ShadowPacing.Delayed))
+		obs.ObserveInt64(in.paceDeferred, int64(st.ShadowPacing.Deferred))
 		x := st.Excluded
 		for _, e := range [...]struct {
 			source string
@@ -98,7 +100,7 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.fence,
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.paceDelayed, in.paceDeferred, in.fence,
 		in.suspects, in.suspectOverflow, in.cleared, in.recovered, in.superseded, in.coalesced, in.journalCommits, in.journalPending)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)

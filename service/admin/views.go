@@ -118,6 +118,8 @@ type StoreStats struct {
 	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
 	// Excluded: what was left out for its key's prefix (--exclude-prefix).
 	Excluded dualwrite.Excluded `json:"excluded"`
+	// ShadowPacing: what the budget toward MongoDB (--shadow-rate) held back.
+	ShadowPacing dualwrite.ShadowPacing `json:"shadow_pacing"`
 	// IngestRefused: copies whose acked_at was out of bounds, by reason;
 	// LateCopies: copies that arrived while MongoDB was authoritative, by
 	// outcome; Conflicts: the late copies reported as conflicts (GET
@@ -141,6 +143,12 @@ type FenceView struct {
 	LastBindingCopy  *time.Time `json:"last_binding_copy,omitempty"`
 	QuietUntil       *time.Time `json:"quiet_until,omitempty"`
 	IngestUnverified int        `json:"ingest_unverified"`
+	// In handover: when the full comparison with Workers KV may start,
+	// whether it has yet to finish clean, and how many keys it found
+	// different (each held until verified).
+	CompareFrom     *time.Time `json:"compare_from,omitempty"`
+	ComparePending  bool       `json:"compare_pending"`
+	CompareDiffered int        `json:"compare_differed"`
 }
 
 // FlipView answers GET /stage's "flip": in handover and live, what holds
@@ -195,7 +203,8 @@ type ConflictsView struct {
 
 func fenceOf(f dualwrite.FenceStatus) FenceView {
 	return FenceView{Clear: f.Clear(), RemainingSeconds: seconds(f.Remaining), HeldBy: f.HeldBy,
-		LastBindingCopy: timePtr(f.LastBindingCopy), QuietUntil: timePtr(f.QuietUntil), IngestUnverified: f.IngestUnverified}
+		LastBindingCopy: timePtr(f.LastBindingCopy), QuietUntil: timePtr(f.QuietUntil), IngestUnverified: f.IngestUnverified,
+		CompareFrom: timePtr(f.CompareFrom), ComparePending: !f.CompareFrom.IsZero() && !f.Compared, CompareDiffered: f.CompareDiffered}
 }
 
 // Operations are the Workers KV API requests the front answered and, of
@@ -339,7 +348,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
 		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
-		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded,
+		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
 	}
 }
 
@@ -393,6 +402,8 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.TeeReads += st.TeeReads
 		sum.Excluded = dualwrite.Excluded{Writes: sum.Excluded.Writes + st.Excluded.Writes, Copies: sum.Excluded.Copies + st.Excluded.Copies,
 			Reads: sum.Excluded.Reads + st.Excluded.Reads, Journal: sum.Excluded.Journal + st.Excluded.Journal}
+		sum.ShadowPacing = dualwrite.ShadowPacing{Delayed: sum.ShadowPacing.Delayed + st.ShadowPacing.Delayed,
+			Waited: sum.ShadowPacing.Waited + st.ShadowPacing.Waited, Deferred: sum.ShadowPacing.Deferred + st.ShadowPacing.Deferred}
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
 		sum.Conflicts += st.Conflicts
@@ -415,6 +426,13 @@ func addFence(a, b dualwrite.FenceStatus) dualwrite.FenceStatus {
 		a.QuietUntil = b.QuietUntil
 	}
 	a.IngestUnverified += b.IngestUnverified
+	// Clean across the namespaces only when each one's is.
+	pending := !a.CompareFrom.IsZero() && !a.Compared || !b.CompareFrom.IsZero() && !b.Compared
+	if b.CompareFrom.After(a.CompareFrom) {
+		a.CompareFrom = b.CompareFrom
+	}
+	a.Compared = !pending
+	a.CompareDiffered += b.CompareDiffered
 	a.Dirty += b.Dirty
 	a.ReconciliationNeeded = a.ReconciliationNeeded || b.ReconciliationNeeded
 	a.Remaining = max(a.Remaining, b.Remaining)

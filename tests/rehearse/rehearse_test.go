@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,4 +71,55 @@ func TestPlanFollowsTheGuide(t *testing.T) {
 // the moves of steps 9 and 7 in reverse.
 func isWayBack(c string) bool {
 	return c == `10: adm -X PUT $ADMIN/stage -d '{"stage":"handover"}'` || c == `10: adm -X PUT $ADMIN/stage -d '{"stage":"shadow"}'`
+}
+
+// Step 14's cleanup drops what the guide lists, and the rehearsal drops the
+// same list (and then finds no collection of kvshadow's left).
+func TestCleanupFollowsTheGuide(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/bot-guide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^\s*\[("kvshadow\.[a-z]+"(?:, )?)+\]\.forEach`).FindString(string(raw))
+	if line == "" {
+		t.Fatal("the guide's step 14 gives no drop line")
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile(`"(kvshadow\.[a-z]+)"`).FindAllStringSubmatch(line, -1) {
+		listed = append(listed, m[1])
+	}
+	if !slices.Equal(listed, cleanup) {
+		t.Errorf("the guide drops %v, the rehearsal %v", listed, cleanup)
+	}
+}
+
+// make rehearse, shortened (a few updates a step, a 4 s fence), through
+// every step: from the bot's own dual write and its retry queue to the bot
+// reading every key it wrote from its own MongoDB store, with the proxy
+// stopped and kvshadow's collections dropped; its reports kept where it
+// says.
+func TestRehearsalReachesStep14(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	err := run(t.Context(), []string{"-workers", "../../workers", "-dir", dir, "-updates", "12", "-fence", "4s"}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"the bot's retry queue holds", "step 13, ", "reads every key it wrote", "kvshadow-proxy stopped", "step 14, ", "\nOK: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the rehearsal never said %q\n%s", want, out.String())
+		}
+	}
+	for _, f := range reportFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("report %s not kept: %v", f, err)
+		}
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"-help"}, &out); err != nil || !strings.Contains(out.String(), "-fence") {
+		t.Fatalf("-help: %v\n%s", err, out.String())
+	}
 }

@@ -27,6 +27,7 @@ type bots struct {
 	mu    sync.Mutex
 	acked map[string]string // key -> the last value acknowledged
 	incrs []int             // the counter's acknowledged values, in order
+	logs  []string          // what the Workers logged
 }
 
 type answer struct {
@@ -42,10 +43,17 @@ func (b *bots) do(op map[string]any) (answer, error) {
 	if _, err := io.WriteString(b.node.stdin, string(line)+"\n"); err != nil {
 		return answer{}, err
 	}
-	select {
-	case l, ok := <-b.node.lines:
-		if !ok {
-			return answer{}, errors.New("run-flip.js exited")
+	for {
+		l, err := b.nextAnswer()
+		if err != nil {
+			return answer{}, err
+		}
+		var logged struct {
+			Log *string `json:"log"`
+		}
+		if json.Unmarshal([]byte(l), &logged) == nil && logged.Log != nil {
+			b.logs = append(b.logs, *logged.Log)
+			continue
 		}
 		var a answer
 		if err := json.Unmarshal([]byte(l), &a); err != nil {
@@ -55,8 +63,19 @@ func (b *bots) do(op map[string]any) (answer, error) {
 			return a, fmt.Errorf("%s %s: %s", op["bot"], op["op"], a.Error)
 		}
 		return a, nil
+	}
+}
+
+// nextAnswer is run-flip.js's next line.
+func (b *bots) nextAnswer() (string, error) {
+	select {
+	case l, ok := <-b.node.lines:
+		if !ok {
+			return "", errors.New("run-flip.js exited")
+		}
+		return l, nil
 	case <-time.After(time.Minute):
-		return answer{}, errors.New("run-flip.js said nothing within a minute")
+		return "", errors.New("run-flip.js said nothing within a minute")
 	}
 }
 

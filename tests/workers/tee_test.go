@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +68,11 @@ func everything(t *testing.T, st kv.Store) map[string]kv.Entry {
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
-		keys = append(keys, res.Keys...)
+		for _, k := range res.Keys {
+			if !strings.HasPrefix(k, kv.ReservedPrefix) { // kvshadow's own, in the bot's namespace
+				keys = append(keys, k)
+			}
+		}
 		if res.Done {
 			break
 		}

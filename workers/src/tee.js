@@ -54,7 +54,9 @@ export const REST_PATH = "/client/v4/";
  * @typedef {Object} StageSeen
  * @property {boolean} known an answer came at least once
  * @property {number} at when the last answer was asked for (cfg.now): its lease runs from there
+ * @property {number} [lease] the answer's lease_ms, when the proxy says one
  * @property {number} failedAt when the last read failed, 0 after an answer
+ * @property {string} [reason] why the last read failed, as the caller is told it
  * @property {boolean} proxy the answer routes reads and writes through the proxy
  * @property {number} [generation] the stage document's generation, when the proxy says it
  * @property {string[]} [excludePrefixes] the key prefixes the proxy leaves out (its answer's exclude_prefixes)
@@ -66,10 +68,35 @@ export const REST_PATH = "/client/v4/";
 /** @type {Map<string, StageSeen>} */
 const stages = new Map();
 
+/**
+ * The copies this isolate could not send, per proxy and namespace: sent
+ * again, first, with the next batch of any invocation (best effort: the
+ * proxy's handover comparison, not this, keeps their writes).
+ * @type {Map<string, object[]>}
+ */
+const unsent = new Map();
+/** The most copies an isolate keeps for a later batch; older ones go first. */
+const MAX_UNSENT = 1000;
+
+/** The reasons already logged by this isolate (each is logged once). */
+const logged = new Set();
+
 /** Forgets the stages this isolate read (tests; a redeploy does it too). */
 export function forgetStages() {
   stages.clear();
+  unsent.clear();
+  logged.clear();
 }
+
+/**
+ * The key of the bot's namespace where kvshadow-proxy says that the
+ * handover began (dualwrite.StageKey): read from the binding by a tee that
+ * cannot learn the stage from the proxy. Keys under "__kvshadow:" are
+ * kvshadow's own.
+ */
+export const STAGE_KEY = "__kvshadow:stage";
+/** The stages in which Workers KV is authoritative and the binding serves. */
+const BINDING_STAGES = new Set(["off", "dualwrite", "shadow"]);
 
 /** The code of the error a write gets when the tee cannot learn where to route it. */
 export const STAGE_UNKNOWN = "kvshadow_stage_unknown";
@@ -78,7 +105,7 @@ export const STAGE_UNKNOWN = "kvshadow_stage_unknown";
 export const RESERVED_PREFIX = "__kvshadow:";
 
 /** How many times a batch is sent before it counts as failed, and the pause before each retry. */
-const SEND_RETRY_MS = [100, 400];
+const SEND_RETRY_MS = [100, 400, 1500, 3000];
 
 /**
  * Returns a KVNamespace-compatible object over `kv` for one invocation.
@@ -143,22 +170,25 @@ export class TeeNamespace {
    * Where this call goes: the proxy (a ProxyNamespace) or the binding
    * (undefined), and the generation of the stage that said so.
    *
-   * A write is routed only on a stage answer younger than stageTtlMs
-   * (the lease the proxy's fence waits out); an older one is read again
-   * first, for at most stageTimeoutMs. When no answer comes, a write whose
-   * last stage known went through the proxy goes there (the proxy writes
-   * the authoritative store of whatever stage it is in), and one whose
-   * last stage known was the binding is refused before the binding is
-   * written: the flip may have happened meanwhile, and the copy that would
-   * reconcile it has no way to the proxy either.
+   * A write is routed only on a stage answer younger than its lease
+   * (stageTtlMs, or the answer's lease_ms when shorter: the lease the
+   * proxy's fence is derived from); an older one is read again first, for
+   * at most stageTimeoutMs. A stale proxy stage is read again after the
+   * response of a read (a read through the proxy is never older than any
+   * acknowledged write); a stale binding stage is read again first (once
+   * per lease while the proxy does not answer).
    *
-   * A read through the proxy is never older than any acknowledged write,
-   * so a stale proxy stage is read again after the response. A stale
-   * binding stage is read again first (once per stageTtlMs while the proxy
-   * does not answer): a binding read in live could miss what another
-   * isolate wrote through the proxy. Without an answer it reads the
-   * binding, which holds the isolate's own last write: the isolate wrote
-   * nothing anywhere else since that stage.
+   * When no answer comes: a call whose last stage known went through the
+   * proxy goes there (the proxy serves the authoritative store of
+   * whatever stage it is in). Any other call (the last stage known was the
+   * binding, or none is: a fresh isolate) reads STAGE_KEY from the
+   * binding, which kvshadow-proxy writes before the handover begins:
+   * absent or a stage before the handover, Workers KV is authoritative and
+   * the binding serves the call, as without kvshadow; otherwise the stage
+   * is asked once more and, without an answer, the call is refused (503,
+   * code kvshadow_stage_unknown, with the proxy's reason: unreachable, the
+   * token refused, no answer in time), never served from a binding that
+   * may no longer be authoritative.
    * @param {"GET"|"LIST"|"PUT"|"DELETE"} op
    * @returns {Promise<{proxy: ProxyNamespace|undefined, generation: number|undefined}>}
    */
@@ -169,22 +199,26 @@ export class TeeNamespace {
       s = { known: false, at: 0, failedAt: 0, proxy: false };
       stages.set(this.stageKey, s);
     }
-    const ttl = this.cfg.stageTtlMs;
+    if (unsent.get(this.stageKey)?.length && !this.wake) this.schedule();
     if (!this.fresh(s)) {
+      const ttl = this.ttl(s);
       const failedLately = s.failedAt !== 0 && this.cfg.now() - s.failedAt <= ttl;
+      let asked = false;
       if (write || (!(s.known && s.proxy) && !failedLately)) {
+        asked = true;
         await (s.pending ?? this.readStage(s));
       } else if (!s.pending && !failedLately) {
         this.ctx.waitUntil(this.readStage(s));
       }
-      if (write && !this.fresh(s) && !(s.known && s.proxy)) {
-        this.stats.refused++;
-        throw kvError(
-          op,
-          503,
-          `kvshadow-proxy did not say the stage within ${this.cfg.stageTimeoutMs} ms, and the last one known is older than ${ttl} ms: the write is refused so that it cannot land in a store that is no longer authoritative`,
-          { code: STAGE_UNKNOWN },
-        );
+      if (!this.fresh(s) && !(s.known && s.proxy)) {
+        // No answer to route by, and the last one (if any) said binding:
+        // the binding serves only if what the proxy left in it says that
+        // Workers KV is still authoritative.
+        const mark = await this.stageMark();
+        if (mark !== null) {
+          if (!asked) await (s.pending ?? this.readStage(s));
+          if (!this.fresh(s)) this.refuse(op, s, mark);
+        }
       }
     }
     if (!s.proxy) return { proxy: undefined, generation: s.generation };
@@ -202,9 +236,57 @@ export class TeeNamespace {
     return { proxy: this.proxy, generation: s.generation };
   }
 
+  /**
+   * What kvshadow-proxy left in the binding at STAGE_KEY: null while
+   * Workers KV is authoritative (absent, or a stage before the handover),
+   * else what it says ("handover", or why it could not be read).
+   * @returns {Promise<string|null>}
+   */
+  async stageMark() {
+    try {
+      const v = await this.kv.get(STAGE_KEY);
+      return v === null || BINDING_STAGES.has(v) ? null : String(v);
+    } catch (e) {
+      return `unreadable (${String(/** @type {any} */ (e)?.message ?? e)})`;
+    }
+  }
+
+  /**
+   * Refuses a call that no stage allows: from the handover on the binding
+   * is not authoritative, and the proxy did not answer. Logged once per
+   * reason by the isolate.
+   * @param {"GET"|"LIST"|"PUT"|"DELETE"} op
+   * @param {StageSeen} s
+   * @param {string} mark
+   * @returns {never}
+   */
+  refuse(op, s, mark) {
+    this.stats.refused++;
+    const reason = s.reason ?? `kvshadow-proxy did not say the stage within ${this.cfg.stageTimeoutMs} ms`;
+    if (!logged.has(reason)) {
+      logged.add(reason);
+      console.warn(JSON.stringify({ event: "kvshadow_tee_stage_unknown", reason, binding_says: mark }));
+    }
+    throw kvError(
+      op,
+      503,
+      `${reason}, and ${STAGE_KEY} in the binding says ${mark}: from the handover on the binding is not authoritative, so the call is refused rather than served from it`,
+      { code: STAGE_UNKNOWN },
+    );
+  }
+
+  /**
+   * How long an answer is trusted: stageTtlMs, or the proxy's lease when
+   * it says a shorter one.
+   * @param {StageSeen} s
+   */
+  ttl(s) {
+    return s.lease !== undefined ? Math.min(this.cfg.stageTtlMs, s.lease) : this.cfg.stageTtlMs;
+  }
+
   /** @param {StageSeen} s */
   fresh(s) {
-    return s.known && this.cfg.now() - s.at <= this.cfg.stageTtlMs;
+    return s.known && this.cfg.now() - s.at <= this.ttl(s);
   }
 
   /**
@@ -226,18 +308,28 @@ export class TeeNamespace {
         });
         if (!resp.ok) {
           await resp.body?.cancel();
-          throw new Error(`stage answered ${resp.status}`);
+          s.reason =
+            resp.status === 401 || resp.status === 403
+              ? `kvshadow-proxy refused the token (${resp.status})`
+              : `kvshadow-proxy answered the stage with ${resp.status}`;
+          throw new Error(s.reason);
         }
         const body = await resp.json();
         // From handover on the proxy says "route": "proxy"; a proxy that
         // does not say route routes through itself where MongoDB is
         // authoritative.
         const route = body.route ?? (body.authoritative === "shadow" ? "proxy" : "binding");
-        if (route !== "proxy" && route !== "binding") throw new Error("stage answer without a route the tee knows");
+        if (route !== "proxy" && route !== "binding") {
+          s.reason = "kvshadow-proxy's stage answer has no route the tee knows";
+          throw new Error(s.reason);
+        }
+        const lease = Number.isSafeInteger(body.lease_ms) && body.lease_ms > 0 ? body.lease_ms : undefined;
         Object.assign(s, {
           known: true,
           at: asked,
           failedAt: 0,
+          reason: undefined,
+          lease,
           proxy: route === "proxy",
           // 0 is a proxy that follows no stage document: no generation.
           generation: Number.isSafeInteger(body.generation) && body.generation > 0 ? body.generation : undefined,
@@ -245,8 +337,14 @@ export class TeeNamespace {
           namespace: body.namespace || undefined,
           excludePrefixes: Array.isArray(body.exclude_prefixes) ? body.exclude_prefixes.filter((p) => typeof p === "string" && p !== "") : [],
         });
-      } catch {
+      } catch (e) {
         s.failedAt = this.cfg.now();
+        const err = /** @type {any} */ (e);
+        if (err?.name === "TimeoutError" || err?.name === "AbortError") {
+          s.reason = `kvshadow-proxy did not say the stage within ${this.cfg.stageTimeoutMs} ms`;
+        } else if (!String(err?.message).startsWith("kvshadow-proxy")) {
+          s.reason = `kvshadow-proxy unreachable (${String(err?.message ?? err)})`;
+        }
       } finally {
         s.pending = undefined;
       }
@@ -405,13 +503,18 @@ export class TeeNamespace {
   }
 
   /**
-   * Sends the queued items as one batch; never throws. A batch the proxy
-   * could take later (unreachable, 429, 5xx) is sent again, twice, within
-   * the invocation: the proxy's fence counts the invocation's length, so a
-   * retry still arrives inside it. What fails then is counted and logged.
+   * Sends the queued items, after the copies the isolate kept from an
+   * earlier batch, as one batch; never throws. A batch the proxy could
+   * take later (unreachable, 429, 5xx) is sent again within the invocation
+   * (after 0.1, 0.4, 1.5 and 3 s); what fails then is counted, logged, and
+   * its copies kept for the isolate's next batch (at most MAX_UNSENT).
+   * None of this is what keeps an acknowledged write: the proxy's
+   * handover comparison does, whether a copy arrives or not.
    */
   async send() {
-    const copies = this.copies.splice(0);
+    const kept = unsent.get(this.stageKey) ?? [];
+    unsent.delete(this.stageKey);
+    const copies = [...kept, ...this.copies.splice(0)];
     const noted = this.reads.splice(0);
     if (copies.length === 0 && noted.length === 0) return;
     const reads = (await Promise.all(noted.map((r) => this.digest(r).catch(() => null)))).filter((r) => r !== null);
@@ -446,7 +549,14 @@ export class TeeNamespace {
       } catch (e) {
         error = String(/** @type {any} */ (e)?.message ?? e);
       }
-      if (!retry || attempt >= SEND_RETRY_MS.length) break;
+      if (!retry || attempt >= SEND_RETRY_MS.length) {
+        if (retry) {
+          // Kept for the isolate's next batch; the oldest go past the cap.
+          const keep = [...(unsent.get(this.stageKey) ?? []), ...copies];
+          unsent.set(this.stageKey, keep.slice(-MAX_UNSENT));
+        }
+        break;
+      }
       this.stats.retries++;
       await this.cfg.sleep(SEND_RETRY_MS[attempt]);
     }

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { Miniflare } from "miniflare";
 import { forgetStages, kvshadowTee } from "../src/index.js";
+import { STAGE_KEY } from "../src/tee.js";
 import { createStore } from "./seed/create-store.js";
 import { invocation, startRecorder } from "./support/ingest-recorder.js";
 import { startEmulator } from "./support/goserver.js";
@@ -177,13 +178,22 @@ describe("kvshadowTee", () => {
       assert.deepEqual([t.stats.batches, t.stats.copies, t.stats.retries, t.stats.failed], [1, 1, 2, 0]);
       assert.deepEqual(rec.state.batches.flatMap((b) => b.batch.copies.map((c) => c.key)), ["retry"]);
 
-      rec.state.statuses = [503, 503, 503];
+      rec.state.statuses = [503, 503, 503, 503, 503];
       ctx = invocation();
       t = tee(ctx, { sleep });
       await t.put("down", "v");
       assert.equal(await KV.get("down"), "v", "the write is in the binding, the authoritative store of its stage");
       await ctx.done();
-      assert.deepEqual([t.stats.copies, t.stats.retries, t.stats.failed], [0, 2, 1]);
+      assert.deepEqual([t.stats.copies, t.stats.retries, t.stats.failed], [0, 4, 1]);
+      assert.deepEqual(sleeps.slice(2), [100, 400, 1500, 3000]);
+
+      // The copy that failed goes first in the isolate's next batch.
+      rec.state.batches = [];
+      ctx = invocation();
+      t = tee(ctx, { sleep });
+      await t.put("after", "v");
+      await ctx.done();
+      assert.deepEqual(rec.state.batches.flatMap((b) => b.batch.copies.map((c) => c.key)), ["down", "after"]);
 
       rec.state.statuses = [400];
       ctx = invocation();
@@ -198,17 +208,47 @@ describe("kvshadowTee", () => {
     assert.ok(warned.every((w) => !w.includes("down") && !w.includes("bad") && w.includes("kvshadow_tee_send_failed")));
   });
 
-  test("a write finds no stage: refused before the binding is written; reads go on from the binding", async () => {
-    const dead = kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
+  test("no stage answer: the binding serves while the stage key says Workers KV is authoritative; from the handover on every call is refused with the proxy's reason, logged once", async () => {
+    const dead = () => kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
     await KV.put("dead:r", "before");
-    await assert.rejects(dead.put("dead:w", "v"), (e) => e.code === "kvshadow_stage_unknown" && e.status === 503 && /KV PUT failed: 503/.test(e.message));
-    await assert.rejects(dead.delete("dead:r"), (e) => e.code === "kvshadow_stage_unknown" && /KV DELETE failed/.test(e.message));
-    assert.equal(await KV.get("dead:w"), null, "the binding was written");
-    assert.equal(await dead.get("dead:r"), "before");
-    assert.equal(dead.stats.refused, 2);
+    const d = dead();
+    await d.put("dead:w", "v");
+    assert.equal(await KV.get("dead:w"), "v", "no stage key: Workers KV is authoritative, the binding serves");
+    assert.equal(await d.get("dead:r"), "before");
+    await KV.put(STAGE_KEY, "shadow");
+    assert.equal(await dead().get("dead:r"), "before", "a stage key before the handover: the binding serves");
+
+    await KV.put(STAGE_KEY, "handover");
+    const warn = console.warn;
+    const warned = [];
+    console.warn = (m) => warned.push(m);
+    try {
+      forgetStages();
+      const h = dead();
+      const refused = (op) => (e) => e.code === "kvshadow_stage_unknown" && e.status === 503 && new RegExp(`KV ${op} failed: 503 kvshadow-proxy unreachable`).test(e.message);
+      await assert.rejects(h.put("dead:w2", "v"), refused("PUT"));
+      await assert.rejects(h.delete("dead:r"), refused("DELETE"));
+      await assert.rejects(h.get("dead:r"), refused("GET"));
+      assert.equal(await KV.get("dead:w2"), null, "the binding was written");
+      assert.equal(await KV.get("dead:r"), "before", "the binding was deleted from");
+      assert.equal(h.stats.refused, 3);
+
+      // A proxy that refuses the token says so, and a fresh isolate does
+      // not read a binding that may be frozen.
+      forgetStages();
+      rec.state.stageStatus = 401;
+      const w = tee(invocation());
+      await assert.rejects(w.get("dead:r"), (e) => e.status === 503 && /KV GET failed: 503 kvshadow-proxy refused the token \(401\)/.test(e.message));
+      await assert.rejects(w.get("dead:r"), (e) => /refused the token \(401\)/.test(e.message));
+    } finally {
+      console.warn = warn;
+      await KV.delete(STAGE_KEY);
+    }
+    assert.equal(warned.length, 2, "each reason is logged once by the isolate");
+    assert.ok(warned.every((m) => m.includes("kvshadow_tee_stage_unknown") && !m.includes("dead:")));
   });
 
-  test("a stage known once and then not answered: writes on the binding stop at its lease, writes through the proxy go on", async () => {
+  test("a stage known once and then not answered: calls on the binding stop at its lease once the handover began, calls through the proxy go on", async () => {
     let clock = 1_000_000;
     const now = () => clock;
     const ctx = invocation();
@@ -220,10 +260,17 @@ describe("kvshadowTee", () => {
     await t.put("lease:2", "v"); // the lease still holds: no stage read
     assert.equal(rec.state.stageReads, 1);
     clock += 1;
-    await assert.rejects(t.put("lease:3", "v"), (e) => e.code === "kvshadow_stage_unknown");
-    assert.equal(await KV.get("lease:3"), null);
-    assert.equal(rec.state.stageReads, 2, "the write asked for the stage first");
-    assert.equal(await t.get("lease:1"), "v", "a read still goes to the binding, which holds the isolate's own writes");
+    await KV.put(STAGE_KEY, "handover");
+    try {
+      await assert.rejects(t.put("lease:3", "v"), (e) => e.code === "kvshadow_stage_unknown" && /answered the stage with 503/.test(e.message));
+      assert.equal(await KV.get("lease:3"), null);
+      assert.equal(rec.state.stageReads, 2, "the write asked for the stage first");
+      await assert.rejects(t.get("lease:1"), (e) => e.code === "kvshadow_stage_unknown", "a read does not serve a binding that is no longer authoritative");
+    } finally {
+      await KV.delete(STAGE_KEY);
+    }
+    await t.put("lease:3", "v"); // no stage key: Workers KV is authoritative
+    assert.equal(await KV.get("lease:3"), "v");
     await ctx.done();
 
     forgetStages();
@@ -246,7 +293,7 @@ describe("kvshadowTee", () => {
     try {
       const url = `http://127.0.0.1:${silent.address().port}`;
       const t = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
-      await assert.rejects(t.put("silent", "v"), (e) => e.code === "kvshadow_stage_unknown"); // would hang without the timeout
+      await t.put("silent", "v"); // would hang without the timeout; then the binding serves (no stage key)
       const t2 = kvshadowTee(KV, { url, token, sampleRate: 0, stageTimeoutMs: 100 }, invocation());
       await t2.get("silent");
       await t2.get("silent");
@@ -329,7 +376,36 @@ describe("kvshadowTee", () => {
     }
     forgetStages();
     rec.state.stage = { stage: "later", authoritative: "primary", route: "elsewhere" };
-    await assert.rejects(tee(invocation()).put("route:x", "v"), (e) => e.code === "kvshadow_stage_unknown");
+    await KV.put(STAGE_KEY, "handover");
+    try {
+      await assert.rejects(tee(invocation()).put("route:x", "v"), (e) => e.code === "kvshadow_stage_unknown" && /no route the tee knows/.test(e.message));
+    } finally {
+      await KV.delete(STAGE_KEY);
+    }
+  });
+
+  test("the proxy's lease_ms shortens the tee's lease, never lengthens it", async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding", lease_ms: 20 };
+    const put = async (k) => {
+      const ctx = invocation();
+      await tee(ctx, { stageTtlMs: 50, now }).put(k, "v");
+      await ctx.done();
+    };
+    await put("lease:a");
+    clock += 20;
+    await put("lease:b");
+    assert.equal(rec.state.stageReads, 1, "within the proxy's lease");
+    clock += 1;
+    await put("lease:c");
+    assert.equal(rec.state.stageReads, 2, "past the proxy's lease of 20 ms, not the tee's 50");
+    forgetStages();
+    rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding", lease_ms: 500 };
+    await put("lease:d");
+    clock += 51;
+    await put("lease:e");
+    assert.equal(rec.state.stageReads, 4, "past the tee's own 50 ms, though the proxy said 500");
   });
 
   test("a copy carries the generation of the stage it was routed on, when the proxy says one", async () => {

@@ -19,13 +19,14 @@ export async function startBot(vars, o = {}) {
  * state, so its own cached stage) with its own settings, all over one KV
  * namespace; with bridgeToken, the bridge Worker beside them.
  * @param {Record<string, Record<string, string>>} bots name -> KVSHADOW_* settings
- * @param {{bridgeToken?: string}} [o]
+ * @param {{bridgeToken?: string, handleRuntimeStdio?: (out: import("node:stream").Readable, err: import("node:stream").Readable) => void}} [o]
  */
 export async function startBots(bots, o = {}) {
   const ns = "bot-primary";
   const bridge = o.bridgeToken ? [bridgeWorker({ token: o.bridgeToken, kvNamespace: ns })] : [];
   const mf = new Miniflare({
     ...(o.bridgeToken ? { host: "127.0.0.1", port: 0 } : {}),
+    ...(o.handleRuntimeStdio ? { handleRuntimeStdio: o.handleRuntimeStdio } : {}),
     workers: [
       ...bridge,
       ...Object.entries(bots).map(([name, vars]) => ({

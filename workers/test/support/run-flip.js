@@ -7,7 +7,10 @@
 // false, "error", "code"}. It keeps the Workers up until its standard
 // input closes. Settings from the environment: KVSHADOW_URL (the proxy's
 // origin), KVSHADOW_TOKEN, KVSHADOW_NAMESPACE, KVSHADOW_BRIDGE_TOKEN,
-// KVSHADOW_STAGE_TTL_MS, KVSHADOW_STAGE_TIMEOUT_MS.
+// KVSHADOW_STAGE_TTL_MS, KVSHADOW_STAGE_TIMEOUT_MS (empty: the tee's
+// default), and KVSHADOW_BOT_VARS, a JSON object of settings per bot that
+// override those (a wrong token for one). What the Workers log comes out
+// as lines {"log": "..."} between the answers.
 import { createInterface } from "node:readline";
 import { startBots } from "./bot.js";
 
@@ -20,8 +23,18 @@ const vars = {
   KVSHADOW_STAGE_TTL_MS: env.KVSHADOW_STAGE_TTL_MS ?? "1000",
   KVSHADOW_STAGE_TIMEOUT_MS: env.KVSHADOW_STAGE_TIMEOUT_MS ?? "500",
 };
+const perBot = JSON.parse(env.KVSHADOW_BOT_VARS || "{}") ?? {};
 const names = Array.from({ length: Number(env.KVSHADOW_BOTS ?? 3) }, (_, i) => `bot${i + 1}`);
-const mf = await startBots(Object.fromEntries(names.map((n) => [n, vars])), { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN });
+/** @param {import("node:stream").Readable} stream */
+const logLines = (stream) =>
+  createInterface({ input: stream }).on("line", (line) => process.stdout.write(JSON.stringify({ log: line }) + "\n"));
+const mf = await startBots(Object.fromEntries(names.map((n) => [n, { ...vars, ...(perBot[n] ?? {}) }])), {
+  bridgeToken: env.KVSHADOW_BRIDGE_TOKEN,
+  handleRuntimeStdio: (out, err) => {
+    logLines(out);
+    logLines(err);
+  },
+});
 const workers = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await mf.getWorker(n)])));
 
 let stopping = false;

@@ -1,5 +1,0 @@
-//go:build !race
-
-package h1_test
-
-const raceEnabled = false

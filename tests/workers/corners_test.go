@@ -1,0 +1,554 @@
+package workers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
+)
+
+// The corners of the flip in tee mode (issue 30), each in workerd through
+// miniflare with several bot isolates, the bridge Worker as the proxy's
+// primary and the embedded MongoDB-compatible server as its shadow. Each
+// counts the plain writes and read-modify-write increments the bots were
+// told succeeded, and asserts that none is lost and that every refusal
+// reached the bot with its reason.
+
+// link is the Workers' way to kvshadow-proxy: a reverse proxy over the
+// proxy replicas, taken in turn, that can be cut (every request's
+// connection closed unanswered: a proxy down or unreachable).
+type link struct {
+	URL     string
+	down    atomic.Bool
+	next    atomic.Uint64
+	mu      sync.Mutex
+	targets []*url.URL
+}
+
+func newLink(t *testing.T) *link {
+	l := &link{}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		l.mu.Lock()
+		u := l.targets[int(l.next.Add(1))%len(l.targets)]
+		l.mu.Unlock()
+		r.SetURL(u)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.down.Load() {
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				_ = c.Close()
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	l.URL = srv.URL
+	return l
+}
+
+func (l *link) add(t *testing.T, api string) {
+	u, err := url.Parse(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.targets = append(l.targets, &url.URL{Scheme: u.Scheme, Host: u.Host})
+	l.mu.Unlock()
+}
+
+// lagger stands between kvshadow-proxy and the bridge: while set, each
+// write to Workers KV waits that long first, so that Workers KV lags
+// MongoDB in live (the proxy's copies to it are asynchronous).
+type lagger struct {
+	URL   string
+	delay atomic.Int64
+}
+
+func newLagger(t *testing.T, bridgeURL string) *lagger {
+	u, err := url.Parse(bridgeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := &lagger{}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := time.Duration(lg.delay.Load()); d > 0 && r.Method != http.MethodGet {
+			time.Sleep(d)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	lg.URL = srv.URL + u.Path
+	return lg
+}
+
+// rig is one corner's world.
+type rig struct {
+	t               *testing.T
+	b               *bots
+	adm             *admin.Client
+	link            *link
+	lag             *lagger
+	primary, shadow kv.Store
+	env             map[string]string
+	refusals        []string
+	writes          int
+	lostN           int
+}
+
+type rigConfig struct {
+	bots    int
+	botVars map[string]map[string]string
+	// stageTTL is the bots' stageTtlMs: empty for the tee's default (30 s).
+	stageTTL string
+	// flags go to every replica; replicas adds each replica's own (one
+	// replica when empty).
+	flags    []string
+	replicas [][]string
+}
+
+// The proxy's settings of the shortened runs: a lease of 1 s, an
+// invocation of at most 2 s, so a fence of 3 s.
+var shortFence = []string{"--fence-interval", "3s", "--tee-lease", "1s", "--tee-invocation", "2s"}
+
+func newRig(t *testing.T, cfg rigConfig) *rig {
+	mongo := mongotest.New(t)
+	db := mongo.Database(t)
+	const account, namespace = "corner-account", "corner-namespace"
+	clientToken, adminToken, bridgeToken := newToken(), newToken(), newToken()
+	lk := newLink(t)
+	vars, _ := json.Marshal(cfg.botVars)
+	node := startNode(t, "run-flip.js", []string{
+		"KVSHADOW_URL=" + lk.URL, "KVSHADOW_TOKEN=" + clientToken, "KVSHADOW_NAMESPACE=" + namespace,
+		"KVSHADOW_BRIDGE_TOKEN=" + bridgeToken, "KVSHADOW_STAGE_TTL_MS=" + cfg.stageTTL, "KVSHADOW_STAGE_TIMEOUT_MS=",
+		"KVSHADOW_BOTS=" + strconv.Itoa(cfg.bots), "KVSHADOW_BOT_VARS=" + string(vars),
+	})
+	var ready struct {
+		Bridge string `json:"bridge"`
+	}
+	node.next(&ready, 3*time.Minute)
+	lag := newLagger(t, ready.Bridge)
+	env := map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
+		"CLOUDFLARE_BASE_URL": lag.URL, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
+		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
+	}
+	common := append([]string{"--stage", "shadow", "--consistency-window", "0",
+		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms"}, cfg.flags...)
+	replicas := cfg.replicas
+	if len(replicas) == 0 {
+		replicas = [][]string{nil}
+	}
+	var adminURL string
+	for i, own := range replicas {
+		api, a := startProxy(t, env, append(append([]string{"--instance", fmt.Sprintf("replica-%d", i+1)}, common...), own...)...)
+		lk.add(t, api)
+		if i == 0 {
+			adminURL = a
+		}
+	}
+	return &rig{
+		t: t, b: &bots{node: node, acked: map[string]string{}}, adm: &admin.Client{URL: adminURL, Token: adminToken},
+		link: lk, lag: lag, env: env,
+		primary: bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t),
+		shadow:  shadowStore(t, mongo, db),
+	}
+}
+
+// put and incr run one operation; a refusal is recorded with what the bot
+// was told, and returned.
+func (r *rig) put(bot, key, value string) error {
+	err := r.b.put(bot, key, value, "")
+	r.note(err)
+	if err == nil {
+		r.b.mu.Lock()
+		r.writes++
+		r.b.mu.Unlock()
+	}
+	return err
+}
+
+func (r *rig) incr(bot string) error {
+	err := r.b.incr(bot)
+	r.note(err)
+	return err
+}
+
+func (r *rig) get(bot, key string) (string, error) {
+	r.b.mu.Lock()
+	a, err := r.b.do(map[string]any{"bot": bot, "op": "get", "key": key})
+	r.b.mu.Unlock()
+	r.note(err)
+	return string(a.Value), err
+}
+
+func (r *rig) note(err error) {
+	if err == nil {
+		return
+	}
+	r.b.mu.Lock()
+	r.refusals = append(r.refusals, err.Error())
+	r.b.mu.Unlock()
+}
+
+// must fails the test on a refusal the corner does not expect.
+func (r *rig) must(err error) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// refused asserts that err is a refusal whose message carries why.
+func (r *rig) refused(err error, why string) {
+	r.t.Helper()
+	if err == nil {
+		r.t.Fatalf("the call succeeded; want a refusal saying %q", why)
+	}
+	if !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "503") {
+		r.t.Fatalf("refused with %q; want a 503 saying %q", err, why)
+	}
+}
+
+// flip moves the stage, asking again while it is refused, and returns how
+// long it waited and the last reason it was held.
+func (r *rig) flip(to string) (waited time.Duration, why string) {
+	r.t.Helper()
+	start := time.Now()
+	ok := until(2*time.Minute, func() bool {
+		var out map[string]any
+		body := `{"stage":"` + to + `"}`
+		if to == "complete" {
+			body = `{"stage":"complete","confirm_irreversible":true}`
+		}
+		code, err := r.adm.Do(context.Background(), "PUT", "stage", body, &out)
+		if code == http.StatusOK && out["applied"] == true {
+			return true
+		}
+		if e, ok := out["error"].(string); ok {
+			why = e
+			if strings.Contains(e, "irreversible") {
+				r.t.Fatal(e)
+			}
+		} else {
+			why = fmt.Sprintf("%d %v %v", code, out, err)
+		}
+		return false
+	})
+	if !ok {
+		r.t.Fatalf("PUT /stage %s never applied: last %s", to, why)
+	}
+	return time.Since(start), why
+}
+
+// traffic runs bots' puts and increments in turn until stop is closed;
+// refusals are recorded and let through when they carry allowed.
+func (r *rig) traffic(names []string, allowed string) (stop func()) {
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			bot := names[i%len(names)]
+			err := r.put(bot, fmt.Sprintf("%s:k%d", bot, i%4), fmt.Sprintf("%s write %d", bot, i))
+			if err == nil {
+				err = r.incr(bot)
+			}
+			if err != nil && (allowed == "" || !strings.Contains(err.Error(), allowed)) {
+				errs <- err
+				return
+			}
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	return func() {
+		r.t.Helper()
+		close(done)
+		if err := <-errs; err != nil {
+			r.t.Fatalf("traffic: %v", err)
+		}
+	}
+}
+
+// lost waits until every store holds what the bots were told was written
+// last, key by key, and fails with what it does not; and checks that each
+// acknowledged increment read the one before it.
+func (r *rig) lost(stores ...string) (n int) {
+	r.t.Helper()
+	byName := map[string]kv.Store{"Workers KV": r.primary, "MongoDB": r.shadow}
+	var missing []string
+	until(30*time.Second, func() bool {
+		missing = missing[:0]
+		for _, name := range stores {
+			got := everything(r.t, byName[name])
+			for key, want := range r.b.acked {
+				if e, ok := got[key]; !ok || !bytes.Equal(e.Value, []byte(want)) {
+					missing = append(missing, fmt.Sprintf("%s: %s holds %q, the bot was told %q", key, name, e.Value, want))
+				}
+			}
+		}
+		return len(missing) == 0
+	})
+	if len(missing) > 0 {
+		r.t.Errorf("acknowledged writes lost:\n%s", strings.Join(missing, "\n"))
+	}
+	lostIncrs := 0
+	for i := 1; i < len(r.b.incrs); i++ {
+		if r.b.incrs[i] != r.b.incrs[i-1]+1 {
+			lostIncrs++
+		}
+	}
+	if len(r.b.incrs) > 0 && r.b.incrs[0] != 1 {
+		lostIncrs++
+	}
+	if lostIncrs > 0 {
+		r.t.Errorf("%d acknowledged increments lost: each must read the one before it (%v)", lostIncrs, r.b.incrs)
+	}
+	r.lostN = len(missing) + lostIncrs
+	return r.lostN
+}
+
+// report logs the corner's figures.
+func (r *rig) report(corner string, flips map[string]string) {
+	r.t.Helper()
+	kinds := map[string]int{}
+	for _, e := range r.refusals {
+		kind := e
+		if _, after, ok := strings.Cut(e, "503 "); ok {
+			kind, _, _ = strings.Cut(after, ",")
+		}
+		kinds[kind]++
+	}
+	r.t.Logf("%s: %d plain writes and %d increments acknowledged, %d lost; refused %d: %v; flips: %v",
+		corner, r.writes, len(r.b.incrs), r.lostN, len(r.refusals), kinds, flips)
+}
+
+// waitedWhy renders a flip's wait.
+func waitedWhy(d time.Duration, why string) string {
+	if len(why) > 160 {
+		why = why[:160] + "..."
+	}
+	return fmt.Sprintf("%s (held by: %s)", d.Round(100*time.Millisecond), why)
+}
+
+// TestCornerCutOffRightAfterHandover: an isolate writes its binding on its
+// lease right after the handover while the Workers cannot reach the proxy
+// for 6 s: its copies never arrive in time. The handover's full
+// comparison, run once no isolate can still write its binding, finds
+// those writes in Workers KV and repairs MongoDB before the flip goes; the
+// other bots' writes past their lease are refused with the reason. The
+// tee keeps its own stageTtlMs default; the proxy's lease is 3 s.
+func TestCornerCutOffRightAfterHandover(t *testing.T) {
+	r := newRig(t, rigConfig{bots: 2, flags: []string{"--fence-interval", "5s", "--tee-lease", "3s", "--tee-invocation", "2s"}})
+	r.must(r.put("bot1", "a:k", "bot1 in shadow"))
+	r.must(r.incr("bot1"))
+	r.must(r.incr("bot2"))
+	time.Sleep(3100 * time.Millisecond) // the leases end; bot1 reads the stage again next
+	r.must(r.incr("bot1"))              // shadow: its binding, a lease of 3 s from now
+	r.link.down.Store(true)
+	cutAt := time.Now()
+	flips := map[string]string{}
+	d, why := r.flip("handover")
+	flips["handover"] = waitedWhy(d, why)
+	// Still on its lease: the binding, and copies that cannot be sent.
+	r.must(r.put("bot1", "cut:k", "written in handover, its copy cut off"))
+	r.must(r.incr("bot1"))
+	r.must(r.incr("bot1"))
+	go func() {
+		time.Sleep(time.Until(cutAt.Add(6 * time.Second)))
+		r.link.down.Store(false)
+	}()
+	// bot2, past its lease, is refused until the link is back.
+	stop := r.traffic([]string{"bot2"}, "kvshadow-proxy unreachable")
+	d, why = r.flip("live")
+	flips["live"] = waitedWhy(d, why)
+	for !time.Now().After(cutAt.Add(6500 * time.Millisecond)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.must(r.incr("bot1"))
+	r.must(r.put("bot1", "cut:k", "written in live"))
+	r.must(r.incr("bot2"))
+	stop()
+	r.lost("MongoDB", "Workers KV")
+	if len(r.refusals) == 0 {
+		t.Fatal("no call was refused while the proxy was cut off past the leases")
+	}
+	for _, e := range r.refusals {
+		r.refused(fmt.Errorf("%s", e), "kvshadow-proxy unreachable")
+	}
+	r.report("cut off after handover", flips)
+}
+
+// TestCornerFenceShorterThanTheLease: a fence shorter than the lease is
+// refused at start, naming both; and with the lease set by the proxy (1 s)
+// the isolates that keep the tee's own 30 s lose nothing across the flip,
+// under read-modify-write traffic, one of them idle since shadow.
+func TestCornerFenceShorterThanTheLease(t *testing.T) {
+	mongo := mongotest.New(t)
+	env := map[string]string{
+		"CLOUDFLARE_ACCOUNT_ID": "a", "CLOUDFLARE_KV_NAMESPACE_ID": "n", "CLOUDFLARE_API_TOKEN": "t",
+		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": "client", "KVSHADOW_ADMIN_TOKEN": "admin",
+	}
+	if _, err := parseProxy([]string{"--fence-interval", "3s"}, env); err == nil ||
+		!strings.Contains(err.Error(), "--fence-interval 3s is shorter than --tee-lease 30s + --tee-invocation 31s") {
+		t.Fatalf("a fence of 3 s beside the default lease: %v", err)
+	}
+
+	// bot1 and bot3 keep the tee's 30 s; bot2 has a lease of its own of
+	// 1 s, and writes all along. bot1 and bot3 learn the stage just before
+	// the handover and stay idle across it: were their 30 s trusted, they
+	// would write their binding in live beside bot2's writes through the
+	// proxy.
+	r := newRig(t, rigConfig{bots: 3, botVars: map[string]map[string]string{"bot2": {"KVSHADOW_STAGE_TTL_MS": "1000"}}, flags: shortFence})
+	stop := r.traffic([]string{"bot2"}, "")
+	time.Sleep(500 * time.Millisecond)
+	r.must(r.incr("bot1"))
+	r.must(r.incr("bot3"))
+	flips := map[string]string{}
+	d, why := r.flip("handover")
+	flips["handover"] = waitedWhy(d, why)
+	d, why = r.flip("live")
+	flips["live"] = waitedWhy(d, why)
+	idle := r.traffic([]string{"bot1", "bot3"}, "")
+	time.Sleep(3 * time.Second)
+	idle()
+	stop()
+	r.lost("MongoDB", "Workers KV")
+	if len(r.refusals) != 0 {
+		t.Fatalf("refused: %v", r.refusals)
+	}
+	r.report("fence shorter than the lease", flips)
+}
+
+// TestCornerIdleIsolateLosesTheProxyInLive: an isolate idle since shadow
+// (last stage known: its binding) loses the proxy in live while Workers KV
+// lags MongoDB by 2 s: its calls are refused with the reason, never served
+// from the binding; once the link is back, its increment reads MongoDB.
+func TestCornerIdleIsolateLosesTheProxyInLive(t *testing.T) {
+	r := newRig(t, rigConfig{bots: 3, flags: shortFence})
+	r.must(r.incr("bot3"))
+	r.must(r.incr("bot1"))
+	flips := map[string]string{}
+	d, why := r.flip("handover")
+	flips["handover"] = waitedWhy(d, why)
+	d, why = r.flip("live")
+	flips["live"] = waitedWhy(d, why)
+	r.must(r.incr("bot1"))
+	r.lag.delay.Store(int64(2 * time.Second))
+	r.must(r.incr("bot1")) // MongoDB has it; Workers KV in 2 s
+	r.link.down.Store(true)
+	r.refused(r.incr("bot3"), "kvshadow-proxy unreachable")
+	_, err := r.get("bot3", counterKey)
+	r.refused(err, "kvshadow-proxy unreachable")
+	r.link.down.Store(false)
+	r.must(r.incr("bot3"))
+	r.must(r.incr("bot1"))
+	r.lag.delay.Store(0)
+	r.lost("MongoDB", "Workers KV")
+	r.report("idle isolate loses the proxy in live", flips)
+}
+
+// TestCornerFreshIsolateAfterTheFlip: in complete, a fresh isolate whose
+// proxy is stopped, and one whose token is wrong, serve nothing from the
+// binding (frozen at the flip): every call is refused with the proxy's
+// reason, and each reason is logged once by its isolate.
+func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
+	r := newRig(t, rigConfig{bots: 5, botVars: map[string]map[string]string{"bot5": {"KVSHADOW_TOKEN": "not-the-token"}}, flags: shortFence})
+	r.must(r.put("bot1", "fresh:k", "in shadow"))
+	r.must(r.incr("bot1"))
+	flips := map[string]string{}
+	for _, to := range []string{"handover", "live", "rampdown", "complete"} {
+		d, why := r.flip(to)
+		flips[to] = waitedWhy(d, why)
+		r.must(r.incr("bot1"))
+	}
+	r.must(r.put("bot1", "fresh:k", "in complete"))
+	for range 2 {
+		v, err := r.get("bot5", "fresh:k")
+		if err == nil {
+			t.Fatalf("a wrong token read %q from the binding", v)
+		}
+		r.refused(err, "kvshadow-proxy refused the token (401)")
+		r.refused(r.incr("bot5"), "kvshadow-proxy refused the token (401)")
+	}
+	r.link.down.Store(true)
+	for range 2 {
+		v, err := r.get("bot4", "fresh:k")
+		if err == nil {
+			t.Fatalf("with the proxy stopped, a fresh isolate read %q from the binding", v)
+		}
+		r.refused(err, "kvshadow-proxy unreachable")
+		r.refused(r.incr("bot4"), "kvshadow-proxy unreachable")
+	}
+	r.link.down.Store(false)
+	r.must(r.incr("bot4"))
+	r.must(r.incr("bot1"))
+	r.lost("MongoDB") // Workers KV is no longer written in complete
+	logged := map[string]int{}
+	for _, l := range r.b.logs {
+		if strings.Contains(l, "kvshadow_tee_stage_unknown") {
+			switch {
+			case strings.Contains(l, "401"):
+				logged["401"]++
+			case strings.Contains(l, "unreachable"):
+				logged["unreachable"]++
+			}
+		}
+	}
+	if logged["401"] != 1 || logged["unreachable"] != 1 {
+		t.Fatalf("the refusals were logged %v times; want each reason once: %q", logged, r.b.logs)
+	}
+	r.report("fresh isolate after the flip", flips)
+}
+
+// TestCornerTwoReplicasOneLagging: two proxy replicas behind one URL, the
+// second following the stage document only every 1.5 s, so that its stage
+// answers lag the first's; the flip under read-modify-write traffic from
+// three isolates loses nothing.
+func TestCornerTwoReplicasOneLagging(t *testing.T) {
+	r := newRig(t, rigConfig{bots: 3, flags: shortFence, replicas: [][]string{nil, {"--poll-interval", "1500ms"}}})
+	r.must(r.incr("bot3"))
+	stop := r.traffic([]string{"bot1", "bot2", "bot3"}, "")
+	time.Sleep(500 * time.Millisecond)
+	flips := map[string]string{}
+	for _, to := range []string{"handover", "live", "handover", "live"} {
+		d, why := r.flip(to)
+		flips[to] = waitedWhy(d, why)
+		time.Sleep(300 * time.Millisecond)
+	}
+	stop()
+	r.lost("MongoDB", "Workers KV")
+	if len(r.refusals) != 0 {
+		t.Fatalf("refused: %v", r.refusals)
+	}
+	r.report("two replicas, one lagging", flips)
+}
+
+// parseProxy parses kvshadow-proxy's command line over env.
+func parseProxy(args []string, env map[string]string) (*service.Config, error) {
+	return service.Parse(args, func(k string) string { return env[k] })
+}
