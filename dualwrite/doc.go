@@ -424,8 +424,13 @@
 // the key the Store knows, its own included.
 //
 // Late copies. A copy that arrives from Live on (an isolate that missed
-// every signal, a batch delayed past the fence) is never dropped. It is
-// counted (Stats.LateCopies), its key stays in the settle set (in complete,
+// every signal, a batch delayed past the fence) is never dropped. One
+// acknowledged more than a fence interval after MongoDB became
+// authoritative (the Store's own flip, or Config.AuthoritativeSince) is not
+// credible, since no isolate writes its binding then: it is refused
+// (RefusedAckedAfterFlip), counted, and its key verified, so that copies
+// forged with the clients' token open no conflict and keep nothing. Any
+// other is counted (Stats.LateCopies), its key stays in the settle set (in complete,
 // where Workers KV is no longer written, MongoDB alone decides), and it is
 // ordered against the last write of its key that this Store saw: in the
 // settle set, its time there; not in the set, a write at least a
