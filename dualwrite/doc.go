@@ -292,6 +292,20 @@
 // instrumentation wraps the Store rather than threading through it. Nothing
 // is logged, observed or recorded under a lock of the Store.
 //
+// # Keys left out, and the shadow's rate
+//
+// A key under an excluded prefix (Config.ExcludePrefixes, and
+// kv.ReservedPrefix always: a bot's own bookkeeping, kvshadow's own keys)
+// is written to the authoritative store alone: it never enters the settle
+// set, so it is never copied, compared, verified, repaired or listed, the
+// handover's comparison skips it, an ingested copy of it is dropped, and a
+// journal from before the prefix was excluded drops it at New; each is
+// counted (Stats.Excluded). Config.ShadowBudget caps the requests the
+// Store's own work makes to the shadow: lanes wait for it (a copy whose
+// wait outlives it is dropped as timed out, its key dirty), verification
+// waits, repairs without room are deferred, all counted
+// (Stats.ShadowPacing); a caller never waits on it.
+//
 // # Optional abilities
 //
 // A *Store is a kv.ExpiryGetter: GetEntry reads the authoritative store's
