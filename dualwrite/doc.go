@@ -183,7 +183,9 @@
 // its way: the copy of the primary's P, and of any older write, landed
 // before T2's read, and a newer write changes the primary's side, or,
 // landing, the shadow's. Until W passes T1 the difference is held, with
-// T1 kept, and read again at every pass. A stale read of the primary
+// T1 kept, and its key is not read again (the passes skip it, at the cost
+// of a look under the set's lock), since no read could confirm it yet.
+// A stale read of the primary
 // cannot confirm either: a read at T returns a value the primary held at
 // some instant of [T-window, T] (Workers KV's eventual consistency), so a
 // value it no longer held at T1 + window cannot be read at T2; the
@@ -211,10 +213,12 @@
 // the key is copied, so another instance rarely confirms the same
 // difference at all.
 //
-// What it costs: no request per key verified (the heartbeats, one write
-// and one read of the board per HeartbeatInterval per instance, were made
-// already; each carries about 60 bytes more a namespace), one request per
-// difference confirmed, and 8 bytes an entry of the settle set. In
+// What it costs: no request to MongoDB per key verified (the heartbeats,
+// one write and one read of the board per HeartbeatInterval per instance,
+// were made already; each carries about 60 bytes more a namespace), one
+// request per difference confirmed, and 8 bytes an entry of the settle
+// set; verification reads stay as many (a waiting key is read once more,
+// when the watermark has passed; docs/performance.md). In
 // latency: a confirmation comes at T1 + window or, when later, at the first
 // pass after a heartbeat read that shows every other live instance's
 // watermark past T1: up to a HeartbeatInterval and a RepairInterval past
@@ -287,6 +291,20 @@
 // receives the events; the telemetry package implements it, so that
 // instrumentation wraps the Store rather than threading through it. Nothing
 // is logged, observed or recorded under a lock of the Store.
+//
+// # Keys left out, and the shadow's rate
+//
+// A key under an excluded prefix (Config.ExcludePrefixes, and
+// kv.ReservedPrefix always: a bot's own bookkeeping, kvshadow's own keys)
+// is written to the authoritative store alone: it never enters the settle
+// set, so it is never copied, compared, verified, repaired or listed, the
+// handover's comparison skips it, an ingested copy of it is dropped, and a
+// journal from before the prefix was excluded drops it at New; each is
+// counted (Stats.Excluded). Config.ShadowBudget caps the requests the
+// Store's own work makes to the shadow: lanes wait for it (a copy whose
+// wait outlives it is dropped as timed out, its key dirty), verification
+// waits, repairs without room are deferred, all counted
+// (Stats.ShadowPacing); a caller never waits on it.
 //
 // # Optional abilities
 //
@@ -406,8 +424,13 @@
 // the key the Store knows, its own included.
 //
 // Late copies. A copy that arrives from Live on (an isolate that missed
-// every signal, a batch delayed past the fence) is never dropped. It is
-// counted (Stats.LateCopies), its key stays in the settle set (in complete,
+// every signal, a batch delayed past the fence) is never dropped. One
+// acknowledged more than a fence interval after MongoDB became
+// authoritative (the Store's own flip, or Config.AuthoritativeSince) is not
+// credible, since no isolate writes its binding then: it is refused
+// (RefusedAckedAfterFlip), counted, and its key verified, so that copies
+// forged with the clients' token open no conflict and keep nothing. Any
+// other is counted (Stats.LateCopies), its key stays in the settle set (in complete,
 // where Workers KV is no longer written, MongoDB alone decides), and it is
 // ordered against the last write of its key that this Store saw: in the
 // settle set, its time there; not in the set, a write at least a

@@ -115,3 +115,33 @@ func TestExcludePrefixesRefusesAnEmptyPrefix(t *testing.T) {
 		t.Fatalf("New with an empty prefix: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// The handover's full comparison of the two stores leaves excluded keys
+// alone: the bot's queue in Workers KV, which MongoDB never held, neither
+// holds the flip back nor is copied to MongoDB by it.
+func TestHandoverComparisonLeavesExcludedKeys(t *testing.T) {
+	const fence = 10 * time.Second
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.Shadow, FenceInterval: fence, RepairInterval: time.Hour, ExcludePrefixes: []string{"__retry:"}})
+	ctx := e.ctx()
+	e.put("wordle:both", "same", kv.PutOptions{})
+	must(t, e.pmem.Put(ctx, "__retry:mongo-failed:wordle:both:1", []byte("queued before kvshadow"), kv.PutOptions{}))
+	e.flush()
+	must(t, e.store.SetStage(ctx, dualwrite.Handover))
+	e.clk.Advance(fence + 2*window)
+	waitFor(t, "the flip", func() bool {
+		err := e.store.SetStage(ctx, dualwrite.Live)
+		if err != nil && !errors.Is(err, dualwrite.ErrUnsynced) {
+			t.Fatal(err)
+		}
+		if err != nil {
+			e.clk.Advance(window)
+		}
+		return err == nil
+	})
+	if _, err := e.smem.Get(ctx, "__retry:mongo-failed:wordle:both:1"); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("the handover copied the excluded key to MongoDB: %v", err)
+	}
+	if st := e.store.Stats(); st.Confirmed != 0 {
+		t.Fatalf("%d divergences confirmed: the excluded key was compared", st.Confirmed)
+	}
+}

@@ -386,7 +386,10 @@ func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_
 	j.value, j.md = nil, nil
 	if w.op == OpPut {
 		// The caller may reuse its buffers once the call returns.
-		j.value, j.buf = cloneValue(w.value)
+		j.value = bytes.Clone(w.value)
+		if j.value == nil {
+			j.value = []byte{} // an empty value is a value
+		}
 		j.size = int64(len(w.value))
 		if w.md != nil {
 			j.md = bytes.Clone(w.md)

@@ -427,12 +427,20 @@ func (d *settleSet) wroteAt(key string) (time.Time, bool) {
 // cutoff: its cost is the keys due, plus those due but skipped (a copy or a
 // repair of theirs on its way, at most what the lanes hold).
 func (d *settleSet) due(m Mark, cutoff time.Time, limit int) []settleRef {
+	return d.dueBelow(m, cutoff, limit, noFleet)
+}
+
+// dueBelow is due, skipping the keys whose held difference was first seen
+// at or after mark, the fleet's watermark: reading them again could not
+// confirm them yet (see judgeLocked), so they wait, at the cost of a look
+// each, until the watermark passes their first sight.
+func (d *settleSet) dueBelow(m Mark, cutoff time.Time, limit int, mark int64) []settleRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := nanos(cutoff)
 	var out []settleRef
 	for e := d.lines[m].head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
-		if e.queued || (m == MarkUnsettled && e.copies != 0) {
+		if e.queued || (m == MarkUnsettled && e.copies != 0) || (e.held != nil && e.held.since >= mark) {
 			continue
 		}
 		if m == MarkDirty {
@@ -445,12 +453,15 @@ func (d *settleSet) due(m Mark, cutoff time.Time, limit int) []settleRef {
 
 // dueSuspects returns up to limit suspects whose difference was first seen
 // at or before cutoff.
-func (d *settleSet) dueSuspects(cutoff time.Time, limit int) []settleRef {
+func (d *settleSet) dueSuspects(cutoff time.Time, limit int, mark int64) []settleRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := nanos(cutoff)
 	var out []settleRef
 	for e := d.susLine.head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
+		if e.held != nil && e.held.since >= mark {
+			continue // see dueBelow
+		}
 		out = append(out, settleRef{key: e.key, gen: e.gen, held: true, suspect: true})
 	}
 	return out

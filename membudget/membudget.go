@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 // The defaults of the zero Config.
@@ -40,6 +41,20 @@ const (
 // ErrExhausted reports bytes that the budget could not grant within its
 // wait: a front answers 503 with RetryAfter.
 var ErrExhausted = errors.New("membudget: the memory budget is exhausted; retry shortly")
+
+// ErrTooLarge reports an answer that the budget could never hold whole,
+// however long it waited (Transport): ask for less. It matches
+// ErrExhausted and kv.ErrTooLarge, as a bulk read too large for its
+// server is.
+var ErrTooLarge error = tooLarge{}
+
+type tooLarge struct{}
+
+func (tooLarge) Error() string {
+	return "membudget: the answer is larger than the memory budget ever grants; ask for less at once"
+}
+
+func (tooLarge) Is(target error) bool { return target == ErrExhausted || target == kv.ErrTooLarge }
 
 // RetryAfter is what a refused client is told to wait.
 const RetryAfter = time.Second
@@ -307,6 +322,11 @@ type chargedReader struct {
 	h      *Hold
 	factor int64
 	err    error
+	// whole: a read that takes the Hold past what the budget ever grants
+	// fails at once with ErrTooLarge, not after a wait, and one refused
+	// when the Hold takes most of it fails with ErrTooLarge too
+	// (Transport): the reader should ask for less.
+	whole bool
 }
 
 func (c *chargedReader) Read(p []byte) (int, error) {
@@ -315,6 +335,22 @@ func (c *chargedReader) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	if n > 0 {
+		need := c.h.n + int64(n)*c.factor
+		if c.whole && c.h.b != nil && need > c.h.b.grantable {
+			c.h.b.refused.Add(1)
+			c.err = fmt.Errorf("%w: the answer being read takes more than the %d bytes the budget grants", ErrTooLarge, c.h.b.grantable)
+			return 0, c.err
+		}
+		if c.whole && c.h.b != nil && need > c.h.b.grantable/2 {
+			// The answer alone holds most of what the budget grants:
+			// others giving theirs back is not what it would wait for.
+			if !c.h.b.TryAcquire(int64(n) * c.factor) {
+				c.err = fmt.Errorf("%w: the answer being read takes %d bytes of the %d the budget grants, and the rest are taken", ErrTooLarge, need, c.h.b.grantable)
+				return 0, c.err
+			}
+			c.h.n = need
+			return n, err
+		}
 		if gerr := c.h.Grow(int64(n) * c.factor); gerr != nil {
 			c.err = gerr
 			return 0, gerr

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
@@ -102,8 +103,8 @@ func TestTransportChargesResponseBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.ReadAll(res.Body); !errors.Is(err, membudget.ErrExhausted) {
-		t.Fatalf("a 10 MiB answer at four times, with 32 MiB to grant: %v", err)
+	if _, err := io.ReadAll(res.Body); !errors.Is(err, membudget.ErrExhausted) || !errors.Is(err, kv.ErrTooLarge) {
+		t.Fatalf("a 10 MiB answer at four times, with 32 MiB to grant: %v, want ErrTooLarge (ask for less)", err)
 	}
 	res.Body.Close()
 	if b.InUse() != 0 {
@@ -121,4 +122,19 @@ func TestTransportChargesResponseBodies(t *testing.T) {
 	if b.InUse() != 0 {
 		t.Fatalf("in use %d after Close", b.InUse())
 	}
+	// Refused while others hold the budget, an answer that would take
+	// less than half of it waits and fails as exhausted (retry), not as
+	// too large.
+	if err := b.Acquire(context.Background(), 28*mib); err != nil {
+		t.Fatal(err)
+	}
+	res, err = hc.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(res.Body); !errors.Is(err, membudget.ErrExhausted) || errors.Is(err, kv.ErrTooLarge) {
+		t.Fatalf("a 20 MiB answer with 4 MiB free: %v, want ErrExhausted alone", err)
+	}
+	res.Body.Close()
+	b.Release(28 * mib)
 }

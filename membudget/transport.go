@@ -11,7 +11,10 @@ import (
 // body is closed. A store's client reads through it what no request of the
 // process counts otherwise: Workers KV's bulk get answers, up to six times
 // the values they carry. A read the budget cannot pay for fails with
-// ErrExhausted, which the client takes for a failed request.
+// ErrExhausted, which the client takes for a failed request; one that the
+// budget could never hold whole, or that holds over half of it when
+// refused, with ErrTooLarge (it matches kv.ErrTooLarge too), so that the
+// client asks for less.
 func (b *Budget) Transport(rt http.RoundTripper, factor int64) http.RoundTripper {
 	if b == nil {
 		return rt
@@ -32,7 +35,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The body, its Hold and its charged reader are one allocation.
 	hb := &heldBody{hold: Hold{b: t.b, ctx: req.Context()}, body: res.Body}
-	hb.charged = chargedReader{r: res.Body, h: &hb.hold, factor: max(t.factor, 1)}
+	hb.charged = chargedReader{r: res.Body, h: &hb.hold, factor: max(t.factor, 1), whole: true}
 	res.Body = hb
 	return res, nil
 }

@@ -45,6 +45,9 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	out := make([]kv.Entry, 0, len(keys))
 	for chunk := range slices.Chunk(keys, maxBulkGet) {
 		got, err := s.getChunk(ctx, chunk)
+		if errors.Is(err, errAnswerTooLarge) {
+			got, err = s.getSplit(ctx, chunk)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -60,6 +63,19 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 		}
 	}
 	return out, nil
+}
+
+// getSplit reads keys whose bulk answer this client cannot read whole in
+// halves, down to a key alone, read by its value's own GET and its
+// metadata's (a value that is not UTF-8 is escaped to six times its size
+// in a bulk answer, and as it is in its own).
+func (s *Store) getSplit(ctx context.Context, keys []string) ([]kv.Entry, error) {
+	var out []kv.Entry
+	err := kv.ReadSplit(ctx, keys, s.getChunk, s.getSeparately, func(_ []string, got []kv.Entry, err error) error {
+		out = append(out, got...)
+		return err
+	})
+	return out, err
 }
 
 // bulkValue is one value of bulk/get withMetadata.

@@ -60,7 +60,11 @@
 // and a bulk/get refused as a bad request falls back to the value's and the
 // metadata's own GETs); Get stays one GET. Bulk reads take 100 keys a
 // request and bulk writes 10,000 pairs, each with its metadata; the Store
-// splits larger batches. The API token is sent in the Authorization header
+// splits larger batches. A bulk answer that the HTTP client's transport
+// refuses to read whole (a memory budget's Transport, whose error matches
+// kv.ErrTooLarge: values that are not UTF-8 come escaped, six times their
+// size) is asked for again in halves, down to a key read alone by its own
+// GETs. The API token is sent in the Authorization header
 // and nowhere else: it is absent from errors and from the formatted Config
 // and Store.
 //

@@ -182,6 +182,11 @@ func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Respons
 	return resp, nil
 }
 
+// errAnswerTooLarge marks an answer the HTTP client's transport refused to
+// read whole, as too large for it (membudget's Transport): GetMany then
+// reads the keys in smaller pieces, down to one alone.
+var errAnswerTooLarge = errors.New("the answer is too large for this client to read whole")
+
 // transportFailure classifies an error that came before any HTTP answer, or
 // in the middle of one, in a try's context ctx. A cancelled caller gets its
 // context's error back; anything else (a refused connection, a reset, a try
@@ -193,6 +198,11 @@ func (s *Store) transportFailure(ctx context.Context, op string, err error) outc
 	}
 	if ctx.Err() != nil { // the caller's
 		return outcome{err: fmt.Errorf("cfkv: %s: %w", op, ctx.Err())}
+	}
+	if errors.Is(err, kv.ErrTooLarge) {
+		// The client's transport could never hold the answer (a memory
+		// budget): asking again cannot help, asking for less can.
+		return outcome{err: fmt.Errorf("cfkv: %s: %w: %w", op, errAnswerTooLarge, err)}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

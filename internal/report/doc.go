@@ -23,6 +23,21 @@
 // Parity is the percentage of compared keys that agree: match, or
 // expired_on_one_side (a clock race, not data). Errors count against it.
 //
+// # Reading again what differs
+//
+// A scan reads each key once, and under traffic a key can differ for a
+// moment because a copy of its last write is still on its way. With
+// Config.Settle, every key the scan found divergent (up to DefaultMaxSettle)
+// is read again from both stores once Settle has passed since its first
+// read, in bulk: one that agrees then counts as agreeing (its copy
+// landed); one showing the same difference on both sides counts as
+// divergent (a write around the layer holds); one that changed is
+// "pending", left for later: named in Report.LeftForLater with the reason,
+// and left out of the gated parity, for a later run to judge. So runs under
+// steady traffic agree, and a real divergence fails every one. A run with
+// nothing divergent waits for nothing; a repair that is applied reads its
+// own writes back instead.
+//
 // # Key lists
 //
 // With Scope.Keys the run reads exactly those keys from both stores in
@@ -95,7 +110,14 @@
 //	repair                    present with --repair: {applied, authoritative, puts,
 //	                           deletes, expiring, failed, rechecked, verified, pending,
 //	                           remaining, after (kinds), parity_after}
-//	parity                    the gated parity: the scan's, or parity_after when applied
+//	settle                    present with Config.Settle (the command's --settle): {seconds,
+//	                           rechecked, settled (agree now), held (the same difference:
+//	                           divergent), left (changed: pending, out of the gated parity),
+//	                           omitted (past 10,000, not read again), errors}
+//	left_for_later[]          {namespace, key (per key_policy), kind (at the scan), reason}
+//	                          of each key left, up to MaxRecords; absent when none
+//	parity                    the gated parity: the scan's (without the keys left for
+//	                           later), or parity_after when applied
 //	passed                    parity >= min_parity
 //
 // counts are {primary_keys, shadow_keys (listed in scope), compared (the

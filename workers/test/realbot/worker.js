@@ -28,7 +28,7 @@ function invocationEnv(env, ctx, fetches) {
   const cfg = { url: env.KVSHADOW_URL, token: env.KVSHADOW_TOKEN, namespaceId: env.KVSHADOW_NAMESPACE, fetch: counted };
   if (env.KVSHADOW_STAGE_TTL_MS) cfg.stageTtlMs = Number(env.KVSHADOW_STAGE_TTL_MS);
   if (env.KVSHADOW_TEE === "1") return { ...env, KV: kvshadowTee(env.KV, { ...cfg, sampleRate: Number(env.KVSHADOW_SAMPLE ?? 0.05) }, ctx) };
-  if (env.KVSHADOW_BINDING === "1") return { ...env, KV: kvshadowBinding({ ...cfg, accountId: env.KVSHADOW_ACCOUNT ?? "" }) };
+  if (env.KVSHADOW_BINDING === "1") return { ...env, KV: kvshadowBinding({ ...cfg, url: new URL("/client/v4/", env.KVSHADOW_URL).toString(), accountId: env.KVSHADOW_ACCOUNT ?? "" }) };
   return { ...env };
 }
 
