@@ -13,9 +13,8 @@ import (
 // hashes to the same lane, so the other store receives each key's writes in
 // the order of the authoritative store.
 type lane struct {
-	// ch holds pointers, so that a queued job costs the channel a word:
-	// the jobs themselves come from a pool, warm in the cache, and pass
-	// from the caller to the worker without being copied.
+	// ch holds pointers, so that a queued job costs the channel a word
+	// and a coalesced copy is replaced in place (see enqueueCopy).
 	ch chan *job
 
 	// qmu guards waiting: the copies queued and not yet started, by key,
@@ -44,8 +43,7 @@ func newLane(depth int) *lane {
 }
 
 // job is one queued operation. The enqueuing paths build one by value and
-// queue a pooled copy of it (queued); the worker that runs it gives it back
-// (release).
+// queue a copy of it (queued).
 type job struct {
 	// write is the copy's write; a comparison or a repair has its op, key,
 	// hash and at (when the job was offered to its lane, from a clock
@@ -66,20 +64,8 @@ type job struct {
 	done  chan struct{} // barrier: closed when the lane reaches it
 }
 
-var jobs = sync.Pool{New: func() any { return new(job) }}
-
-// queued returns a pooled copy of j, to be queued.
-func queued(j job) *job {
-	q := jobs.Get().(*job)
-	*q = j
-	return q
-}
-
-// release gives a job that ran, or was never queued, back to the pool.
-func release(j *job) {
-	*j = job{}
-	jobs.Put(j)
-}
+// queued returns a copy of j, to be queued.
+func queued(j job) *job { return &j }
 
 // coalescing is off only in the benchmark that measures what it saves.
 var coalescing = true
@@ -115,7 +101,6 @@ func (s *Store) enqueue(j job) bool {
 	case l.ch <- q:
 		return true
 	default:
-		release(q)
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
 		return false
@@ -210,7 +195,6 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	l.qmu.Unlock()
 	s.ctr.queued.Add(-1)
 	s.releaseBytes(j.size)
-	release(q)
 	return false, false
 }
 
@@ -257,12 +241,10 @@ func (s *Store) sendBarrier(ctx context.Context, l *lane, j job) error {
 	case l.ch <- q:
 		return nil
 	case <-ctx.Done():
-		release(q)
 		return ctx.Err()
 	case <-s.stopping:
 		// Closing: the workers drain and stop, and a barrier offered now
 		// might never be reached.
-		release(q)
 		return errClosed
 	}
 }
@@ -325,14 +307,13 @@ func (s *Store) work(l *lane) {
 	}
 }
 
-// run runs job j, which it then releases.
+// run runs job j.
 func (s *Store) run(l *lane, j *job) {
 	if j.done != nil {
 		// Uncount the barrier before releasing its waiter, who may read
 		// Stats.Queued at once.
 		s.ctr.queued.Add(-1)
 		close(j.done)
-		release(j)
 		return
 	}
 	if j.waits {
@@ -341,7 +322,6 @@ func (s *Store) run(l *lane, j *job) {
 	defer func() {
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
-		release(j)
 	}()
 	switch {
 	case s.aborted.Load():
