@@ -42,7 +42,10 @@
 // journal, the shadow's sweeper, and a control.Follower that applies every
 // change of the stage document and writes the instance's heartbeat, so
 // that the operator moves the bot and the proxies as one fleet and a flip
-// waits for the bot's lanes and dirty keys too. Its goroutines: the
+// waits for the bot's lanes and dirty keys too; the heartbeat carries the
+// store's watermark, and the store reads the others', so that no instance
+// confirms a divergence another's copy explains (control.Fleet). Its
+// goroutines: the
 // dual-write store's 16 lane workers and 3 of its own (4 with a journal),
 // the sweeper's 1, the follower's 1 (22 in all, measured by tests/botkv),
 // and the MongoDB drivers' monitors. They run until Close, which a bot's

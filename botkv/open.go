@@ -138,8 +138,11 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 		stage = doc.Stage
 	}
 
+	// The other instances' watermarks, from the heartbeats, as
+	// kvshadow-proxy's stores have them (see dualwrite's Confirmation).
+	fleet := control.NewFleet(board)
 	dcfg := dualwrite.Config{Primary: primary, Shadow: shadow, Stage: stage,
-		CompareRate: set.rate, ConsistencyWindow: set.window}
+		CompareRate: set.rate, ConsistencyWindow: set.window, Fleet: fleet.Namespace(set.primary.NamespaceID)}
 	if dcfg.Journal, err = s.openJournal(set); err != nil {
 		return nil, err
 	}
@@ -156,7 +159,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 		return nil, err
 	}
 	s.KV, s.Dual = s.otel.KV, s.otel.Dual
-	s.follower, err = control.NewFollower(control.Config{Board: board, Target: target{s.Dual}, Instance: set.instance, Initial: set.stage},
+	s.follower, err = control.NewFollower(control.Config{Board: board, Target: target{s.Dual, set.primary.NamespaceID}, Instance: set.instance, Initial: set.stage, Fleet: fleet},
 		control.WithLogger(p.logger))
 	if err != nil {
 		return nil, err
@@ -250,7 +253,10 @@ func (s *Store) release(ctx context.Context) error {
 }
 
 // target is the Follower's control.Target: the one dual-write store.
-type target struct{ dual *dualwrite.Store }
+type target struct {
+	dual *dualwrite.Store
+	ns   string // the Workers KV namespace ID, as heartbeats name it
+}
 
 var (
 	_ control.Target    = target{}
@@ -275,5 +281,6 @@ func (t target) Report(ctx context.Context) control.Heartbeat {
 	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
 	f := t.dual.Fence()
 	h.QuietUntil, h.IngestUnverified, h.FenceRemaining = f.QuietUntil, f.IngestUnverified, f.Remaining
+	h.Watermarks = map[string]time.Time{t.ns: t.dual.Watermark()}
 	return h
 }

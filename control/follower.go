@@ -189,8 +189,8 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	}
 	f.status.Document = Document{Stage: last}
 	f.mu.Unlock()
-	f.log.Warn("control: the control board cannot be read; running this instance's last stage until it can",
-		slog.String("stage", last.String()))
+	f.log.Warn("control: started without the control board; following the stage document once it can be read",
+		slog.String("runs", last.String()))
 	f.started.Store(true)
 	go f.loop()
 	return nil

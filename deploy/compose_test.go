@@ -70,6 +70,7 @@ func TestComposeKeepsTheInvariants(t *testing.T) {
 		env[k] = interpolate.ReplaceAllString(v, "0123456789abcdef0123456789abcdef")
 	}
 	cfg := parseArgs(t, p.Command, env, "/run/secrets", values)
+	checkGuideStep2(t, "compose", cfg)
 
 	journal := false
 	for _, v := range p.Volumes {

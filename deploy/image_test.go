@@ -75,6 +75,15 @@ func TestImageRunsFromItsOwnRootFilesystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It is where the runbook's `podman run` looks: podman's own storage,
+	// with podman's own driver, no flag given.
+	ref := name + ":" + strings.TrimSpace(string(version))
+	if out, err := exec.Command("podman", "image", "inspect", "--format", "{{.Id}}", ref).CombinedOutput(); err != nil {
+		t.Errorf("podman image inspect %s (podman's default storage, where podman run looks): %v\n%s", ref, err, out)
+	}
+	if !strings.Contains(string(out), "podman run "+ref) || !strings.Contains(string(out), "| docker load") {
+		t.Errorf("make image does not say how to run it and load it into Docker:\n%s", out)
+	}
 	c := img.Config
 	if c.User != "65532:65532" || !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/kvshadow-proxy"}) {
 		t.Errorf("user %q, entrypoint %q: want 65532:65532 and kvshadow-proxy", c.User, c.Entrypoint)

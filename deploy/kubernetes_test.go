@@ -231,6 +231,7 @@ func TestKustomizationKeepsTheInvariants(t *testing.T) {
 		t.Errorf("the account and namespace IDs are not in the environment: %v", env)
 	}
 	cfg := parseArgs(t, c.Args, env, secretDir, values)
+	checkGuideStep2(t, "kubernetes", cfg)
 
 	// One journal per replica: the journal directory is a claim template's
 	// volume, mounted read-write, and nothing else.

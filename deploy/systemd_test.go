@@ -89,6 +89,7 @@ func TestSystemdUnitKeepsTheInvariants(t *testing.T) {
 		}
 	}
 	cfg := parseArgs(t, args, env, "${CREDENTIALS_DIRECTORY}", values)
+	checkGuideStep2(t, "systemd", cfg)
 
 	if one(t, u, "StateDirectory") == "" || cfg.JournalDir != state {
 		t.Errorf("--journal-dir %q: want ${STATE_DIRECTORY}", cfg.JournalDir)

@@ -292,6 +292,20 @@
 // instrumentation wraps the Store rather than threading through it. Nothing
 // is logged, observed or recorded under a lock of the Store.
 //
+// # Keys left out, and the shadow's rate
+//
+// A key under an excluded prefix (Config.ExcludePrefixes, and
+// kv.ReservedPrefix always: a bot's own bookkeeping, kvshadow's own keys)
+// is written to the authoritative store alone: it never enters the settle
+// set, so it is never copied, compared, verified, repaired or listed, the
+// handover's comparison skips it, an ingested copy of it is dropped, and a
+// journal from before the prefix was excluded drops it at New; each is
+// counted (Stats.Excluded). Config.ShadowBudget caps the requests the
+// Store's own work makes to the shadow: lanes wait for it (a copy whose
+// wait outlives it is dropped as timed out, its key dirty), verification
+// waits, repairs without room are deferred, all counted
+// (Stats.ShadowPacing); a caller never waits on it.
+//
 // # Optional abilities
 //
 // A *Store is a kv.ExpiryGetter: GetEntry reads the authoritative store's
@@ -410,8 +424,13 @@
 // the key the Store knows, its own included.
 //
 // Late copies. A copy that arrives from Live on (an isolate that missed
-// every signal, a batch delayed past the fence) is never dropped. It is
-// counted (Stats.LateCopies), its key stays in the settle set (in complete,
+// every signal, a batch delayed past the fence) is never dropped. One
+// acknowledged more than a fence interval after MongoDB became
+// authoritative (the Store's own flip, or Config.AuthoritativeSince) is not
+// credible, since no isolate writes its binding then: it is refused
+// (RefusedAckedAfterFlip), counted, and its key verified, so that copies
+// forged with the clients' token open no conflict and keep nothing. Any
+// other is counted (Stats.LateCopies), its key stays in the settle set (in complete,
 // where Workers KV is no longer written, MongoDB alone decides), and it is
 // ordered against the last write of its key that this Store saw: in the
 // settle set, its time there; not in the set, a write at least a

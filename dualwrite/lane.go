@@ -13,9 +13,8 @@ import (
 // hashes to the same lane, so the other store receives each key's writes in
 // the order of the authoritative store.
 type lane struct {
-	// ch holds pointers, so that a queued job costs the channel a word:
-	// the jobs themselves come from a pool, warm in the cache, and pass
-	// from the caller to the worker without being copied.
+	// ch holds pointers, so that a queued job costs the channel a word
+	// and a coalesced copy is replaced in place (see enqueueCopy).
 	ch chan *job
 
 	// qmu guards waiting: the copies queued and not yet started, by key,
@@ -33,19 +32,10 @@ type lane struct {
 	backlog []*job
 	parked  atomic.Int32
 
-	// mu guards the running operation's cancel and deadline, and the
-	// lane's own context.
+	// mu guards the running operation's cancel and deadline.
 	mu       sync.Mutex
 	cancel   context.CancelCauseFunc
 	deadline int64 // unix ns
-	// ctx is the lane's cancelable context, kept across its operations
-	// so that an operation does not make one of its own (see do); stop
-	// cancels it. Whoever takes cancel while shared is set (the watchdog,
-	// abort) will cancel ctx, so it leaves ctx nil, spent, and the next
-	// operation makes a fresh one.
-	ctx    context.Context
-	stop   context.CancelCauseFunc
-	shared bool // the running operation runs under ctx
 }
 
 func newLane(depth int) *lane {
@@ -53,8 +43,7 @@ func newLane(depth int) *lane {
 }
 
 // job is one queued operation. The enqueuing paths build one by value and
-// queue a pooled copy of it (queued); the worker that runs it gives it back
-// (release).
+// queue a copy of it (queued).
 type job struct {
 	// write is the copy's write; a comparison or a repair has its op, key,
 	// hash and at (when the job was offered to its lane, from a clock
@@ -75,20 +64,8 @@ type job struct {
 	done  chan struct{} // barrier: closed when the lane reaches it
 }
 
-var jobs = sync.Pool{New: func() any { return new(job) }}
-
-// queued returns a pooled copy of j, to be queued.
-func queued(j job) *job {
-	q := jobs.Get().(*job)
-	*q = j
-	return q
-}
-
-// release gives a job that ran, or was never queued, back to the pool.
-func release(j *job) {
-	*j = job{}
-	jobs.Put(j)
-}
+// queued returns a copy of j, to be queued.
+func queued(j job) *job { return &j }
 
 // coalescing is off only in the benchmark that measures what it saves.
 var coalescing = true
@@ -124,7 +101,6 @@ func (s *Store) enqueue(j job) bool {
 	case l.ch <- q:
 		return true
 	default:
-		release(q)
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
 		return false
@@ -219,7 +195,6 @@ func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	l.qmu.Unlock()
 	s.ctr.queued.Add(-1)
 	s.releaseBytes(j.size)
-	release(q)
 	return false, false
 }
 
@@ -266,12 +241,10 @@ func (s *Store) sendBarrier(ctx context.Context, l *lane, j job) error {
 	case l.ch <- q:
 		return nil
 	case <-ctx.Done():
-		release(q)
 		return ctx.Err()
 	case <-s.stopping:
 		// Closing: the workers drain and stop, and a barrier offered now
 		// might never be reached.
-		release(q)
 		return errClosed
 	}
 }
@@ -334,14 +307,13 @@ func (s *Store) work(l *lane) {
 	}
 }
 
-// run runs job j, which it then releases.
+// run runs job j.
 func (s *Store) run(l *lane, j *job) {
 	if j.done != nil {
 		// Uncount the barrier before releasing its waiter, who may read
 		// Stats.Queued at once.
 		s.ctr.queued.Add(-1)
 		close(j.done)
-		release(j)
 		return
 	}
 	if j.waits {
@@ -350,7 +322,6 @@ func (s *Store) run(l *lane, j *job) {
 	defer func() {
 		s.ctr.queued.Add(-1)
 		s.releaseBytes(j.size)
-		release(j)
 	}()
 	switch {
 	case s.aborted.Load():
@@ -366,46 +337,22 @@ func (s *Store) run(l *lane, j *job) {
 
 // do runs one store call, started at now, on lane l under its timeout
 // (see timeout), measured on the Store's clock by the watchdog, and under
-// Close's abort. bytes is what the call carries or may return.
-//
-// An operation whose parent cannot be canceled (the lanes' are, by
-// asyncContext) runs under the lane's own context, which is canceled only
-// by the watchdog or abort and so serves operation after operation,
-// instead of a context of its own per call: a parent that carries values
-// (the Observer's trace context) is wrapped, so that the call sees them.
-// A cancelable parent (a verification pass's) gets a context of its own,
-// since its cancellation must reach the call.
+// Close's abort, in a context of its own that either cancels with its
+// cause. bytes is what the call carries or may return.
 func (s *Store) do(l *lane, parent context.Context, now time.Time, bytes int64, call func(context.Context) error) error {
-	var ctx context.Context
-	var cancel context.CancelCauseFunc
-	own := parent.Done() != nil
-	if own {
-		ctx, cancel = context.WithCancelCause(parent)
-		defer cancel(nil)
-	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
 	deadline := now.Add(s.timeout(bytes)).UnixNano()
 	l.mu.Lock()
-	if !own {
-		if l.ctx == nil {
-			l.ctx, l.stop = context.WithCancelCause(context.Background())
-		}
-		ctx, cancel, l.shared = l.ctx, l.stop, true
-	}
 	l.cancel, l.deadline = cancel, deadline
 	l.mu.Unlock()
-	if !own && parent != context.Background() && parent != context.TODO() {
-		ctx = &valuesContext{Context: ctx, values: parent}
-	}
 	s.watch.started(deadline)
 	if s.aborted.Load() {
-		l.mu.Lock()
-		l.claimLocked()
-		l.mu.Unlock()
-		cancel(errAborted)
+		l.abort()
 	}
 	err := call(ctx)
 	l.mu.Lock()
-	l.cancel, l.shared = nil, false
+	l.cancel = nil
 	l.mu.Unlock()
 	if err != nil {
 		if cause := context.Cause(ctx); cause == errTimeout || cause == errAborted {
@@ -434,31 +381,11 @@ func (l *lane) abort() {
 }
 
 // claimLocked takes the running operation's cancel func, for the caller to
-// call once l.mu is released. When the operation runs under the lane's
-// context, that context is spent: the operation may end, and the next one
-// start, before the func is called, and the next one must not be canceled
-// by it.
+// call once l.mu is released; the operation may end, and the next one
+// start, before it is called, which cancels only the operation's own
+// context.
 func (l *lane) claimLocked() context.CancelCauseFunc {
 	c := l.cancel
 	l.cancel = nil
-	if l.shared {
-		l.ctx, l.stop, l.shared = nil, nil, false
-	}
 	return c
-}
-
-// valuesContext is the lane's context (its cancellation, and the cause
-// that context.Cause finds) with the values of an operation's parent.
-// Asking the lane's context first finds the lane's cancelCtx, so that
-// contexts the store derives from it are canceled with it directly.
-type valuesContext struct {
-	context.Context                 // the lane's
-	values          context.Context // the parent's: cannot be canceled
-}
-
-func (c *valuesContext) Value(key any) any {
-	if v := c.Context.Value(key); v != nil {
-		return v
-	}
-	return c.values.Value(key)
 }

@@ -3,11 +3,13 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -15,6 +17,14 @@ import (
 // conflictQueue bounds the conflicts waiting for the ledger; one that finds
 // it full is logged, counted and not recorded.
 const conflictQueue = 1024
+
+// conflictRate is how many conflicts without a kept side a minute the
+// recorder records for a Workers KV namespace; past it they are logged and
+// counted as not recorded, so that copies from one client cannot push the
+// records kept before out of the ledger (MaxConflictRecords). Those whose
+// side was kept are recorded whatever the rate: keeping is bounded by its
+// own (keep.Config.Rate), and a kept side must be named.
+const conflictRate = 600
 
 // conflictRecorder records late copies' conflicts in the control ledger,
 // beside the stage document, where every instance lists every instance's
@@ -40,11 +50,48 @@ type conflictRecorder struct {
 	failed  atomic.Uint64 // the ledger refused, or could not be reached
 	unkept  atomic.Uint64 // their losing side could not be kept (KeepError)
 	warned  atomic.Bool
+
+	rate    int         // conflictRate; 0: no bound
+	clock   clock.Clock // of the rate
+	rateMu  sync.Mutex
+	buckets map[string]*bucket // by Workers KV namespace ID
+}
+
+// bucket is a namespace's records of the last minute: tokens refill at
+// rate a minute, up to rate.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// allow takes a record of namespace id from its bucket, or reports that
+// the minute has none left.
+func (r *conflictRecorder) allow(id string) bool {
+	if r.rate <= 0 {
+		return true
+	}
+	now := r.clock.Now()
+	r.rateMu.Lock()
+	defer r.rateMu.Unlock()
+	b := r.buckets[id]
+	if b == nil {
+		b = &bucket{tokens: float64(r.rate), last: now}
+		r.buckets[id] = b
+	}
+	if now.After(b.last) {
+		b.tokens = min(float64(r.rate), b.tokens+now.Sub(b.last).Minutes()*float64(r.rate))
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 func newConflictRecorder(ledger control.ConflictLedger, instance string, log *slog.Logger) *conflictRecorder {
 	r := &conflictRecorder{ledger: ledger, instance: instance,
-		timeout: control.DefaultBoardTimeout, log: log,
+		timeout: control.DefaultBoardTimeout, log: log, rate: conflictRate, clock: clock.OrReal(nil), buckets: map[string]*bucket{},
 		queue: make(chan control.ConflictRecord, conflictQueue), quit: make(chan struct{}), done: make(chan struct{})}
 	r.bg, r.abort = context.WithCancel(context.Background())
 	return r
@@ -77,6 +124,10 @@ func (s recordingSink) Conflict(ctx context.Context, c dualwrite.Conflict) {
 	}
 	rec := control.ConflictRecord{ID: control.NewID(), Instance: s.r.instance, KVNamespace: s.id, Conflict: c}
 	if c.Kept != "" && s.r.recordNow(ctx, rec) {
+		return
+	}
+	if c.Kept == "" && !s.r.allow(s.id) {
+		s.r.drop(fmt.Sprintf("more than %d conflicts a minute for the namespace", s.r.rate))
 		return
 	}
 	s.r.add(rec)

@@ -3,12 +3,14 @@ package service
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -47,6 +49,7 @@ func TestConflictsAreRecordedInTheLedger(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	ledger := &stuckLedger{MemoryLedger: control.NewMemoryLedger(), release: make(chan struct{})}
 	r := newConflictRecorder(ledger, "proxy-a", log)
+	r.rate = 0 // the queue's bound, not the rate's
 	r.Start()
 	sink := r.sink("demo-kv", log.With(slog.String("kv_namespace", "demo-kv"))).(dualwrite.ConflictSink)
 	c := dualwrite.Conflict{Namespace: "wordle", Key: "wordle:#ab", Outcome: dualwrite.LateConflict, Received: time.Now()}
@@ -161,5 +164,39 @@ func TestKeptConflictsAreRecordedAtOnce(t *testing.T) {
 	r.record(rec) // its answer lost, the same record again
 	if n := r.Unrecorded(); n != 0 {
 		t.Fatalf("%d unrecorded: a record already under its ID counts as recorded", n)
+	}
+}
+
+// Past conflictRate conflicts a minute for a namespace, those without a
+// kept side are logged and counted as not recorded, so that one client's
+// copies cannot push the records kept before out of the ledger; another
+// namespace has its own minute, a conflict whose side was kept is always
+// recorded, and the minute refills.
+func TestConflictRecordsAreRateBound(t *testing.T) {
+	ledger := control.NewMemoryLedger()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := newConflictRecorder(ledger, "proxy-a", log)
+	clk := clock.NewFake(time.Now())
+	r.clock = clk
+	r.Start()
+	sink := r.sink("demo-kv", log).(dualwrite.ConflictSink)
+	c := dualwrite.Conflict{Namespace: "wordle", Key: "wordle:#ab", Outcome: dualwrite.LateConflict, Received: time.Now()}
+	for range conflictRate + 100 {
+		sink.Conflict(t.Context(), c)
+	}
+	kept := c
+	kept.Kept = "ref-1"
+	sink.Conflict(t.Context(), kept)
+	r.sink("other-kv", log).(dualwrite.ConflictSink).Conflict(t.Context(), c)
+	clk.Advance(time.Minute)
+	sink.Conflict(t.Context(), c)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r.Close(ctx)
+	_, n, _ := ledger.Conflicts(t.Context(), "demo-kv", 0)
+	_, other, _ := ledger.Conflicts(t.Context(), "other-kv", 0)
+	if n != conflictRate+2 || other != 1 || r.Unrecorded() != 100 {
+		t.Fatalf("recorded %d (want %d: the minute's, the kept one, one a minute later), %d for another namespace; %d unrecorded, want 100",
+			n, conflictRate+2, other, r.Unrecorded())
 	}
 }

@@ -54,8 +54,8 @@ type Backends struct {
 	// digests alone, and a decision can only keep the side that stands).
 	Kept keep.Store
 	// Pool counts the MongoDB connections of every driver client opened
-	// (the shadow's, the board's), for the connection gauges; nil when no
-	// MongoDB is reached.
+	// (the shadow's, the board's), for the connection gauges; nil reports
+	// none.
 	Pool *mongokv.Pool
 	// Closers release them once the service has stopped, last first.
 	Closers []func(context.Context) error
@@ -183,7 +183,8 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	go func() { _ = srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/client/v4/"
 	kept := keep.NewMemoryStore(keep.Config{Clock: clk, Memory: p.Memory})
-	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept,
+	// No MongoDB: the connection gauges say 0.
+	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept, Pool: &mongokv.Pool{},
 		Note: fmt.Sprintf("demo: the primary is an emulated Workers KV account at %s; the shadow, the stage, the conflicts and the losing sides of late copies "+
 			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit. "+
 			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}

@@ -17,9 +17,9 @@ import (
 )
 
 // TestUnsampledCopiesReachEveryCollection holds that the metrics of copies
-// whose spans are not sampled, which the Observer batches, are all in the
-// next collection: 150 copies fill two batches of 64 and leave 22 held,
-// which the collection must record first (without that it finds 128).
+// whose spans are not sampled are all in the next collection: 150 copies,
+// none held back (a batch of 64 held them, which every collection had to
+// record first).
 func TestUnsampledCopiesReachEveryCollection(t *testing.T) {
 	f := newFixture(t, nil, dualwrite.Config{Stage: dualwrite.DualWrite}, dualwriteotel.WithTracerProvider(tracenoop.NewTracerProvider()))
 	ctx := context.Background()

@@ -2,7 +2,6 @@ package dualwriteotel
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -13,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/internal/metricbatch"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 )
 
@@ -64,11 +62,6 @@ type Observer struct {
 	inst   *instruments
 	stage  atomic.Uint32             // dualwrite.Stage, for span attributes
 	breakr [2]atomic.Pointer[string] // by dualwrite.Role: the breaker's state
-	// done holds the metrics of asynchronous operations whose spans are
-	// not sampled until a batch of them is full or the meter collects
-	// (package metricbatch): a lane's worker records each copy's three.
-	done  metricbatch.Batch[opDone]
-	flush func([]opDone) // recordBatch, made once
 }
 
 var _ dualwrite.Observer = (*Observer)(nil)
@@ -82,17 +75,6 @@ func New(opts ...Option) (*Observer, error) {
 		return nil, err
 	}
 	obs := &Observer{tracer: o.tp.Tracer(ScopeName), starts: newStartTable(), meter: m, inst: inst}
-	obs.flush = obs.recordBatch
-	// Run as the meter collects, before it reads the instruments, so that
-	// a collection holds every operation that ended before it. The
-	// callback observes nothing: an instrument of the Observer's own is
-	// named only because the SDK runs no callback that names none.
-	if _, err := m.RegisterCallback(func(context.Context, metric.Observer) error {
-		obs.done.Flush(obs.flush)
-		return nil
-	}, inst.overflow); err != nil {
-		return nil, fmt.Errorf("dualwriteotel: %w", err)
-	}
 	closed := string(dualwrite.BreakerClosed)
 	for i := range obs.breakr {
 		obs.breakr[i].Store(&closed)
@@ -196,13 +178,10 @@ func (o *Observer) AsyncContext(caller context.Context, op dualwrite.Op) context
 // OpDone implements dualwrite.Observer.
 func (o *Observer) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 	set := o.inst.sets.get(mAsync, string(e.Op), e.Role.String(), string(e.Outcome))
+	o.inst.asyncOps.Add(ctx, 1, set.add...)
+	o.inst.asyncDur.Record(ctx, e.Duration.Seconds(), set.rec...)
+	o.inst.asyncWait.Record(ctx, e.Waited.Seconds(), set.rec...)
 	a := asyncOf(ctx)
-	d := opDone{set: set, took: e.Duration.Seconds(), waited: e.Waited.Seconds()}
-	if a != nil && a.span.SpanContext().IsSampled() {
-		o.record(ctx, d) // at once, under its span: the exemplars link it
-	} else {
-		o.done.Add(d, o.flush)
-	}
 	if a == nil || !a.end() {
 		return
 	}
@@ -288,22 +267,3 @@ func (o *Observer) BreakerChanged(e dualwrite.BreakerEvent) {
 
 // StageChanged implements dualwrite.Observer.
 func (o *Observer) StageChanged(e dualwrite.StageEvent) { o.stage.Store(uint32(e.To)) }
-
-// opDone is what the metrics of one asynchronous operation record.
-type opDone struct {
-	set          *attrSet
-	took, waited float64 // seconds
-}
-
-func (o *Observer) record(ctx context.Context, d opDone) {
-	o.inst.asyncOps.Add(ctx, 1, d.set.add...)
-	o.inst.asyncDur.Record(ctx, d.took, d.set.rec...)
-	o.inst.asyncWait.Record(ctx, d.waited, d.set.rec...)
-}
-
-// recordBatch records a batch of operations' metrics.
-func (o *Observer) recordBatch(ds []opDone) {
-	for _, d := range ds {
-		o.record(context.Background(), d)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,7 @@ func Render(w io.Writer, r *Report, f Format) error {
 func renderJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a verdict's "<" stays "<", never \u003c
 	return enc.Encode(r)
 }
 
@@ -167,7 +169,8 @@ func scopeLine(r *Report) string {
 		parts = append(parts, fmt.Sprintf("%d keys excluded (%s always is)", n, kv.ReservedPrefix))
 	}
 	if s.SampleRate < 1 {
-		parts = append(parts, fmt.Sprintf("sample %g%%", s.SampleRate*100))
+		// Rounded to a millionth: 0.07*100 is 7.000000000000001.
+		parts = append(parts, fmt.Sprintf("sample %g%%", math.Round(s.SampleRate*1e8)/1e6))
 	}
 	parts = append(parts, fmt.Sprintf("TTL tolerance %gs", r.Options.TTLToleranceSeconds))
 	if !r.Options.ExpiriesCompared {

@@ -304,3 +304,29 @@ func TestHTMLChartsCapModules(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONWritesTextAsIs: the JSON format is read by people and programs
+// alike: a key's "<" or "&" is written as is, never \u003c or \u0026.
+func TestJSONWritesTextAsIs(t *testing.T) {
+	r := renderFixture(t, nil)
+	var b bytes.Buffer
+	if err := report.Render(&b, r, report.FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, `\u003c`) || strings.Contains(out, `\u0026`) || !strings.Contains(out, "<b>") {
+		t.Errorf("the JSON escapes text for HTML, or lacks the fixture's key <b>:\n%s", out)
+	}
+}
+
+// TestFiguresAsWritten: a sample rate is printed as the operator wrote it
+// (7%), never as the float's sum (7.000000000000001%).
+func TestFiguresAsWritten(t *testing.T) {
+	r := renderFixture(t, func(c *report.Config) { c.Scope.SampleRate = 0.07 })
+	var b bytes.Buffer
+	if err := report.Render(&b, r, report.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "sample 7%") || strings.Contains(out, "00000000") {
+		t.Errorf("the scope line does not say sample 7%%:\n%s", out)
+	}
+}

@@ -137,7 +137,9 @@ func fleetChild(c childConfig) error {
 	}
 	tgt := &fleetTarget{st: st}
 	follower, err := control.NewFollower(control.Config{Board: board, Target: tgt, Instance: c.ID, Initial: dualwrite.Shadow,
-		PollInterval: fc.Beat, HeartbeatInterval: fc.Beat, Fleet: fleet}, control.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+		// A live writer is never taken for dead here, however loaded the
+		// machine: LiveFor is far past its heartbeats.
+		PollInterval: fc.Beat, HeartbeatInterval: fc.Beat, LiveFor: 10 * time.Second, Fleet: fleet}, control.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	if err != nil {
 		return err
 	}
