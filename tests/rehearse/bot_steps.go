@@ -174,7 +174,7 @@ func (r *rig) checkOwnStore(ctx context.Context) error {
 		}
 	}
 	if behind == 0 {
-		return errors.New("Workers KV holds every value the bot wrote at step 13: the bot did not write MongoDB directly")
+		return errors.New("the bot did not write MongoDB directly: Workers KV holds every value it wrote at step 13")
 	}
 	r.say("  the proxy served no call since; Workers KV is behind on %d keys the bot wrote to MongoDB directly", behind)
 	return nil
