@@ -94,8 +94,9 @@ func TestCleanupFollowsTheGuide(t *testing.T) {
 }
 
 // make rehearse, shortened (a few updates a step, a 4 s fence), through
-// every step: from the bot's own dual write and its retry queue to the bot
-// reading every key it wrote from its own MongoDB store, with the proxy
+// every step: from the bot's own dual write and its retry queue, through
+// the recommended end state (the bot on the proxy through kvshadowBinding),
+// to the bot reading every key it wrote from its own MongoDB store, with the proxy
 // stopped and kvshadow's collections dropped; its reports kept where it
 // says.
 func TestRehearsalReachesStep14(t *testing.T) {
@@ -105,7 +106,7 @@ func TestRehearsalReachesStep14(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"the bot's retry queue holds", "step 13, ", "reads every key it wrote", "kvshadow-proxy stopped", "step 14, ", "\nOK: "} {
+	for _, want := range []string{"the bot's retry queue holds", "through kvshadowBinding and the proxy, reads every key", "step 13, ", "reads every key it wrote", "kvshadow-proxy stopped", "step 14, ", "\nOK: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the rehearsal never said %q\n%s", want, out.String())
 		}

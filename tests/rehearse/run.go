@@ -60,6 +60,7 @@ var plan = []step{
 	{guide: 10, name: "Live again", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, traffic: true},
 	{guide: 11, name: "Rampdown", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"rampdown"}'`}, traffic: true},
 	{guide: 12, name: "Complete", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete","confirm_irreversible":true}'`}, check: (*rig).finalReport},
+	{guide: 12, name: "Complete, then the recommended end state: the bot on the proxy through kvshadowBinding (STORAGE_PRIMARY=kv DUAL_WRITE=0)", do: (*rig).onProxy, traffic: true, check: (*rig).checkOnProxy},
 	{guide: 13, name: "The bot on its own MongoKVStore, and the proxy retired (STORAGE_PRIMARY=mongo DUAL_WRITE=0)", do: (*rig).ownStore, traffic: true, check: (*rig).checkOwnStore},
 	{guide: 14, name: "What to delete at the end", do: (*rig).retire, traffic: true, check: (*rig).checkRetired},
 }
