@@ -98,8 +98,45 @@ func (r *rig) list(ctx context.Context, prefix string) ([]string, error) {
 
 // dualWriteOff is step 5's first deploy: the bot's own DualKVStore and its
 // drift-verifier off, before the tee.
-func (r *rig) dualWriteOff(context.Context) error {
+func (r *rig) dualWriteOff(ctx context.Context) error {
+	var err error
+	if r.docs, err = r.moduleDocuments(ctx); err != nil {
+		return err
+	}
 	return r.deployAs("kv", "0", false, nil)
+}
+
+// checkDualWriteOff: the bot's updates no longer reach MongoDB by its own
+// store.
+func (r *rig) checkDualWriteOff(ctx context.Context) error {
+	docs, err := r.moduleDocuments(ctx)
+	if err != nil {
+		return err
+	}
+	if docs != r.docs {
+		return fmt.Errorf("the bot still writes MongoDB itself: its modules' collections went from %d to %d documents", r.docs, docs)
+	}
+	r.say("  the bot's own writes to MongoDB stopped: its modules' collections still hold %d documents", docs)
+	return nil
+}
+
+// moduleDocuments counts the documents of the bot's module collections.
+func (r *rig) moduleDocuments(ctx context.Context) (int64, error) {
+	client, err := mongo.Connect(options.Client().ApplyURI(r.mongoURI))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	db := client.Database("miti99bot")
+	var n int64
+	for _, c := range []string{"wordle", "trading", "loldle_emoji"} {
+		k, err := db.Collection(c).CountDocuments(ctx, bson.D{})
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // addTee is step 5's second deploy: the tee's line, the flags kept.
