@@ -8,6 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/keep"
 )
 
 // The rehearsal runs the guide's own commands: every admin call and
@@ -90,6 +94,18 @@ func TestCleanupFollowsTheGuide(t *testing.T) {
 	}
 	if !slices.Equal(listed, cleanup) {
 		t.Errorf("the guide drops %v, the rehearsal %v", listed, cleanup)
+	}
+	// Every collection of kvshadow's own that the code names is dropped,
+	// or dropped once empty as the guide says.
+	for _, c := range []string{control.ControlCollection, control.InstancesCollection, control.ReportsCollection, control.OverflowsCollection,
+		control.ConflictsCollection, control.DecisionsCollection, keep.KeptCollection,
+		mongokv.DefaultCollection, mongokv.ChunkCollection, mongokv.GenerationCollection} {
+		if !slices.Contains(cleanup, c) && !slices.Contains(dropWhenEmpty, c) {
+			t.Errorf("the cleanup leaves %s", c)
+		}
+		if !strings.Contains(string(raw), "`"+c+"`") && !strings.Contains(line, `"`+c+`"`) {
+			t.Errorf("the guide's step 14 does not name %s", c)
+		}
 	}
 }
 
