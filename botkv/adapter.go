@@ -118,25 +118,10 @@ func (a *Adapter) GetJSON(ctx context.Context, key string, dst any) error {
 		}
 		a.unreadable.Add(ctx, 1, metric.WithAttributes(attribute.String("db.namespace", module)))
 		a.log.WarnContext(ctx, "botkv: a JSON record that does not decode is answered as not found",
-			slog.String("namespace", module), slog.Int("bytes", len(v)), slog.String("reason", reason(err)))
+			slog.String("namespace", module), slog.Int("bytes", len(v)), slog.String("reason", kv.JSONReason(err)))
 		return a.notFound
 	}
 	return nil
-}
-
-// reason names a decoding error by its kind, never quoting the value.
-func reason(err error) string {
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return "JSON type " + typ.Value + " does not fit " + typ.Type.String()
-	}
-	return "invalid JSON"
 }
 
 // Put writes key's value, with no expiry.

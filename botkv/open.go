@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -99,6 +100,13 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 			err = errors.Join(err, s.release(context.WithoutCancel(ctx)))
 		}
 	}()
+	if set.primary.HTTPClient == nil {
+		// The store's own transport, so that Close can end its idle
+		// connections' goroutines: a bot's tests open and close many.
+		t := cfkv.NewTransport()
+		set.primary.HTTPClient = &http.Client{Transport: t}
+		s.closers = append(s.closers, func(context.Context) error { t.CloseIdleConnections(); return nil })
+	}
 	primary, err := cfkv.New(set.primary)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -82,13 +82,20 @@ func (c *countingStore) Delete(ctx context.Context, k string) error {
 // second begun since then, and rate more for the window open before it.
 // The fake clock moves while a worker goes from its booking to the store,
 // so a request may be seen a step late: two are allowed for it.
-func underBudget(t *testing.T, what string, c *countingStore, clk clock.Clock, rate int, n0 int, t0 time.Time) {
+func underBudget(t *testing.T, what string, c *countingStore, clk clock.Clock, rate int, from since) {
 	t.Helper()
-	n := c.requests() - n0
-	seconds := int((clk.Now().Sub(t0) + time.Second - 1) / time.Second)
+	n := c.requests() - from.requests
+	seconds := int((clk.Now().Sub(from.at) + time.Second - 1) / time.Second)
 	if limit := rate*(seconds+1) + 2; n > limit {
 		t.Fatalf("%s: the shadow took %d requests in %d s of the clock: over a budget of %d a second (at most %d)", what, n, seconds, rate, limit)
 	}
+}
+
+// since is where underBudget counts from: the shadow's requests then, and
+// the time.
+type since struct {
+	requests int
+	at       time.Time
 }
 
 // span is the time from the first request to the last.
@@ -187,7 +194,7 @@ func TestTheShadowBudgetPacesCopiesAndRepairs(t *testing.T) {
 	if s.ShadowPacing.Delayed == 0 || s.ShadowPacing.Waited == 0 {
 		t.Fatalf("pacing %+v: want copies delayed", s.ShadowPacing)
 	}
-	underBudget(t, "the burst", shadow, clk, 10, 0, t0)
+	underBudget(t, "the burst", shadow, clk, 10, since{0, t0})
 	if span := shadow.span(); span < 4*time.Second-100*time.Millisecond {
 		t.Fatalf("50 copies reached the shadow within %s: at 10 a second they take 4 s", span)
 	}
@@ -216,7 +223,7 @@ func TestTheShadowBudgetPacesCopiesAndRepairs(t *testing.T) {
 	if n := primary.Len(); n != 80 || shadow.Len() != 80 {
 		t.Fatalf("primary %d, shadow %d keys; want 80 each", n, shadow.Len())
 	}
-	underBudget(t, "the repairs", shadow, clk, 10, n0, t1)
+	underBudget(t, "the repairs", shadow, clk, 10, since{n0, t1})
 	if s := st.Stats(); s.ShadowPacing.Deferred == 0 || s.Repairs[dualwrite.RepairDeferred] == 0 {
 		t.Fatalf("pacing %+v, repairs %v: want repairs deferred for the budget", s.ShadowPacing, s.Repairs)
 	}

@@ -333,3 +333,41 @@ func TestComparisonsBesideSettling(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// A key the journal names is repaired as known after a restart; a
+// difference that outlives its repair (the shadow changed around the layer
+// again) is judged as any other, and confirmed.
+func TestRecoveredKeyStillDifferentAfterRepairIsConfirmed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settle.db")
+	j, err := journal.Open(path, journal.Options{})
+	must(t, err)
+	t.Cleanup(func() { j.Close() })
+	p := newPair(t, dualwrite.Config{})
+	p.store.Close(context.Background())
+	p.open(dualwrite.Config{Stage: dualwrite.DualWrite, Journal: j})
+	ctx := context.Background()
+	must(t, p.store.Put(ctx, "wordle:k", []byte("v"), kv.PutOptions{}))
+	p.flush()
+	must(t, p.store.Close(ctx))
+	must(t, p.shadow.Store.Put(ctx, "wordle:k", []byte("around"), kv.PutOptions{}))
+	p.open(dualwrite.Config{Stage: dualwrite.DualWrite, Journal: j})
+	p.settle()
+	if st := p.store.Stats(); st.Recovered != 1 || st.Dirty != 1 || st.Confirmed != 0 {
+		t.Fatalf("after the first verification: recovered %d, dirty %d, confirmed %d", st.Recovered, st.Dirty, st.Confirmed)
+	}
+	for i := 0; valueOf(t, p.shadow.Store, "wordle:k") != "v"; i++ {
+		if i == 3 {
+			t.Fatal("the recovered key was not repaired")
+		}
+		p.clk.Advance(window)
+		p.store.RepairDirty()
+		p.flush()
+	}
+	// Repaired, not verified yet: the shadow changes around the layer again.
+	must(t, p.shadow.Store.Put(ctx, "wordle:k", []byte("around again"), kv.PutOptions{}))
+	p.settle()
+	p.settle()
+	if st := p.store.Stats(); st.Confirmed != 1 || st.Recovered != 1 || len(p.sink.records()) != 1 {
+		t.Fatalf("a difference after the repair: confirmed %d, recovered %d, records %d", st.Confirmed, st.Recovered, len(p.sink.records()))
+	}
+}

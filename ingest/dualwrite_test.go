@@ -27,7 +27,7 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := &ingest.DualWrite{Account: "acc", Stores: func(ns string) (*dualwrite.Store, bool) { return st, ns == "ns" }}
+	sink := &ingest.DualWrite{Account: "acc", Lease: 1500 * time.Millisecond, Stores: func(ns string) (*dualwrite.Store, bool) { return st, ns == "ns" }}
 	h := newHandler(t, sink, func(c *ingest.Config) { c.Stage = sink })
 	body := fmt.Sprintf(`{"copies":[{"key":"wordle:a","value":"dg==","expiration":%d,"acked_at":%d},{"key":"wordle:b","value":"dw==","acked_at":%d},{"key":"wordle:b","deleted":true,"acked_at":%d}]}`,
 		start.Unix()+600, ms-2, ms-1, ms)
@@ -84,8 +84,8 @@ func TestDualWriteSinkAndStage(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	var got map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["authoritative"] != "shadow" || got["stage"] != "live" || got["route"] != "proxy" {
-		t.Fatalf("stage endpoint: %s (%v)", w.Body, err)
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got["authoritative"] != "shadow" || got["stage"] != "live" || got["route"] != "proxy" || got["lease_ms"] != 1500.0 {
+		t.Fatalf("stage endpoint: %s (%v); want the proxy's lease in lease_ms", w.Body, err)
 	}
 }
 

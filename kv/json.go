@@ -41,7 +41,7 @@ func GetJSONLogger(ctx context.Context, logger *slog.Logger, s Store, key string
 			logger.WarnContext(ctx, "kv: malformed JSON record treated as missing",
 				slog.String("namespace", namespaceOf(s, key)),
 				slog.Int("bytes", len(raw)),
-				slog.String("reason", jsonReason(err)))
+				slog.String("reason", JSONReason(err)))
 		}
 		return false, nil
 	}
@@ -73,14 +73,14 @@ func EncodeJSON(v any) (raw []byte, err error) {
 	}()
 	raw, err = json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidJSON, jsonReason(err))
+		return nil, fmt.Errorf("%w: %s", ErrInvalidJSON, JSONReason(err))
 	}
 	return raw, nil
 }
 
-// jsonReason describes a JSON error by its type only: the messages of
-// encoding/json can quote the offending value.
-func jsonReason(err error) string {
+// JSONReason describes an encoding/json error by its kind only, for logs:
+// the package's own messages can quote the offending value.
+func JSONReason(err error) string {
 	var (
 		syntax *json.SyntaxError
 		typ    *json.UnmarshalTypeError

@@ -87,12 +87,21 @@ var (
 	_ control.PeerAware = (*fleet)(nil)
 )
 
+// fleetWith is the plumbing newFleet's stores are built with.
+type fleetWith struct {
+	tp   trace.TracerProvider
+	mp   metric.MeterProvider
+	log  *slog.Logger
+	opts []dualwrite.Option
+}
+
 // newFleet builds one instrumented dual-write store per namespace, all in
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
 // store) and, when sinks is set, the Sink it gives for the store's
 // namespace and logger; one callback reports the gauges of the whole
 // fleet, summed, so that several namespaces never observe one series twice.
-func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dualwrite.Sink, all []Sides, journals []dualwrite.Journal, tp trace.TracerProvider, mp metric.MeterProvider, log *slog.Logger, opts ...dualwrite.Option) (*fleet, error) {
+func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dualwrite.Sink, all []Sides, journals []dualwrite.Journal, with fleetWith) (*fleet, error) {
+	tp, mp, log, opts := with.tp, with.mp, with.log, with.opts
 	f := &fleet{}
 	var first *dualwriteotel.Observer
 	for i, sd := range all {

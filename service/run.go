@@ -171,7 +171,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 			recorder.Close(ctx)
 		}()
 	}
-	fl, err := newFleet(dcfg, sinks, b.Sides, journals, tel.TracerProvider, tel.MeterProvider, log, dualwrite.WithClock(o.clock))
+	fl, err := newFleet(dcfg, sinks, b.Sides, journals, fleetWith{tp: tel.TracerProvider, mp: tel.MeterProvider, log: log, opts: []dualwrite.Option{dualwrite.WithClock(o.clock)}})
 	if err != nil {
 		return err
 	}

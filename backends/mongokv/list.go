@@ -38,7 +38,7 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	now := s.clock.Now()
 	runs := make([][]listed, 0, len(colls))
 	for _, c := range colls {
-		run, err := s.rangeKeys(ctx, db.Collection(c.name), c.foreign, opts.Prefix, after, limit+1, now)
+		run, err := s.rangeKeys(ctx, db.Collection(c.name), c.foreign, keyRange{prefix: opts.Prefix, after: after, n: limit + 1, now: now})
 		if err != nil {
 			return kv.ListResult{}, err
 		}
@@ -99,9 +99,18 @@ func (s *Store) collectionsFor(ctx context.Context, db *mongo.Database, prefix s
 	return out, nil
 }
 
-// rangeKeys reads up to n live keys of coll that start with prefix and
-// follow after, in _id order, with their expiries and metadata.
-func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign bool, prefix, after string, n int, now time.Time) ([]listed, error) {
+// keyRange is what rangeKeys reads: up to n keys live at now that start
+// with prefix and follow after.
+type keyRange struct {
+	prefix, after string
+	n             int
+	now           time.Time
+}
+
+// rangeKeys reads the keys of r in coll, in _id order, with their expiries
+// and metadata.
+func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign bool, r keyRange) ([]listed, error) {
+	prefix, after, n, now := r.prefix, r.after, r.n, r.now
 	rng := bson.D{{Key: "$gte", Value: prefix}}
 	if after != "" {
 		rng = bson.D{{Key: "$gt", Value: after}}

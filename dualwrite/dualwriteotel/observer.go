@@ -57,7 +57,6 @@ func resolve(opts []Option) options {
 // Store for the gauges. One Observer serves one Store.
 type Observer struct {
 	tracer trace.Tracer
-	starts startTable
 	meter  metric.Meter
 	inst   *instruments
 	stage  atomic.Uint32             // dualwrite.Stage, for span attributes
@@ -74,7 +73,7 @@ func New(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	obs := &Observer{tracer: o.tp.Tracer(ScopeName), starts: newStartTable(), meter: m, inst: inst}
+	obs := &Observer{tracer: o.tp.Tracer(ScopeName), meter: m, inst: inst}
 	closed := string(dualwrite.BreakerClosed)
 	for i := range obs.breakr {
 		obs.breakr[i].Store(&closed)
@@ -117,53 +116,20 @@ var spanNames = map[dualwrite.Op]string{
 	dualwrite.OpCompare: SpanCompare, dualwrite.OpRepair: SpanRepair,
 }
 
-// spanStart is how an asynchronous operation's span starts.
-type spanStart struct {
-	name string
-	opts []trace.SpanStartOption
-}
-
-// startTable holds the spanStart of every known operation in every stage,
-// built once, so that starting a span that will not record allocates
-// nothing for its options.
-type startTable map[dualwrite.Op][]spanStart
-
-func newStartTable() startTable {
-	t := make(startTable, len(spanNames))
-	for op := range spanNames {
-		for _, st := range dualwrite.Stages {
-			t[op] = append(t[op], newSpanStart(op, st))
-		}
-	}
-	return t
-}
-
-func newSpanStart(op dualwrite.Op, st dualwrite.Stage) spanStart {
-	name, ok := spanNames[op]
-	if !ok {
-		name = "dualwrite." + string(op)
-	}
-	return spanStart{name: name, opts: []trace.SpanStartOption{
-		trace.WithNewRoot(),
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(st.String())),
-	}}
-}
-
-func (t startTable) get(op dualwrite.Op, st dualwrite.Stage) spanStart {
-	if byStage, ok := t[op]; ok && int(st) < len(byStage) {
-		return byStage[st]
-	}
-	return newSpanStart(op, st)
-}
-
 // AsyncContext implements dualwrite.Observer. The operation's span starts a
 // new trace linked to the caller's span: the caller has usually returned
 // and ended its span before the operation runs, and a child outliving its
 // parent would distort the caller's trace.
 func (o *Observer) AsyncContext(caller context.Context, op dualwrite.Op) context.Context {
-	start := o.starts.get(op, dualwrite.Stage(o.stage.Load()))
-	ctx, span := o.tracer.Start(context.WithoutCancel(caller), start.name, start.opts...)
+	name, ok := spanNames[op]
+	if !ok {
+		name = "dualwrite." + string(op)
+	}
+	stage := dualwrite.Stage(o.stage.Load())
+	ctx, span := o.tracer.Start(context.WithoutCancel(caller), name,
+		trace.WithNewRoot(),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(stage.String())))
 	if !span.IsRecording() {
 		return ctx // nothing to end or annotate
 	}

@@ -96,13 +96,19 @@ func (b *botProcess) deploy(vars map[string]string) error {
 	return b.do(map[string]any{"cmd": "deploy", "vars": vars}, &ok, 2*time.Minute)
 }
 
-// read is what the bot, as deployed, reads of a full key (module:key).
-func (b *botProcess) read(key string) (*string, error) {
+// read is what the bot, as deployed, reads of full keys (module:key), in
+// one invocation.
+func (b *botProcess) read(keys []string) ([]*string, error) {
 	var r struct {
-		Value *string `json:"value"`
+		Values []*string `json:"values"`
 	}
-	err := b.do(map[string]any{"cmd": "read", "key": key}, &r, time.Minute)
-	return r.Value, err
+	if err := b.do(map[string]any{"cmd": "read", "keys": keys}, &r, time.Minute); err != nil {
+		return nil, err
+	}
+	if len(r.Values) != len(keys) {
+		return nil, fmt.Errorf("the bot read %d values of %d keys", len(r.Values), len(keys))
+	}
+	return r.Values, nil
 }
 
 func (b *botProcess) stop() {

@@ -98,8 +98,45 @@ func (r *rig) list(ctx context.Context, prefix string) ([]string, error) {
 
 // dualWriteOff is step 5's first deploy: the bot's own DualKVStore and its
 // drift-verifier off, before the tee.
-func (r *rig) dualWriteOff(context.Context) error {
+func (r *rig) dualWriteOff(ctx context.Context) error {
+	var err error
+	if r.docs, err = r.moduleDocuments(ctx); err != nil {
+		return err
+	}
 	return r.deployAs("kv", "0", false, nil)
+}
+
+// checkDualWriteOff: the bot's updates no longer reach MongoDB by its own
+// store.
+func (r *rig) checkDualWriteOff(ctx context.Context) error {
+	docs, err := r.moduleDocuments(ctx)
+	if err != nil {
+		return err
+	}
+	if docs != r.docs {
+		return fmt.Errorf("the bot still writes MongoDB itself: its modules' collections went from %d to %d documents", r.docs, docs)
+	}
+	r.say("  the bot's own writes to MongoDB stopped: its modules' collections still hold %d documents", docs)
+	return nil
+}
+
+// moduleDocuments counts the documents of the bot's module collections.
+func (r *rig) moduleDocuments(ctx context.Context) (int64, error) {
+	client, err := mongo.Connect(options.Client().ApplyURI(r.mongoURI))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	db := client.Database("miti99bot")
+	var n int64
+	for _, c := range []string{"wordle", "trading", "loldle_emoji"} {
+		k, err := db.Collection(c).CountDocuments(ctx, bson.D{})
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // addTee is step 5's second deploy: the tee's line, the flags kept.
@@ -123,6 +160,29 @@ func (r *rig) deleteRetryQueue(ctx context.Context) error {
 	return nil
 }
 
+// onProxy is the guide's recommended end state: the tee's line replaced by
+// kvshadowBinding, the proxy in complete serving MongoDB.
+func (r *rig) onProxy(context.Context) error {
+	return r.deployAs("kv", "0", false, map[string]string{"KVSHADOW_BINDING": "1"})
+}
+
+// checkOnProxy: the bot, through the proxy, finds every key it ever wrote,
+// and Workers KV is no longer written.
+func (r *rig) checkOnProxy(ctx context.Context) error {
+	if err := r.checkEveryKey("through kvshadowBinding and the proxy"); err != nil {
+		return err
+	}
+	st, err := r.admin.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Summary.Operations == r.ops {
+		return errors.New("the proxy served no call: the bot did not go through it")
+	}
+	r.ops = st.Summary.Operations
+	return nil
+}
+
 // ownStore is step 13's deploy: the bot's own MongoKVStore, the tee gone.
 func (r *rig) ownStore(context.Context) error {
 	return r.deployAs("mongo", "0", false, nil)
@@ -133,7 +193,7 @@ func (r *rig) ownStore(context.Context) error {
 // absent), and what Workers KV held before; it did not go through the
 // proxy; and its new writes are in MongoDB only.
 func (r *rig) checkOwnStore(ctx context.Context) error {
-	if err := r.checkEveryKey(); err != nil {
+	if err := r.checkEveryKey("on its own MongoKVStore"); err != nil {
 		return err
 	}
 	st, err := r.admin.Stats(ctx)
@@ -151,7 +211,7 @@ func (r *rig) checkOwnStore(ctx context.Context) error {
 		}
 	}
 	if behind == 0 {
-		return errors.New("Workers KV holds every value the bot wrote at step 13: the bot did not write MongoDB directly")
+		return errors.New("the bot did not write MongoDB directly: Workers KV holds every value it wrote at step 13")
 	}
 	r.say("  the proxy served no call since; Workers KV is behind on %d keys the bot wrote to MongoDB directly", behind)
 	return nil
@@ -159,31 +219,33 @@ func (r *rig) checkOwnStore(ctx context.Context) error {
 
 // checkEveryKey reads every key the bot wrote, and the keys from before,
 // through the bot as deployed.
-func (r *rig) checkEveryKey() error {
+func (r *rig) checkEveryKey(how string) error {
+	var keys []string
+	var want []*string
+	for k, v := range r.last {
+		keys, want = append(keys, k), append(want, v)
+	}
+	present := append(slices.Clone(r.old), keysOf(r.shared)...)
+	got, err := r.bot.read(append(keys, present...))
+	if err != nil {
+		return err
+	}
 	var wrong []string
-	for k, want := range r.last {
-		got, err := r.bot.read(k)
-		if err != nil {
-			return err
-		}
-		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+	for i, k := range keys {
+		if (got[i] == nil) != (want[i] == nil) || (got[i] != nil && *got[i] != *want[i]) {
 			wrong = append(wrong, k)
 		}
 	}
-	for _, k := range append(slices.Clone(r.old), keysOf(r.shared)...) {
-		got, err := r.bot.read(k)
-		if err != nil {
-			return err
-		}
-		if got == nil {
+	for i, k := range present {
+		if got[len(keys)+i] == nil {
 			wrong = append(wrong, k)
 		}
 	}
 	if len(wrong) > 0 {
 		slices.Sort(wrong)
-		return fmt.Errorf("the bot on its own MongoKVStore misses or reads otherwise %d keys it wrote: %s", len(wrong), strings.Join(wrong[:min(len(wrong), 5)], ", "))
+		return fmt.Errorf("the bot %s misses or reads otherwise %d keys it wrote: %s", how, len(wrong), strings.Join(wrong[:min(len(wrong), 5)], ", "))
 	}
-	r.say("  the bot, on its own MongoKVStore, reads every key it wrote: %d with the value it last wrote (deleted ones absent), %d written by several at once present, %d from before the migration", len(r.last), len(r.shared), len(r.old))
+	r.say("  the bot, %s, reads every key it wrote: %d with the value it last wrote (deleted ones absent), %d written by several at once present, %d from before the migration", how, len(r.last), len(r.shared), len(r.old))
 	return nil
 }
 
@@ -248,5 +310,5 @@ func (r *rig) retire(ctx context.Context) error {
 
 // checkRetired: with the proxy gone, the bot still reads every key it wrote.
 func (r *rig) checkRetired(context.Context) error {
-	return r.checkEveryKey()
+	return r.checkEveryKey("on its own MongoKVStore with the proxy stopped")
 }

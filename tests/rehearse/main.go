@@ -7,7 +7,8 @@
 // the embedded MongoDB-compatible server. It starts from the bot as it runs
 // today (its own dual write on, a retry queue in Workers KV), deploys the
 // bot with the guide's flags step by step, walks every stage through the
-// handover to live and back, then on to complete, checks parity, then
+// handover to live and back, then on to complete, checks parity, runs the
+// recommended end state (the bot on the proxy through kvshadowBinding), then
 // moves the bot to its own MongoKVStore (step 13: every key it ever wrote
 // read back from MongoDB) and retires the proxy (step 14: stopped, its
 // collections dropped, the bot still working). The admin calls and

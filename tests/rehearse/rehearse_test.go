@@ -8,6 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/keep"
 )
 
 // The rehearsal runs the guide's own commands: every admin call and
@@ -91,11 +95,24 @@ func TestCleanupFollowsTheGuide(t *testing.T) {
 	if !slices.Equal(listed, cleanup) {
 		t.Errorf("the guide drops %v, the rehearsal %v", listed, cleanup)
 	}
+	// Every collection of kvshadow's own that the code names is dropped,
+	// or dropped once empty as the guide says.
+	for _, c := range []string{control.ControlCollection, control.InstancesCollection, control.ReportsCollection, control.OverflowsCollection,
+		control.ConflictsCollection, control.DecisionsCollection, keep.KeptCollection,
+		mongokv.DefaultCollection, mongokv.ChunkCollection, mongokv.GenerationCollection} {
+		if !slices.Contains(cleanup, c) && !slices.Contains(dropWhenEmpty, c) {
+			t.Errorf("the cleanup leaves %s", c)
+		}
+		if !strings.Contains(string(raw), "`"+c+"`") && !strings.Contains(line, `"`+c+`"`) {
+			t.Errorf("the guide's step 14 does not name %s", c)
+		}
+	}
 }
 
 // make rehearse, shortened (a few updates a step, a 4 s fence), through
-// every step: from the bot's own dual write and its retry queue to the bot
-// reading every key it wrote from its own MongoDB store, with the proxy
+// every step: from the bot's own dual write and its retry queue, through
+// the recommended end state (the bot on the proxy through kvshadowBinding),
+// to the bot reading every key it wrote from its own MongoDB store, with the proxy
 // stopped and kvshadow's collections dropped; its reports kept where it
 // says.
 func TestRehearsalReachesStep14(t *testing.T) {
@@ -105,7 +122,7 @@ func TestRehearsalReachesStep14(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"the bot's retry queue holds", "step 13, ", "reads every key it wrote", "kvshadow-proxy stopped", "step 14, ", "\nOK: "} {
+	for _, want := range []string{"the bot's retry queue holds", "through kvshadowBinding and the proxy, reads every key", "step 13, ", "reads every key it wrote", "kvshadow-proxy stopped", "step 14, ", "\nOK: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the rehearsal never said %q\n%s", want, out.String())
 		}

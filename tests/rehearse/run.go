@@ -44,7 +44,7 @@ type step struct {
 // deploys with the flags of the guide's table, and the way back from live,
 // which the guide gives as its Back lines.
 var plan = []step{
-	{guide: 5, name: "Add the tee to the bot: first, the bot's own dual write off (DUAL_WRITE=0, the drift-verifier stopped)", do: (*rig).dualWriteOff, traffic: true},
+	{guide: 5, name: "Add the tee to the bot: first, the bot's own dual write off (DUAL_WRITE=0, the drift-verifier stopped)", do: (*rig).dualWriteOff, traffic: true, check: (*rig).checkDualWriteOff},
 	{guide: 5, name: "Add the tee to the bot: then the tee (STORAGE_PRIMARY=kv DUAL_WRITE=0)", do: (*rig).addTee, traffic: true},
 	{guide: 6, name: "Backfill", commands: []string{
 		"shadow-report --exclude-prefix __retry: --repair",
@@ -60,6 +60,7 @@ var plan = []step{
 	{guide: 10, name: "Live again", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"live"}'`}, traffic: true},
 	{guide: 11, name: "Rampdown", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"rampdown"}'`}, traffic: true},
 	{guide: 12, name: "Complete", commands: []string{`adm -X PUT $ADMIN/stage -d '{"stage":"complete","confirm_irreversible":true}'`}, check: (*rig).finalReport},
+	{guide: 12, name: "Complete, then the recommended end state: the bot on the proxy through kvshadowBinding (STORAGE_PRIMARY=kv DUAL_WRITE=0)", do: (*rig).onProxy, traffic: true, check: (*rig).checkOnProxy},
 	{guide: 13, name: "The bot on its own MongoKVStore, and the proxy retired (STORAGE_PRIMARY=mongo DUAL_WRITE=0)", do: (*rig).ownStore, traffic: true, check: (*rig).checkOwnStore},
 	{guide: 14, name: "What to delete at the end", do: (*rig).retire, traffic: true, check: (*rig).checkRetired},
 }
@@ -84,6 +85,7 @@ type rig struct {
 	shared    map[string]bool    // keys written from two lanes at once: no one last value
 	old       []string           // what Workers KV held before the migration
 	ops       uint64             // the proxy's operations when the bot left it
+	docs      int64              // the bot's documents in MongoDB when its own dual write went off
 }
 
 func (r *rig) say(format string, args ...any) {

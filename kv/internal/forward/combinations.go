@@ -6,7 +6,9 @@ import "github.com/kvshadow/kvshadow/kv"
 // case for each of the 24 combinations (metadata implies the entry read, so
 // the entry read has three states and each bulk ability two). Each is a
 // pointer, so that stores compare with == as pointers do.
-func compose(mask int, b base, ge getEntry, pe putEntry, gm getMany, pm putMany, dm deleteMany) kv.Store {
+func compose(mask int, b base, a Abilities) kv.Store {
+	ge, pe := getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue, a.GetMetadata}
+	gm, pm, dm := getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany}
 	switch mask {
 	case 0:
 		return &b

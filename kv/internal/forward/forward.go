@@ -65,7 +65,7 @@ func Of(s kv.Store) Set {
 // inner has, and an Unwrap method that returns inner. a must set every
 // function that inner's abilities need.
 func Compose(store, inner kv.Store, a Abilities) kv.Store {
-	return compose(int(Of(inner)), base{store, inner}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue, a.GetMetadata}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(Of(inner)), base{store, inner}, a)
 }
 
 // Restrict returns s with only those of its abilities that are in keep (a
@@ -96,7 +96,7 @@ func Restrict(s kv.Store, keep Set) kv.Store {
 	if d, ok := s.(kv.BulkDeleter); ok {
 		a.DeleteMany = d.DeleteMany
 	}
-	return compose(int(set), base{s, s}, getEntry{a.GetEntry}, putEntry{a.PutEntry, a.GetValue, a.GetMetadata}, getMany{a.GetMany}, putMany{a.PutMany}, deleteMany{a.DeleteMany})
+	return compose(int(set), base{s, s}, a)
 }
 
 // base is the wrapper's own store and the store it wraps.

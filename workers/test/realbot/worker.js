@@ -77,10 +77,15 @@ async function call(u, env) {
   return { ms: Date.now() - began, n: v.n };
 }
 
-/** The rehearsal's checks of the end state: what the bot reads of a key. */
+/** The rehearsal's checks of the end state: what the bot reads of keys
+ * (module:key), in one invocation. */
 async function read(q, env) {
-  const [module, ...rest] = q.key.split(":");
-  return { value: await createStore(module, env).get(rest.join(":")) };
+  const values = [];
+  for (const key of q.keys) {
+    const [module, ...rest] = key.split(":");
+    values.push(await createStore(module, env).get(rest.join(":")));
+  }
+  return { values };
 }
 
 export default {
@@ -100,7 +105,7 @@ export default {
     const fetches = { n: 0 };
     const e = invocationEnv(env, ctx, fetches);
     try {
-      const answer = body.bench ? await call(body, e) : body.key ? await read(body, e) : await update(body, e);
+      const answer = body.bench ? await call(body, e) : body.keys ? await read(body, e) : await update(body, e);
       return Response.json({ ...answer, fetches: fetches.n });
     } catch (err) {
       return new Response(String(/** @type {any} */ (err)?.message ?? err), { status: 500 });

@@ -7,7 +7,7 @@
 //   {"cmd":"go","from":S,"n":N}     N bot updates, 4 at a time, a user's in order ->
 //                                   {writes, invocations, last: {key: value|null}, shared: [keys], fetches}
 //   {"cmd":"cron","cron":"..."}     one scheduled() run of that cron
-//   {"cmd":"read","key":"m:k"}      what the bot reads of a key -> {value}
+//   {"cmd":"read","keys":["m:k"]}   what the bot reads of keys, in one invocation -> {values}
 //   {"cmd":"bench","n":N,"users":U} N calls (getJSON + putJSON), one at a time -> {ms: [...], fetches: [...]}
 //   {"cmd":"stats"}                 kvshadow subrequests and invocations since the last stats,
 //                                   those in ctx.waitUntil included -> {fetches, invocations}
@@ -104,7 +104,7 @@ async function command(c) {
       return { outcome: r.outcome };
     }
     case "read":
-      return send({ key: c.key });
+      return send({ keys: c.keys });
     case "stats":
       return send({ stats: true });
     case "bench": {
