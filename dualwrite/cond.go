@@ -71,48 +71,21 @@ func (s *Store) WriteIf(ctx context.Context, e kv.Entry, del bool, expect *Finge
 	} else if err := kv.ValidateKey(e.Key); err != nil {
 		return Fingerprint{}, err
 	}
-	h := hashKey(e.Key)
-	s.gate.RLock()
-	if s.closed.Load() {
-		s.gate.RUnlock()
-		return Fingerprint{}, errClosed
-	}
-	st := s.Stage()
-	auth := st.authority()
-	sl := s.slotOf(h)
-	sl.mu.Lock()
-	held, err := s.get(ctx, auth, e.Key, readFor(s.withExpiry, s.metadata))
-	if err != nil && !errors.Is(err, kv.ErrNotFound) {
-		sl.mu.Unlock()
-		s.gate.RUnlock()
-		return Fingerprint{}, err
-	}
-	obs := compare.Observation{Found: err == nil, Value: held.Value, Metadata: held.Metadata}
-	if s.withExpiry {
-		obs.Expiration = held.Expiration
-	}
-	fp := FingerprintOf(obs)
-	if expect != nil && fp != *expect {
-		sl.mu.Unlock()
-		s.gate.RUnlock()
-		return fp, ErrChanged
-	}
-	// From here as write does, the lock already held.
-	sl.seq.Add(1)
-	var out markOutcome
-	if st.mirrors() {
-		out = s.premark(e.Key, s.clock.Now())
-	}
-	w := writeOf(op, e, h)
-	err = s.apply(ctx, auth, &w)
-	w.at = s.clock.Now()
-	sl.touch(w.at)
-	if st.mirrors() {
-		out.merge(s.afterWrite(ctx, auth.other(), &w, err, false))
-	}
-	sl.seq.Add(1)
-	sl.mu.Unlock()
-	s.gate.RUnlock()
-	s.report(ctx, op, auth.other(), out)
+	var fp Fingerprint
+	err := s.write(ctx, writeOf(op, e, 0), func(auth Role) error {
+		held, err := s.get(ctx, auth, e.Key, readFor(s.withExpiry, s.metadata))
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		obs := compare.Observation{Found: err == nil, Value: held.Value, Metadata: held.Metadata}
+		if s.withExpiry {
+			obs.Expiration = held.Expiration
+		}
+		fp = FingerprintOf(obs)
+		if expect != nil && fp != *expect {
+			return ErrChanged
+		}
+		return nil
+	})
 	return fp, err
 }

@@ -173,7 +173,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
-	return s.write(ctx, write{op: OpPut, key: key, value: value, exp: expiryFor(opts, now)})
+	return s.write(ctx, write{op: OpPut, key: key, value: value, exp: expiryFor(opts, now)}, nil)
 }
 
 // PutEntry implements kv.MetadataStore: e.Value with e.Expiration and
@@ -188,7 +188,7 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	if e.Metadata != nil && !s.metadata {
 		return errNoMetadata
 	}
-	return s.write(ctx, write{op: OpPut, key: e.Key, value: e.Value, exp: expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), md: e.Metadata})
+	return s.write(ctx, write{op: OpPut, key: e.Key, value: e.Value, exp: expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), md: e.Metadata}, nil)
 }
 
 // expiryClock reads the clock for a write's expiry, which only a TTL or an
@@ -206,7 +206,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := kv.ValidateKey(key); err != nil {
 		return err
 	}
-	return s.write(ctx, write{op: OpDelete, key: key})
+	return s.write(ctx, write{op: OpDelete, key: key}, nil)
 }
 
 // write is one write on its way through the Store: what was written (op,
@@ -241,8 +241,10 @@ func writeOf(op Op, e kv.Entry, h uint64) write {
 
 // write applies a write to the authoritative store and enqueues its copy.
 // The caller gets the authoritative store's result and never waits for the
-// other store.
-func (s *Store) write(ctx context.Context, w write) error {
+// other store. check, when not nil, runs first under the key's lock (see
+// WriteIf), given the authoritative store: its error is returned with
+// nothing written.
+func (s *Store) write(ctx context.Context, w write, check func(auth Role) error) error {
 	w.hash = hashKey(w.key)
 	s.gate.RLock()
 	if s.closed.Load() {
@@ -254,6 +256,13 @@ func (s *Store) write(ctx context.Context, w write) error {
 	mirrors := st.mirrors() && !s.excluded(w.key)
 	sl := s.slotOf(w.hash)
 	sl.mu.Lock()
+	if check != nil {
+		if err := check(auth); err != nil {
+			sl.mu.Unlock()
+			s.gate.RUnlock()
+			return err
+		}
+	}
 	sl.seq.Add(1)
 	var out markOutcome
 	if mirrors {

@@ -31,23 +31,16 @@ func (s *Store) budgetOf(r Role) *budget.Limiter {
 
 // pace waits, on a lane, until the shadow's budget lets an operation on
 // target start, and counts the wait; the primary's budget never holds a
-// lane. The wait ends early when Close gives up draining.
+// lane. The wait ends early when Close gives up draining, and the
+// operation is then abandoned.
 func (s *Store) pace(target Role) {
-	b := s.cfg.ShadowBudget
-	if target != RoleShadow || b == nil {
-		return
+	if target == RoleShadow {
+		_ = s.waitBudget(s.pacing, RoleShadow, 1)
 	}
-	if b.TryTake() {
-		return
-	}
-	start := s.clock.Now()
-	_ = b.Wait(s.pacing) // an error: Close aborted, the operation is abandoned
-	s.ctr.paceDelayed.Add(1)
-	s.ctr.paceWaited.Add(int64(s.clock.Now().Sub(start)))
 }
 
-// waitBudget waits for n requests of role's budget, for a verification
-// pass, counting the shadow's waits.
+// waitBudget waits for n requests of role's budget, counting the shadow's
+// waits (a wait ctx cut short included).
 func (s *Store) waitBudget(ctx context.Context, r Role, n int) error {
 	b := s.budgetOf(r)
 	if b == nil {
@@ -58,12 +51,13 @@ func (s *Store) waitBudget(ctx context.Context, r Role, n int) error {
 			continue
 		}
 		start := s.clock.Now()
-		if err := b.Wait(ctx); err != nil {
-			return err
-		}
+		err := b.Wait(ctx)
 		if r == RoleShadow {
 			s.ctr.paceDelayed.Add(1)
 			s.ctr.paceWaited.Add(int64(s.clock.Now().Sub(start)))
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -288,10 +289,13 @@ func TestWrongSettingsAtStart(t *testing.T) {
 }
 
 // runToExit runs the command until it exits and returns its stderr and
-// exit code.
+// exit code; one that still serves after a minute has started, which is
+// the failure.
 func runToExit(t *testing.T, bin string, env map[string]string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -299,6 +303,9 @@ func runToExit(t *testing.T, bin string, env map[string]string) (string, int) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the command started and served for a minute instead of refusing the setting:\n%s", stderr.String())
+	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
 		t.Fatalf("the command did not fail: %v\n%s", err, stderr.String())
