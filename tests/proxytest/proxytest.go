@@ -7,7 +7,11 @@ package proxytest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -72,30 +76,69 @@ func (p *Proxy) Stdout() string { return p.out.String() }
 func Start(t testing.TB, env map[string]string, args ...string) *Proxy {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
-	c, err := service.Parse(args, func(k string) string { return env[k] })
+	p := &Proxy{}
+	at, stop, err := launch(context.Background(), env, args, &p.out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	up := make(chan service.Listening, 1)
-	go func() {
-		done <- service.Run(ctx, c, &p.out, io.Discard, service.WithListening(func(l service.Listening) { up <- l }))
-	}()
-	select {
-	case p.Listening = <-up:
-	case err := <-done:
-		cancel()
-		t.Fatalf("the proxy did not start: %v", err)
-	}
+	p.Listening = at
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("the proxy stopped with %v", err)
 		}
 	})
 	return p
+}
+
+// Run runs the service with env and args in this process, its log to
+// stderr, until stop (or ctx ends); it returns once the service listens.
+// It is Start for a command that runs kvshadow-proxy beside it (rehearse,
+// tee-check), not a test.
+func Run(ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (at service.Listening, stop func(), err error) {
+	at, stopped, err := launch(ctx, env, args, io.Discard, stderr)
+	if err != nil {
+		return service.Listening{}, nil, err
+	}
+	return at, func() { _ = stopped() }, nil
+}
+
+// launch parses args and env as the command would and runs the service
+// until stop, which returns what Run returned.
+func launch(ctx context.Context, env map[string]string, args []string, stdout, stderr io.Writer) (service.Listening, func() error, error) {
+	c, err := service.Parse(args, func(k string) string { return env[k] })
+	if err != nil {
+		return service.Listening{}, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	up := make(chan service.Listening, 1)
+	go func() {
+		done <- service.Run(ctx, c, stdout, stderr, service.WithListening(func(l service.Listening) { up <- l }))
+	}()
+	select {
+	case at := <-up:
+		return at, func() error { cancel(); return <-done }, nil
+	case err := <-done:
+		cancel()
+		return service.Listening{}, nil, fmt.Errorf("the proxy did not start: %v", err)
+	}
+}
+
+// Token is a fresh random token (32 hex digits).
+func Token() string {
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	return hex.EncodeToString(raw)
+}
+
+// FreeAddr is a loopback address ("127.0.0.1:port") free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // buffer is written by the service and read by the test.

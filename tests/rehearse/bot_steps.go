@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -53,7 +54,7 @@ func (r *rig) today(ctx context.Context) error {
 	if err := r.burst(ctx, 16); err != nil {
 		return err
 	}
-	down, err := freePort()
+	down, err := proxytest.FreeAddr()
 	if err != nil {
 		return err
 	}

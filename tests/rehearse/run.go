@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,9 +17,9 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // A step is one of the guide's steps as the rehearsal runs it: the guide's
@@ -147,9 +143,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	r.mongoURI = mongo.URI()
 	r.say("MongoDB (FerretDB, embedded), database miti99bot")
 
-	clientToken, adminToken, bridgeToken, keySecret := token(), token(), token(), token()
+	clientToken, adminToken, bridgeToken, keySecret := proxytest.Token(), proxytest.Token(), proxytest.Token(), proxytest.Token()
 	const account, namespace = "rehearsal-account", "rehearsal-kv"
-	listen, err := freePort()
+	listen, err := proxytest.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -216,15 +212,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// dualwrite before the tee, the bot's queue excluded; miniflare reads
 	// its own writes, so no consistency window, and verification every 5 s
 	// instead of every minute. The fence keeps its default unless -fence.
-	adminURL, stopProxy, err := startProxy(ctx, proxyEnv, proxyFlags...)
+	at, stopProxy, err := proxytest.Run(ctx, proxyEnv, io.Discard, proxyFlags...)
 	if err != nil {
 		return err
 	}
 	r.stopProxy = sync.OnceFunc(stopProxy)
 	r.lease = lease
 	defer r.stopProxy()
-	r.admin = &admin.Client{URL: adminURL, Token: adminToken}
-	r.say("step 2, Deploy the proxy: kvshadow-proxy --primary-url <bridge> --stage dualwrite --exclude-prefix __retry:; admin API %s", adminURL)
+	r.admin = &admin.Client{URL: at.Admin, Token: adminToken}
+	r.say("step 2, Deploy the proxy: kvshadow-proxy --primary-url <bridge> --stage dualwrite --exclude-prefix __retry:; admin API %s", at.Admin)
 
 	if *benchN > 0 {
 		return r.bench(ctx, *benchN, mongoLink)
@@ -469,49 +465,4 @@ func (r *rig) finalReport(ctx context.Context) error {
 	}
 	r.ops = st.Summary.Operations
 	return nil
-}
-
-func token() string {
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	return hex.EncodeToString(raw)
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// startProxy runs kvshadow-proxy in-process until stop.
-func startProxy(ctx context.Context, env map[string]string, args ...string) (adminURL string, stop func(), err error) {
-	c, err := service.Parse(args, func(k string) string { return env[k] })
-	if err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	out, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := service.Run(ctx, c, w, io.Discard)
-		_ = w.Close()
-		done <- err
-	}()
-	stop = func() { cancel(); <-done }
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "admin API at "); ok {
-			adminURL = strings.TrimSpace(rest)
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if adminURL == "" {
-		stop()
-		return "", nil, errors.New("kvshadow-proxy did not start")
-	}
-	return adminURL, stop, nil
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,9 +16,9 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // ErrConfirmed is the verdict of a check in which the proxy confirmed a
@@ -85,9 +82,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer mongo.Close()
-	clientToken, adminToken, bridgeToken := token(), token(), token()
+	clientToken, adminToken, bridgeToken := proxytest.Token(), proxytest.Token(), proxytest.Token()
 	bridgePort, proxyAddr, err := freePort(), "", error(nil)
-	if proxyAddr, err = freeAddr(); err != nil {
+	if proxyAddr, err = proxytest.FreeAddr(); err != nil {
 		return err
 	}
 	persist := filepath.Join(dir, "kv")
@@ -108,19 +105,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	env := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": "local", "CLOUDFLARE_KV_NAMESPACE_ID": *kvID, "CLOUDFLARE_API_TOKEN": bridgeToken,
-		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": token(),
+		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": proxytest.Token(),
 	}
 	if err := waitHTTP(ctx, bridgeURL, 2*time.Minute); err != nil {
 		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	adminURL, stopProxy, err := startProxy(context.WithoutCancel(ctx), env, "--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
+	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, "--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
 		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", "__retry:")
 	if err != nil {
 		return err
 	}
 	defer stopProxy()
-	adm := &admin.Client{URL: adminURL, Token: adminToken}
+	adm := &admin.Client{URL: at.Admin, Token: adminToken}
 	if to == dualwrite.Shadow {
 		if _, err := adm.SetStage(ctx, to); err != nil {
 			return err
@@ -274,53 +271,8 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 	}
 }
 
-// startProxy runs kvshadow-proxy in-process until stop.
-func startProxy(ctx context.Context, env map[string]string, args ...string) (adminURL string, stop func(), err error) {
-	c, err := service.Parse(args, func(k string) string { return env[k] })
-	if err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	out, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := service.Run(ctx, c, w, os.Stderr)
-		_ = w.Close()
-		done <- err
-	}()
-	stop = func() { cancel(); <-done }
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "admin API at "); ok {
-			adminURL = strings.TrimSpace(rest)
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if adminURL == "" {
-		stop()
-		return "", nil, errors.New("kvshadow-proxy did not start")
-	}
-	return adminURL, stop, nil
-}
-
-func token() string {
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	return hex.EncodeToString(raw)
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 func freePort() int {
-	a, err := freeAddr()
+	a, err := proxytest.FreeAddr()
 	if err != nil {
 		return 0
 	}

@@ -240,6 +240,18 @@ func (r *rig) refused(err error, why string) {
 	}
 }
 
+// refusedCalls asserts that bot's read of key and its increment are both
+// refused saying why: nothing is served from its binding.
+func (r *rig) refusedCalls(bot, key, why string) {
+	r.t.Helper()
+	v, err := r.get(bot, key)
+	if err == nil {
+		r.t.Fatalf("%s read %q from the binding; want a refusal saying %q", bot, v, why)
+	}
+	r.refused(err, why)
+	r.refused(r.incr(bot), why)
+}
+
 // flip moves the stage, asking again while it is refused, and returns how
 // long it waited and the last reason it was held.
 func (r *rig) flip(to string) (waited time.Duration, why string) {
@@ -494,9 +506,7 @@ func TestCornerIdleIsolateLosesTheProxyInLive(t *testing.T) {
 	r.lag.delay.Store(int64(2 * time.Second))
 	r.must(r.incr("bot1")) // MongoDB has it; Workers KV in 2 s
 	r.link.down.Store(true)
-	r.refused(r.incr("bot3"), "kvshadow-proxy unreachable")
-	_, err := r.get("bot3", counterKey)
-	r.refused(err, "kvshadow-proxy unreachable")
+	r.refusedCalls("bot3", counterKey, "kvshadow-proxy unreachable")
 	r.link.down.Store(false)
 	r.must(r.incr("bot3"))
 	r.must(r.incr("bot1"))
@@ -522,21 +532,11 @@ func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
 	}
 	r.must(r.put("bot1", "fresh:k", "in complete"))
 	for range 2 {
-		v, err := r.get("bot5", "fresh:k")
-		if err == nil {
-			t.Fatalf("a wrong token read %q from the binding", v)
-		}
-		r.refused(err, "kvshadow-proxy refused the token (401)")
-		r.refused(r.incr("bot5"), "kvshadow-proxy refused the token (401)")
+		r.refusedCalls("bot5", "fresh:k", "kvshadow-proxy refused the token (401)")
 	}
 	r.link.down.Store(true)
 	for range 2 {
-		v, err := r.get("bot4", "fresh:k")
-		if err == nil {
-			t.Fatalf("with the proxy stopped, a fresh isolate read %q from the binding", v)
-		}
-		r.refused(err, "kvshadow-proxy unreachable")
-		r.refused(r.incr("bot4"), "kvshadow-proxy unreachable")
+		r.refusedCalls("bot4", "fresh:k", "kvshadow-proxy unreachable")
 	}
 	r.link.down.Store(false)
 	r.must(r.incr("bot4"))
