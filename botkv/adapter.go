@@ -48,15 +48,7 @@ type Adapter struct {
 // go to WithLogger's logger (slog.Default()) and its metric to
 // WithMeterProvider's (the global one); Store.Adapter uses the Store's.
 func NewAdapter(s kv.Store, notFound error, opts ...Option) (*Adapter, error) {
-	var p plumbing
-	for _, o := range opts {
-		if o != nil {
-			o(&p)
-		}
-	}
-	if p.logger == nil {
-		p.logger = slog.Default()
-	}
+	p := plumb(opts)
 	return newAdapter(s, notFound, p.logger, p.mp)
 }
 

@@ -37,6 +37,20 @@ type plumbing struct {
 	mp     metric.MeterProvider
 }
 
+// plumb applies opts over the defaults: slog.Default() as the logger.
+func plumb(opts []Option) plumbing {
+	var p plumbing
+	for _, o := range opts {
+		if o != nil {
+			o(&p)
+		}
+	}
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
+	return p
+}
+
 // WithLogger sets the logger of the store, the stage's follower and
 // Adapter's unreadable JSON records. The default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(p *plumbing) { p.logger = l } }
@@ -81,15 +95,7 @@ type Store struct {
 // starts in the document's stage, or, when there is none yet, in
 // KVSHADOW_STAGE (default off). Close releases everything Open started.
 func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error) {
-	var p plumbing
-	for _, o := range opts {
-		if o != nil {
-			o(&p)
-		}
-	}
-	if p.logger == nil {
-		p.logger = slog.Default()
-	}
+	p := plumb(opts)
 	set, err := cfg.read()
 	if err != nil {
 		return nil, err

@@ -180,8 +180,9 @@ type Config struct {
 	// bot's own bookkeeping, such as "__retry:"); kv.ReservedPrefix is
 	// always among them. An excluded key is written to the authoritative
 	// store alone: it is never copied, marked, compared, verified, repaired
-	// or listed, an ingested copy of it is dropped, and each is counted
-	// (Stats.Excluded). An empty prefix is refused.
+	// or listed among the dirty or unsettled keys (List returns it, but
+	// never a kv.ReservedPrefix key), an ingested copy of it is dropped, and
+	// each is counted (Stats.Excluded). An empty prefix is refused.
 	ExcludePrefixes []string
 
 	// Keeper keeps the side of each late copy's Conflict that the

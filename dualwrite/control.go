@@ -44,7 +44,7 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	if err := CheckTransition(from, to); err != nil {
 		return from, err
 	}
-	if err := s.markStage(ctx, from, to); err != nil && to == Handover {
+	if err := s.markStage(ctx, from, to); err != nil {
 		return from, err
 	}
 	flip := IsFlip(from, to)

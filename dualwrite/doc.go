@@ -249,7 +249,7 @@
 // store; that copy's writer verifies its key after its window, and the
 // rule repairs it forward.
 //
-// # Guarantees
+// # One instance, several, and a crash
 //
 // One instance: every acknowledged write of a mirrored stage reaches the
 // other store, in the authoritative order for its key, or leaves its key
@@ -297,14 +297,15 @@
 // A key under an excluded prefix (Config.ExcludePrefixes, and
 // kv.ReservedPrefix always: a bot's own bookkeeping, kvshadow's own keys)
 // is written to the authoritative store alone: it never enters the settle
-// set, so it is never copied, compared, verified, repaired or listed, the
-// handover's comparison skips it, an ingested copy of it is dropped, and a
+// set, so it is never copied, compared, verified, repaired or listed among
+// the dirty or unsettled keys, the handover's comparison skips it, an ingested copy of it is dropped, and a
 // journal from before the prefix was excluded drops it at New; each is
 // counted (Stats.Excluded). Config.ShadowBudget caps the requests the
 // Store's own work makes to the shadow: lanes wait for it (a copy whose
 // wait outlives it is dropped as timed out, its key dirty), verification
 // waits, repairs without room are deferred, all counted
-// (Stats.ShadowPacing); a caller never waits on it.
+// (Stats.ShadowPacing); a caller never waits on it. List returns the bot's
+// excluded keys, which are its data, but never kvshadow's own.
 //
 // # Optional abilities
 //

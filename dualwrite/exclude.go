@@ -15,9 +15,6 @@ type Excluded struct {
 	Journal uint64 `json:"journal"`
 }
 
-// Total is everything left out.
-func (e Excluded) Total() uint64 { return e.Writes + e.Copies + e.Reads + e.Journal }
-
 // ExcludedPrefixes returns the prefixes the Store leaves out,
 // kv.ReservedPrefix first: what a tee is told to leave out too.
 func (s *Store) ExcludedPrefixes() []string { return s.cfg.exclude.Prefixes() }

@@ -21,9 +21,11 @@ import (
 const StageKey = kv.ReservedPrefix + "stage"
 
 // markStage writes StageKey before the Store enters Handover from Shadow,
-// and deletes it after it returns to Shadow. A Store in proxy mode only
-// (no fence) writes nothing. A handover whose key cannot be written does
-// not begin: an isolate cut off from the proxy could not know of it.
+// and deletes it before it returns to Shadow (Workers KV is authoritative
+// in both). A Store in proxy mode only (no fence) writes nothing. A
+// handover whose key cannot be written does not begin (the error): an
+// isolate cut off from the proxy could not know of it. A key that cannot
+// be deleted is logged, and the return to Shadow goes on.
 func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	if s.cfg.fence <= 0 {
 		return nil
@@ -71,7 +73,6 @@ type handoverCheck struct {
 	doneFor  int64
 	running  bool
 	differed int
-	took     time.Duration
 	err      string
 }
 
@@ -141,7 +142,7 @@ func (s *Store) compareHandover(ctx context.Context) {
 	if err != nil {
 		c.err = compare.ErrorClass(err)
 	} else if s.Stage() == Handover && s.stageSince.Load() == since.UnixNano() {
-		c.doneFor, c.differed, c.took, c.err = since.UnixNano(), differed, s.clock.Now().Sub(start), ""
+		c.doneFor, c.differed, c.err = since.UnixNano(), differed, ""
 	}
 	c.mu.Unlock()
 	level, msg := slog.LevelInfo, "dualwrite: the handover's full comparison with Workers KV finished"

@@ -28,14 +28,14 @@ func (e *driverError) Is(target error) bool { return errors.Is(e.cause, target) 
 
 // wrap redacts err and prefixes it with what was being done.
 func (c *Client) wrap(what string, err error) error {
-	return &driverError{msg: "mongokv: " + what + ": " + c.redact.redact(shortTopology(err.Error())), cause: err}
+	return &driverError{msg: "mongokv: " + what + ": " + c.redact.redact(ShortTopology(err.Error())), cause: err}
 }
 
-// shortTopology replaces the driver's topology description in an error's
+// ShortTopology replaces the driver's topology description in an error's
 // text (", current topology: { Type: ..., Servers: [{ ..., Last error: dial
 // tcp ...: connection refused }, ] }", every server's state, often longer
 // than a log line) with the first server's last error, which is the cause.
-func shortTopology(msg string) string {
+func ShortTopology(msg string) string {
 	const marker, last = ", current topology: {", "Last error: "
 	i := strings.Index(msg, marker)
 	if i < 0 {
@@ -60,7 +60,7 @@ func shortTopology(msg string) string {
 		cause, _, _ = strings.Cut(after, " }")
 		cause = " (last error: " + strings.TrimSpace(cause) + ")"
 	}
-	return msg[:i] + cause + shortTopology(rest)
+	return msg[:i] + cause + ShortTopology(rest)
 }
 
 // opError maps a driver error of an operation to the kv contract: the

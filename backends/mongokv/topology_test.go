@@ -11,8 +11,8 @@ func TestShortTopology(t *testing.T) {
 		"no dump here": "no dump here",
 		"cut short, current topology: { Type: { x": "cut short",
 	} {
-		if got := shortTopology(in); got != want {
-			t.Errorf("shortTopology(%q)\n = %q\nwant %q", in, got, want)
+		if got := ShortTopology(in); got != want {
+			t.Errorf("ShortTopology(%q)\n = %q\nwant %q", in, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -122,34 +123,9 @@ func MongoHosts(uri string) string {
 }
 
 // ShortTopology replaces the MongoDB driver's topology description in an
-// error's text (", current topology: { ..., Last error: dial tcp ...:
-// connection refused }, ] }") with the first server's last error, its cause.
-func ShortTopology(msg string) string {
-	const marker, last = ", current topology: {", "Last error: "
-	i := strings.Index(msg, marker)
-	if i < 0 {
-		return msg
-	}
-	dump, rest := msg[i+len(marker):], ""
-	for j, depth := 0, 1; j < len(dump); j++ {
-		switch dump[j] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-		}
-		if depth == 0 {
-			dump, rest = dump[:j], dump[j+1:]
-			break
-		}
-	}
-	cause := ""
-	if _, after, ok := strings.Cut(dump, last); ok {
-		cause, _, _ = strings.Cut(after, " }")
-		cause = " (last error: " + strings.TrimSpace(cause) + ")"
-	}
-	return msg[:i] + cause + ShortTopology(rest)
-}
+// error's text with its cause (mongokv.ShortTopology), for the errors of
+// clients that are not mongokv's (the control board's).
+func ShortTopology(msg string) string { return mongokv.ShortTopology(msg) }
 
 // WithoutTopology drops the MongoDB driver's topology description from an
 // error's text: a dump of every server's state that buries the cause (kept
