@@ -191,22 +191,63 @@ func openStores(ctx context.Context, baseURL, shadowURL, uri, db string) (*cfkv.
 	return primary, shadow, func() { _ = client.Close(ctx) }, nil
 }
 
+// openWriterStores opens what a writer process writes through: the
+// primary, the shadow slowed by c's latency, and c's journal; done closes
+// them.
+func openWriterStores(ctx context.Context, c childConfig) (primary *cfkv.Store, shadow kv.Store, j *journal.Journal, done func(), err error) {
+	primary, inner, closeStores, err := openStores(ctx, c.BaseURL, c.ShadowURL, c.MongoURI, c.MongoDB)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	shadow, err = kvfault.New(inner, kvfault.Config{Name: "shadow", Latency: c.Latency, Jitter: c.Jitter, RealLatency: true, Seed: uint64(len(c.ID))})
+	if err == nil {
+		j, err = journal.Open(c.Journal, journal.Options{})
+	}
+	if err != nil {
+		closeStores()
+		return nil, nil, nil, nil, err
+	}
+	return primary, shadow, j, func() { _ = j.Close(); closeStores() }, nil
+}
+
+// paced runs 8 writers that call op at c.Rate a second between them, each
+// with its own random source, until stop, which returns how many of op's
+// calls said they wrote.
+func paced(c childConfig, op func(rng *rand.Rand, w, i int) (wrote bool)) (stop func() int64) {
+	const writers = 8
+	period := time.Duration(float64(time.Second) * writers / float64(c.Rate))
+	var writes atomic.Int64
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(len(c.ID))*7919+uint64(c.ID[0])))
+			next := time.Now()
+			for i := 0; !stopped.Load(); i++ {
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d) // pacing a real process at a steady rate
+				}
+				next = next.Add(period)
+				if op(rng, w, i) {
+					writes.Add(1)
+				}
+			}
+		})
+	}
+	return func() int64 {
+		stopped.Store(true)
+		wg.Wait()
+		return writes.Load()
+	}
+}
+
 func child(c childConfig) error {
 	ctx := context.Background()
-	primary, inner, done, err := openStores(ctx, c.BaseURL, c.ShadowURL, c.MongoURI, c.MongoDB)
+	primary, shadow, j, done, err := openWriterStores(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer done()
-	shadow, err := kvfault.New(inner, kvfault.Config{Name: "shadow", Latency: c.Latency, Jitter: c.Jitter, RealLatency: true, Seed: uint64(len(c.ID))})
-	if err != nil {
-		return err
-	}
-	j, err := journal.Open(c.Journal, journal.Options{})
-	if err != nil {
-		return err
-	}
-	defer j.Close()
 	sink := &countSink{}
 	st, err := dualwrite.New(dualwrite.Config{
 		Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 1,
@@ -221,49 +262,33 @@ func child(c childConfig) error {
 	if c.NewKeys {
 		return burster(ctx, c, st)
 	}
-	const writers = 8
-	period := time.Duration(float64(time.Second) * writers / float64(c.Rate))
-	var writes atomic.Int64
-	var stop atomic.Bool
 	began := time.Now()
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(len(c.ID))*7919+uint64(c.ID[0])))
-			next := time.Now()
-			for i := 0; !stop.Load(); i++ {
-				if d := time.Until(next); d > 0 {
-					time.Sleep(d) // pacing a real process at a steady rate
-				}
-				next = next.Add(period)
-				k := "wordle:hot" + strconv.Itoa(rng.IntN(c.Keys))
-				var err error
-				switch r := rng.Float64(); {
-				case r < c.ReadShare:
-					if _, err = st.Get(ctx, k); err != nil && !isNotFound(err) {
-						say("error %v", err)
-					}
-					continue
-				case r < c.ReadShare+0.1:
-					err = st.Delete(ctx, k)
-				default:
-					err = st.Put(ctx, k, fmt.Appendf(nil, "%s-%d-%d", c.ID, w, i), kv.PutOptions{})
-				}
-				if err != nil {
-					say("error %v", err)
-					continue
-				}
-				writes.Add(1)
-				say("ack %s", k)
+	stop := paced(c, func(rng *rand.Rand, w, i int) bool {
+		k := "wordle:hot" + strconv.Itoa(rng.IntN(c.Keys))
+		var err error
+		switch r := rng.Float64(); {
+		case r < c.ReadShare:
+			if _, err = st.Get(ctx, k); err != nil && !isNotFound(err) {
+				say("error %v", err)
 			}
-		})
-	}
+			return false
+		case r < c.ReadShare+0.1:
+			err = st.Delete(ctx, k)
+		default:
+			err = st.Put(ctx, k, fmt.Appendf(nil, "%s-%d-%d", c.ID, w, i), kv.PutOptions{})
+		}
+		if err != nil {
+			say("error %v", err)
+			return false
+		}
+		say("ack %s", k)
+		return true
+	})
 	if c.Duration == 0 {
 		select {} // until killed
 	}
 	time.Sleep(c.Duration)
-	stop.Store(true)
-	wg.Wait()
+	writes := stop()
 	elapsed := time.Since(began)
 
 	// Settle: every key this process wrote is verified equal in both
@@ -284,7 +309,7 @@ func child(c childConfig) error {
 		drops += d
 	}
 	raw, _ := json.Marshal(childStats{
-		Writes: writes.Load(), Rate: float64(writes.Load()) / elapsed.Seconds(),
+		Writes: writes, Rate: float64(writes) / elapsed.Seconds(),
 		Suspected: s.Comparisons[compare.Suspected] + s.Verifications[compare.Suspected],
 		Cleared:   s.Cleared, Confirmed: s.Confirmed, Records: sink.n.Load(), Coalesced: s.Coalesced, Drops: drops,
 		Repaired: s.Repairs[dualwrite.RepairCopied] + s.Repairs[dualwrite.RepairDeleted],

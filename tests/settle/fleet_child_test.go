@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/journal"
 	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/kv/kvfault"
 )
 
 // fleetConfig is what a fleet writer is told besides childConfig: it joins
@@ -96,20 +93,11 @@ func (b *countingBoard) Instances(ctx context.Context) ([]control.Heartbeat, err
 // settles, leaves the board and prints its stats.
 func fleetChild(c childConfig) error {
 	ctx := context.Background()
-	primary, inner, done, err := openStores(ctx, c.BaseURL, c.ShadowURL, c.MongoURI, c.MongoDB)
+	primary, shadow, j, done, err := openWriterStores(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer done()
-	shadow, err := kvfault.New(inner, kvfault.Config{Name: "shadow", Latency: c.Latency, Jitter: c.Jitter, RealLatency: true, Seed: uint64(len(c.ID))})
-	if err != nil {
-		return err
-	}
-	j, err := journal.Open(c.Journal, journal.Options{})
-	if err != nil {
-		return err
-	}
-	defer j.Close()
 	client, err := mongo.Connect(options.Client().ApplyURI(c.MongoURI))
 	if err != nil {
 		return err
@@ -148,42 +136,26 @@ func fleetChild(c childConfig) error {
 	}
 	say("ready")
 
-	const writers = 8
-	period := time.Duration(float64(time.Second) * writers / float64(c.Rate))
-	var writes atomic.Int64
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(len(c.ID))*7919+uint64(c.ID[0])))
-			next := time.Now()
-			for i := 0; !stop.Load(); i++ {
-				if d := time.Until(next); d > 0 {
-					time.Sleep(d) // pacing a real process at a steady rate
-				}
-				next = next.Add(period)
-				if rng.Float64() < c.ReadShare {
-					k := aroundKey(rng.IntN(max(fc.Around, 1)))
-					if fc.Around == 0 || rng.IntN(10) != 0 {
-						k = ownKey(fc.Peers[rng.IntN(len(fc.Peers))], rng.IntN(c.Keys))
-					}
-					if _, err := st.Get(ctx, k); err != nil && !isNotFound(err) {
-						say("error %v", err)
-					}
-					continue
-				}
-				k := ownKey(c.ID, rng.IntN(c.Keys))
-				if err := st.Put(ctx, k, fmt.Appendf(nil, "%s-%d-%d", c.ID, w, i), kv.PutOptions{}); err != nil {
-					say("error %v", err)
-					continue
-				}
-				writes.Add(1)
+	stop := paced(c, func(rng *rand.Rand, w, i int) bool {
+		if rng.Float64() < c.ReadShare {
+			k := aroundKey(rng.IntN(max(fc.Around, 1)))
+			if fc.Around == 0 || rng.IntN(10) != 0 {
+				k = ownKey(fc.Peers[rng.IntN(len(fc.Peers))], rng.IntN(c.Keys))
 			}
-		})
-	}
+			if _, err := st.Get(ctx, k); err != nil && !isNotFound(err) {
+				say("error %v", err)
+			}
+			return false
+		}
+		k := ownKey(c.ID, rng.IntN(c.Keys))
+		if err := st.Put(ctx, k, fmt.Appendf(nil, "%s-%d-%d", c.ID, w, i), kv.PutOptions{}); err != nil {
+			say("error %v", err)
+			return false
+		}
+		return true
+	})
 	time.Sleep(c.Duration)
-	stop.Store(true)
-	wg.Wait()
+	writes := stop()
 
 	// Settle, differences held included: each is confirmed or cleared.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -215,7 +187,7 @@ func fleetChild(c childConfig) error {
 		drops += d
 	}
 	raw, _ := json.Marshal(fleetStats{
-		childStats: childStats{Writes: writes.Load(), Confirmed: s.Confirmed, Records: sink.n.Load(), Drops: drops, Cleared: s.Cleared,
+		childStats: childStats{Writes: writes, Confirmed: s.Confirmed, Records: sink.n.Load(), Drops: drops, Cleared: s.Cleared,
 			Repaired: s.Repairs[dualwrite.RepairCopied] + s.Repairs[dualwrite.RepairDeleted], Coalesced: s.Coalesced},
 		Held: s.Held, Elsewhere: s.ReportedElsewhere, ClaimErrs: s.ClaimErrors, Verified: verified,
 		Beats: tgt.beats.Load(), BoardReads: board.reads.Load(), BeatBytes: len(beat),

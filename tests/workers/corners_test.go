@@ -142,27 +142,13 @@ func fenceFlags(t *testing.T, short []string, shortLease time.Duration) ([]strin
 }
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
-	mongo := mongotest.New(t)
-	db := mongo.Database(t)
-	const account, namespace = "corner-account", "corner-namespace"
-	clientToken, adminToken, bridgeToken := newToken(), newToken(), newToken()
 	lk := newLink(t)
 	vars, _ := json.Marshal(cfg.botVars)
-	node := startNode(t, "run-flip.js", []string{
-		"KVSHADOW_URL=" + lk.URL, "KVSHADOW_TOKEN=" + clientToken, "KVSHADOW_NAMESPACE=" + namespace,
-		"KVSHADOW_BRIDGE_TOKEN=" + bridgeToken, "KVSHADOW_STAGE_TTL_MS=" + cfg.stageTTL, "KVSHADOW_STAGE_TIMEOUT_MS=",
-		"KVSHADOW_BOTS=" + strconv.Itoa(cfg.bots), "KVSHADOW_BOT_VARS=" + string(vars),
-	})
-	var ready struct {
-		Bridge string `json:"bridge"`
-	}
-	node.next(&ready, 3*time.Minute)
-	lag := newLagger(t, ready.Bridge)
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
-		"CLOUDFLARE_BASE_URL": lag.URL, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
+	w := newFlipWorld(t, "corner", lk.URL, "KVSHADOW_STAGE_TTL_MS="+cfg.stageTTL, "KVSHADOW_STAGE_TIMEOUT_MS=",
+		"KVSHADOW_BOTS="+strconv.Itoa(cfg.bots), "KVSHADOW_BOT_VARS="+string(vars))
+	lag := newLagger(t, w.bridge.URL)
+	env := w.env
+	env["CLOUDFLARE_BASE_URL"] = lag.URL
 	common := append([]string{"--stage", "shadow", "--consistency-window", "0",
 		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms"}, cfg.flags...)
 	replicas := cfg.replicas
@@ -178,10 +164,10 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		}
 	}
 	return &rig{
-		t: t, b: &bots{node: node, acked: map[string]string{}}, adm: &admin.Client{URL: adminURL, Token: adminToken},
+		t: t, b: &bots{node: w.node, acked: map[string]string{}}, adm: &admin.Client{URL: adminURL, Token: w.adminToken},
 		link: lk, lag: lag, env: env,
-		primary: bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t),
-		shadow:  shadowStore(t, mongo, db),
+		primary: w.bridge.store(t),
+		shadow:  shadowStore(t, w.mongo, w.db),
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
-	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
 // The real bot's failed-write queue, "__retry:mongo-failed:<key>:<id>"
@@ -24,26 +23,11 @@ import (
 // key, and shadow-report with the same flag leaves it out, counted, at
 // full parity.
 func TestExcludedPrefixThroughTheTeeInWorkerd(t *testing.T) {
-	mongo := mongotest.New(t)
-	db := mongo.Database(t)
-	const account, namespace = "exclude-account", "exclude-namespace"
-	clientToken, adminToken, bridgeToken := newToken(), newToken(), newToken()
 	listen := freePort(t)
-	node := startNode(t, "run-flip.js", []string{
-		"KVSHADOW_URL=http://" + listen, "KVSHADOW_TOKEN=" + clientToken, "KVSHADOW_NAMESPACE=" + namespace,
-		"KVSHADOW_BRIDGE_TOKEN=" + bridgeToken,
-	})
-	var ready struct {
-		Bridge string `json:"bridge"`
-	}
-	node.next(&ready, 3*time.Minute)
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
-		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
+	w := newFlipWorld(t, "exclude", "http://"+listen)
+	env := w.env
 	_, adminURL := startProxy(t, env, "--listen", listen, "--stage", "shadow", "--consistency-window", "0", "--exclude-prefix", "__retry:")
-	b := &bots{node: node, acked: map[string]string{}}
+	b := &bots{node: w.node, acked: map[string]string{}}
 	const queued = "__retry:mongo-failed:wordle:games:42:1"
 	// The queue key first: its invocation's batch, if the tee sent one,
 	// goes before the module key's, which the test waits for.
@@ -53,10 +37,10 @@ func TestExcludedPrefixThroughTheTeeInWorkerd(t *testing.T) {
 		}
 	}
 
-	primary := bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t)
-	shadow := shadowStore(t, mongo, db)
+	primary := w.bridge.store(t)
+	shadow := shadowStore(t, w.mongo, w.db)
 	ctx := context.Background()
-	adm := &admin.Client{URL: adminURL, Token: adminToken}
+	adm := &admin.Client{URL: adminURL, Token: w.adminToken}
 	if !until(time.Minute, func() bool {
 		st, err := adm.Stats(ctx)
 		_, got := shadow.Get(ctx, "wordle:games:42")

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
-	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
 // bots drives run-flip.js: one operation at a time through one bot
@@ -183,34 +182,19 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 }
 
 func flipUnderTraffic(t *testing.T, replicas int) {
-	mongo := mongotest.New(t)
-	db := mongo.Database(t)
-	const account, namespace = "flip-account", "flip-namespace"
-	clientToken, adminToken, bridgeToken := newToken(), newToken(), newToken()
 	listen := freePort(t)
-	node := startNode(t, "run-flip.js", []string{
-		"KVSHADOW_URL=http://" + listen, "KVSHADOW_TOKEN=" + clientToken, "KVSHADOW_NAMESPACE=" + namespace,
-		"KVSHADOW_BRIDGE_TOKEN=" + bridgeToken, "KVSHADOW_STAGE_TTL_MS=1000", "KVSHADOW_STAGE_TIMEOUT_MS=500",
-	})
-	var ready struct {
-		Bridge string `json:"bridge"`
-	}
-	node.next(&ready, 3*time.Minute)
+	w := newFlipWorld(t, "flip", "http://"+listen, "KVSHADOW_STAGE_TTL_MS=1000", "KVSHADOW_STAGE_TIMEOUT_MS=500")
+	env := w.env
 	// The fence covers a lease (1 s), a stage read (0.5 s) and an
 	// invocation with its waitUntil (well under 1 s here).
-	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": bridgeToken,
-		"CLOUDFLARE_BASE_URL": ready.Bridge, "MONGODB_URI": mongo.URI(), "MONGODB_DB": db,
-		"KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken,
-	}
 	flags := []string{"--stage", "shadow", "--consistency-window", "0", "--fence-interval", "3s", "--tee-lease", "1s", "--tee-invocation", "2s",
 		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms"}
 	_, adminURL := startProxy(t, env, append([]string{"--listen", listen, "--instance", "reached"}, flags...)...)
 	for i := 2; i <= replicas; i++ { // replicas the bots do not reach
 		startProxy(t, env, append([]string{"--instance", fmt.Sprintf("replica-%d", i)}, flags...)...)
 	}
-	adm := &admin.Client{URL: adminURL, Token: adminToken}
-	b := &bots{node: node, acked: map[string]string{}}
+	adm := &admin.Client{URL: adminURL, Token: w.adminToken}
+	b := &bots{node: w.node, acked: map[string]string{}}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -276,8 +260,8 @@ func flipUnderTraffic(t *testing.T, replicas int) {
 	must(<-traffic)
 	must(b.incr("bot3"))
 
-	primary := bridge{URL: ready.Bridge, Account: account, Namespace: namespace, Token: bridgeToken}.store(t)
-	shadow := shadowStore(t, mongo, db)
+	primary := w.bridge.store(t)
+	shadow := shadowStore(t, w.mongo, w.db)
 	converged(t, adm, primary, shadow, time.Second)
 	p, s := everything(t, primary), everything(t, shadow)
 	for key, want := range b.acked {
@@ -300,12 +284,12 @@ func flipUnderTraffic(t *testing.T, replicas int) {
 		t.Fatal(err)
 	}
 	var applied int
-	for _, c := range out.Namespaces[namespace].Conflicts {
+	for _, c := range out.Namespaces[w.bridge.Namespace].Conflicts {
 		if c.Outcome == "applied" && !c.PeersUntil.IsZero() {
 			applied++
 		}
 	}
-	if applied != 0 || len(out.Namespaces[namespace].Conflicts) != 0 {
+	if applied != 0 || len(out.Namespaces[w.bridge.Namespace].Conflicts) != 0 {
 		t.Fatalf("%d late copies listed as applied beside another replica, want none (MongoDB held the copy's value since the handover's comparison): %+v", applied, out)
 	}
 }

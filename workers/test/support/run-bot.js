@@ -7,6 +7,7 @@
 // the environment: KVSHADOW_URL (the ingest origin), KVSHADOW_TOKEN,
 // KVSHADOW_BRIDGE_TOKEN, KVSHADOW_UPDATES.
 import { drive, startBot, updates } from "./bot.js";
+import { stopWhenInputEnds } from "./runner.js";
 
 const env = process.env;
 const n = Number(env.KVSHADOW_UPDATES ?? 120);
@@ -22,16 +23,7 @@ const mf = await startBot(
   },
   mode === "tee" ? { bridgeToken: env.KVSHADOW_BRIDGE_TOKEN } : {},
 );
-let stopping = false;
-async function stop() {
-  if (stopping) return;
-  stopping = true;
-  await mf.dispose();
-  process.exit(0);
-}
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.on("close", stop);
+stopWhenInputEnds(mf);
 let input = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", async (d) => {

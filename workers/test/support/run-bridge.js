@@ -3,6 +3,7 @@
 // stops when its standard input closes or on SIGTERM. The token comes from
 // KVSHADOW_BRIDGE_TOKEN, never from an argument (arguments show in ps).
 import { startBridge } from "./bridge.js";
+import { stopWhenInputEnds } from "./runner.js";
 
 const token = process.env.KVSHADOW_BRIDGE_TOKEN;
 if (!token) {
@@ -10,16 +11,6 @@ if (!token) {
   process.exit(2);
 }
 const bridge = await startBridge({ token });
-let stopping = false;
-async function stop() {
-  if (stopping) return;
-  stopping = true;
-  await bridge.mf.dispose();
-  process.exit(0);
-}
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
-process.stdin.on("end", stop);
-process.stdin.on("close", stop);
+stopWhenInputEnds(bridge.mf);
 process.stdin.resume();
 process.stdout.write(JSON.stringify({ url: bridge.url, account: "bridge-account", namespace: "bridge-namespace" }) + "\n");

@@ -13,6 +13,7 @@
 // as lines {"log": "..."} between the answers.
 import { createInterface } from "node:readline";
 import { startBots } from "./bot.js";
+import { answerLines, stopWhenInputEnds } from "./runner.js";
 
 const env = process.env;
 const vars = {
@@ -37,26 +38,13 @@ const mf = await startBots(Object.fromEntries(names.map((n) => [n, { ...vars, ..
 });
 const workers = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await mf.getWorker(n)])));
 
-let stopping = false;
-async function stop() {
-  if (stopping) return;
-  stopping = true;
-  await mf.dispose();
-  process.exit(0);
-}
-process.on("SIGTERM", stop);
+stopWhenInputEnds(mf);
 process.stdout.write(JSON.stringify({ bridge: mf.bridgeURL ?? "" }) + "\n");
-const lines = createInterface({ input: process.stdin });
-lines.on("close", stop);
-for await (const line of lines) {
-  const op = JSON.parse(line);
-  let answer;
-  try {
+answerLines(
+  async (op) => {
     const r = await workers[op.bot].fetch("http://bot/", { method: "POST", body: JSON.stringify(op) });
     const text = await r.text();
-    answer = r.status === 200 ? JSON.parse(text) : { ok: false, error: text };
-  } catch (e) {
-    answer = { ok: false, error: String(e?.message ?? e) };
-  }
-  process.stdout.write(JSON.stringify(answer) + "\n");
-}
+    return r.status === 200 ? JSON.parse(text) : { ok: false, error: text };
+  },
+  (e) => ({ ok: false, error: String(e?.message ?? e) }),
+);

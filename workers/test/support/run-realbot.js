@@ -21,6 +21,7 @@ import { dirname, join } from "node:path";
 import { Miniflare } from "miniflare";
 import { bridgeWorker, packageRoot } from "./bridge.js";
 import { updates } from "./bot.js";
+import { answerLines, stopWhenInputEnds } from "./runner.js";
 
 const env = process.env;
 const ns = "bot-primary";
@@ -122,34 +123,6 @@ async function command(c) {
   throw new Error(`unknown command ${c.cmd}`);
 }
 
-let stopping = false;
-async function stop() {
-  if (stopping) return;
-  stopping = true;
-  await mf.dispose();
-  process.exit(0);
-}
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-let input = "";
-let queue = Promise.resolve();
-process.stdin.setEncoding("utf8");
-process.stdin.on("data", (d) => {
-  input += d;
-  let nl;
-  while ((nl = input.indexOf("\n")) >= 0) {
-    const line = input.slice(0, nl);
-    input = input.slice(nl + 1);
-    if (!line.trim()) continue;
-    queue = queue.then(async () => {
-      let answer;
-      try {
-        answer = await command(JSON.parse(line));
-      } catch (e) {
-        answer = { error: String(/** @type {any} */ (e)?.message ?? e) };
-      }
-      process.stdout.write(JSON.stringify(answer) + "\n");
-    });
-  }
-});
+stopWhenInputEnds(mf);
+answerLines(command, (e) => ({ error: String(e?.message ?? e) }));
 process.stdout.write(JSON.stringify({ bridge: new URL("/client/v4/", url).toString() }) + "\n");
