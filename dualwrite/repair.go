@@ -83,7 +83,7 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 	if room <= 0 {
 		return 0, nil
 	}
-	for _, ref := range s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room)) {
+	for _, ref := range s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room), noFleet) {
 		j := job{write: write{op: OpRepair, key: ref.key, hash: hashKey(ref.key), at: now}, target: target, gen: ref.gen, ctx: context.Background()}
 		if s.enqueue(j) {
 			n++

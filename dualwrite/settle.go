@@ -425,16 +425,12 @@ func (d *settleSet) wroteAt(key string) (time.Time, bool) {
 // ready at or before cutoff; dirty ones are marked queued. It walks m's
 // timeline from its oldest entry and stops at the first one readied after
 // cutoff: its cost is the keys due, plus those due but skipped (a copy or a
-// repair of theirs on its way, at most what the lanes hold).
-func (d *settleSet) due(m Mark, cutoff time.Time, limit int) []settleRef {
-	return d.dueBelow(m, cutoff, limit, noFleet)
-}
-
-// dueBelow is due, skipping the keys whose held difference was first seen
-// at or after mark, the fleet's watermark: reading them again could not
-// confirm them yet (see judgeLocked), so they wait, at the cost of a look
-// each, until the watermark passes their first sight.
-func (d *settleSet) dueBelow(m Mark, cutoff time.Time, limit int, mark int64) []settleRef {
+// repair of theirs on its way, at most what the lanes hold). It skips the
+// keys whose held difference was first seen at or after mark, the fleet's
+// watermark (noFleet: none): reading them again could not confirm them yet
+// (see judgeLocked), so they wait, at the cost of a look each, until the
+// watermark passes their first sight.
+func (d *settleSet) due(m Mark, cutoff time.Time, limit int, mark int64) []settleRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := nanos(cutoff)
@@ -460,7 +456,7 @@ func (d *settleSet) dueSuspects(cutoff time.Time, limit int, mark int64) []settl
 	var out []settleRef
 	for e := d.susLine.head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
 		if e.held != nil && e.held.since >= mark {
-			continue // see dueBelow
+			continue // see due
 		}
 		out = append(out, settleRef{key: e.key, gen: e.gen, held: true, suspect: true})
 	}

@@ -56,7 +56,7 @@ func BenchmarkSettleSetDue(b *testing.B) {
 		for _, way := range []struct {
 			name string
 			due  func(Mark, time.Time, int) []settleRef
-		}{{"timeline", d.due}, {"scan", d.scanDue}} {
+		}{{"timeline", func(m Mark, c time.Time, n int) []settleRef { return d.due(m, c, n, noFleet) }}, {"scan", d.scanDue}} {
 			b.Run(fmt.Sprintf("keys=%d/%s", n, way.name), func(b *testing.B) {
 				for b.Loop() {
 					if got := way.due(MarkUnsettled, cutoff, n); len(got) != benchDue {

@@ -57,7 +57,7 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 	// The fleet's watermark, before any read: a copy it says had landed
 	// did so before the reads below.
 	r := rule{window: int64(s.cfg.window), mark: s.fleetMark(ctx)}
-	refs := append(s.set.dueBelow(MarkUnsettled, cutoff, s.cfg.MaxDirty, r.mark), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects, r.mark)...)
+	refs := append(s.set.due(MarkUnsettled, cutoff, s.cfg.MaxDirty, r.mark), s.set.dueSuspects(cutoff, s.cfg.MaxSuspects, r.mark)...)
 	n := 0
 	for lo := 0; lo < len(refs); lo += s.cfg.VerifyBatch {
 		chunk := refs[lo:min(lo+s.cfg.VerifyBatch, len(refs))]
