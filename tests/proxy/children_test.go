@@ -21,6 +21,7 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // The benchmarks run each party in a process of its own, as a deployment
@@ -135,24 +136,11 @@ func serveEmulator(latency string) ([]string, func(), error) {
 func serveProxy(primary string) ([]string, func(), error) {
 	env, backends := overMemoryShadow(primary)
 	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", "dualwrite", "--max-concurrent", "1024"}
-	c, err := service.Parse(args, func(k string) string { return env[k] })
+	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args, service.WithBackends(backends))
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	up := make(chan service.Listening, 1)
-	go func() {
-		done <- service.Run(ctx, c, io.Discard, io.Discard, service.WithBackends(backends), service.WithListening(func(l service.Listening) { up <- l }))
-	}()
-	var at service.Listening
-	select {
-	case at = <-up:
-	case err := <-done:
-		cancel()
-		return nil, nil, fmt.Errorf("the service did not start: %w", err)
-	}
-	return withProbe([]string{at.API}, func() { cancel(); <-done })
+	return withProbe([]string{at.API}, func() { _ = stop() })
 }
 
 // withProbe adds to a child's addresses a probe that reports the process's

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 var srv *mongotest.Server
@@ -96,31 +98,11 @@ func banner(t testing.TB, out io.Reader) (api, admin, database string) {
 func startInProcess(t testing.TB, env map[string]string, args []string, opts ...service.Option) *instance {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--consistency-window", "0", "--fence-interval", "0", "--instance", t.Name()}, args...)
-	c, err := service.Parse(args, func(k string) string { return env[k] })
+	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	up := make(chan service.Listening, 1)
-	opts = append(opts, service.WithListening(func(l service.Listening) { up <- l }))
-	go func() { done <- service.Run(ctx, c, io.Discard, io.Discard, opts...) }()
-	var at service.Listening
-	select {
-	case at = <-up:
-	case err := <-done:
-		cancel()
-		t.Fatalf("the service did not start: %v", err)
-	}
-	stopped, result := false, error(nil)
-	in := &instance{api: at.API, admin: at.Admin, stop: func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			result = <-done
-		}
-		return result
-	}}
+	in := &instance{api: at.API, admin: at.Admin, stop: sync.OnceValue(stop)}
 	t.Cleanup(func() { _ = in.stop() })
 	return in
 }

@@ -91,20 +91,17 @@ func Start(t testing.TB, env map[string]string, args ...string) *Proxy {
 }
 
 // Run runs the service with env and args in this process, its log to
-// stderr, until stop (or ctx ends); it returns once the service listens.
-// It is Start for a command that runs kvshadow-proxy beside it (rehearse,
-// tee-check), not a test.
-func Run(ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (at service.Listening, stop func(), err error) {
-	at, stopped, err := launch(ctx, env, args, io.Discard, stderr)
-	if err != nil {
-		return service.Listening{}, nil, err
-	}
-	return at, func() { _ = stopped() }, nil
+// stderr, until stop (or ctx ends); it returns once the service listens,
+// and stop returns what the service returned. It is Start for a command
+// that runs kvshadow-proxy beside it (rehearse, tee-check) or a test that
+// needs the service's options or its own ending.
+func Run(ctx context.Context, env map[string]string, stderr io.Writer, args []string, opts ...service.Option) (at service.Listening, stop func() error, err error) {
+	return launch(ctx, env, args, io.Discard, stderr, opts...)
 }
 
 // launch parses args and env as the command would and runs the service
 // until stop, which returns what Run returned.
-func launch(ctx context.Context, env map[string]string, args []string, stdout, stderr io.Writer) (service.Listening, func() error, error) {
+func launch(ctx context.Context, env map[string]string, args []string, stdout, stderr io.Writer, opts ...service.Option) (service.Listening, func() error, error) {
 	c, err := service.Parse(args, func(k string) string { return env[k] })
 	if err != nil {
 		return service.Listening{}, nil, err
@@ -112,9 +109,8 @@ func launch(ctx context.Context, env map[string]string, args []string, stdout, s
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	up := make(chan service.Listening, 1)
-	go func() {
-		done <- service.Run(ctx, c, stdout, stderr, service.WithListening(func(l service.Listening) { up <- l }))
-	}()
+	opts = append(opts, service.WithListening(func(l service.Listening) { up <- l }))
+	go func() { done <- service.Run(ctx, c, stdout, stderr, opts...) }()
 	select {
 	case at := <-up:
 		return at, func() error { cancel(); return <-done }, nil

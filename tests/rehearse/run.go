@@ -212,11 +212,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// dualwrite before the tee, the bot's queue excluded; miniflare reads
 	// its own writes, so no consistency window, and verification every 5 s
 	// instead of every minute. The fence keeps its default unless -fence.
-	at, stopProxy, err := proxytest.Run(ctx, proxyEnv, io.Discard, proxyFlags...)
+	at, stopProxy, err := proxytest.Run(ctx, proxyEnv, io.Discard, proxyFlags)
 	if err != nil {
 		return err
 	}
-	r.stopProxy = sync.OnceFunc(stopProxy)
+	r.stopProxy = sync.OnceFunc(func() { _ = stopProxy() })
 	r.lease = lease
 	defer r.stopProxy()
 	r.admin = &admin.Client{URL: at.Admin, Token: adminToken}

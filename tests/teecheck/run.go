@@ -111,8 +111,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, "--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
-		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", "__retry:")
+	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, []string{"--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
+		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", "__retry:"})
 	if err != nil {
 		return err
 	}

@@ -1,20 +1,18 @@
 package workers_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"maps"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
-	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // startProxy runs kvshadow-proxy in-process over env, on free loopback
@@ -22,40 +20,16 @@ import (
 func startProxy(t *testing.T, env map[string]string, args ...string) (api, adminURL string) {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", t.Name()}, args...)
-	c, err := service.Parse(args, func(k string) string { return env[k] })
+	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kvshadow-proxy did not start: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := service.Run(ctx, c, w, io.Discard)
-		_ = w.Close()
-		done <- err
-	}()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("kvshadow-proxy: %v", err)
 		}
 	})
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		line := lines.Text()
-		if _, rest, ok := strings.Cut(line, "serving the Workers KV API at "); ok {
-			api, _, _ = strings.Cut(rest, ";")
-		}
-		if _, rest, ok := strings.Cut(line, "admin API at "); ok {
-			adminURL = strings.TrimSpace(rest)
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if api == "" || adminURL == "" {
-		t.Fatal("kvshadow-proxy did not start")
-	}
-	return api, adminURL
+	return at.API, at.Admin
 }
 
 // TestProxyBindingEndToEnd: a bot Worker in workerd uses the seed's
