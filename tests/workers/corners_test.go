@@ -110,6 +110,7 @@ type rig struct {
 	primary, shadow kv.Store
 	env             map[string]string
 	refusals        []string
+	flips           []string // each flip's stage and wait, in order
 	writes          int
 	lostN           int
 }
@@ -238,11 +239,12 @@ func (r *rig) refusedCalls(bot, key, why string) {
 	r.refused(r.incr(bot), why)
 }
 
-// flip moves the stage, asking again while it is refused, and returns how
-// long it waited and the last reason it was held.
-func (r *rig) flip(to string) (waited time.Duration, why string) {
+// flip moves the stage, asking again while it is refused, and notes for
+// the report how long it waited and the last reason it was held.
+func (r *rig) flip(to string) {
 	r.t.Helper()
 	start := time.Now()
+	var why string
 	ok := until(2*time.Minute, func() bool {
 		var out map[string]any
 		body := `{"stage":"` + to + `"}`
@@ -266,7 +268,7 @@ func (r *rig) flip(to string) (waited time.Duration, why string) {
 	if !ok {
 		r.t.Fatalf("PUT /stage %s never applied: last %s", to, why)
 	}
-	return time.Since(start), why
+	r.flips = append(r.flips, to+": "+waitedWhy(time.Since(start), why))
 }
 
 // traffic runs bots' puts and increments in turn until stop is closed;
@@ -344,7 +346,7 @@ func (r *rig) lost(stores ...string) (n int) {
 }
 
 // report logs the corner's figures.
-func (r *rig) report(corner string, flips map[string]string) {
+func (r *rig) report(corner string) {
 	r.t.Helper()
 	kinds := map[string]int{}
 	for _, e := range r.refusals {
@@ -355,7 +357,7 @@ func (r *rig) report(corner string, flips map[string]string) {
 		kinds[kind]++
 	}
 	r.t.Logf("%s: %d plain writes and %d increments acknowledged, %d lost; refused %d: %v; flips: %v",
-		corner, r.writes, len(r.b.incrs), r.lostN, len(r.refusals), kinds, flips)
+		corner, r.writes, len(r.b.incrs), r.lostN, len(r.refusals), kinds, strings.Join(r.flips, "; "))
 }
 
 // heldBy adds to seen the kinds of hold a refused flip names.
@@ -400,9 +402,7 @@ func TestCornerCutOffRightAfterHandover(t *testing.T) {
 	r.must(r.incr("bot1"))                   // shadow: its binding, a lease from now
 	r.link.down.Store(true)
 	cutAt := time.Now()
-	flips := map[string]string{}
-	d, why := r.flip("handover")
-	flips["handover"] = waitedWhy(d, why)
+	r.flip("handover")
 	// Still on its lease: the binding, and copies that cannot be sent.
 	r.must(r.put("bot1", "cut:k", "written in handover, its copy cut off"))
 	r.must(r.incr("bot1"))
@@ -413,8 +413,7 @@ func TestCornerCutOffRightAfterHandover(t *testing.T) {
 	}()
 	// bot2, past its lease, is refused until the link is back.
 	stop := r.traffic([]string{"bot2"}, "kvshadow-proxy unreachable")
-	d, why = r.flip("live")
-	flips["live"] = waitedWhy(d, why)
+	r.flip("live")
 	for !time.Now().After(cutAt.Add(6500 * time.Millisecond)) {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -429,7 +428,7 @@ func TestCornerCutOffRightAfterHandover(t *testing.T) {
 	for _, e := range r.refusals {
 		r.refused(fmt.Errorf("%s", e), "kvshadow-proxy unreachable")
 	}
-	r.report("cut off after handover", flips)
+	r.report("cut off after handover")
 }
 
 // TestCornerFenceShorterThanTheLease: a fence shorter than the lease is
@@ -458,11 +457,8 @@ func TestCornerFenceShorterThanTheLease(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	r.must(r.incr("bot1"))
 	r.must(r.incr("bot3"))
-	flips := map[string]string{}
-	d, why := r.flip("handover")
-	flips["handover"] = waitedWhy(d, why)
-	d, why = r.flip("live")
-	flips["live"] = waitedWhy(d, why)
+	r.flip("handover")
+	r.flip("live")
 	idle := r.traffic([]string{"bot1", "bot3"}, "")
 	time.Sleep(3 * time.Second)
 	idle()
@@ -471,7 +467,7 @@ func TestCornerFenceShorterThanTheLease(t *testing.T) {
 	if len(r.refusals) != 0 {
 		t.Fatalf("refused: %v", r.refusals)
 	}
-	r.report("fence shorter than the lease", flips)
+	r.report("fence shorter than the lease")
 }
 
 // TestCornerIdleIsolateLosesTheProxyInLive: an isolate idle since shadow
@@ -483,11 +479,8 @@ func TestCornerIdleIsolateLosesTheProxyInLive(t *testing.T) {
 	r := newRig(t, rigConfig{bots: 3, flags: flags})
 	r.must(r.incr("bot3"))
 	r.must(r.incr("bot1"))
-	flips := map[string]string{}
-	d, why := r.flip("handover")
-	flips["handover"] = waitedWhy(d, why)
-	d, why = r.flip("live")
-	flips["live"] = waitedWhy(d, why)
+	r.flip("handover")
+	r.flip("live")
 	r.must(r.incr("bot1"))
 	r.lag.delay.Store(int64(2 * time.Second))
 	r.must(r.incr("bot1")) // MongoDB has it; Workers KV in 2 s
@@ -498,7 +491,7 @@ func TestCornerIdleIsolateLosesTheProxyInLive(t *testing.T) {
 	r.must(r.incr("bot1"))
 	r.lag.delay.Store(0)
 	r.lost("MongoDB", "Workers KV")
-	r.report("idle isolate loses the proxy in live", flips)
+	r.report("idle isolate loses the proxy in live")
 }
 
 // TestCornerFreshIsolateAfterTheFlip: in complete, a fresh isolate whose
@@ -510,10 +503,8 @@ func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
 	r := newRig(t, rigConfig{bots: 5, botVars: map[string]map[string]string{"bot5": {"KVSHADOW_TOKEN": "not-the-token"}}, flags: flags})
 	r.must(r.put("bot1", "fresh:k", "in shadow"))
 	r.must(r.incr("bot1"))
-	flips := map[string]string{}
 	for _, to := range []string{"handover", "live", "rampdown", "complete"} {
-		d, why := r.flip(to)
-		flips[to] = waitedWhy(d, why)
+		r.flip(to)
 		r.must(r.incr("bot1"))
 	}
 	r.must(r.put("bot1", "fresh:k", "in complete"))
@@ -542,7 +533,7 @@ func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
 	if logged["401"] != 1 || logged["unreachable"] != 1 {
 		t.Fatalf("the refusals were logged %v times; want each reason once: %q", logged, r.b.logs)
 	}
-	r.report("fresh isolate after the flip", flips)
+	r.report("fresh isolate after the flip")
 }
 
 // TestCornerTwoReplicasOneLagging: two proxy replicas behind one URL, the
@@ -555,10 +546,8 @@ func TestCornerTwoReplicasOneLagging(t *testing.T) {
 	r.must(r.incr("bot3"))
 	stop := r.traffic([]string{"bot1", "bot2", "bot3"}, "")
 	time.Sleep(500 * time.Millisecond)
-	flips := map[string]string{}
-	for i, to := range []string{"handover", "live", "handover", "live"} {
-		d, why := r.flip(to)
-		flips[fmt.Sprintf("%d:%s", i+1, to)] = waitedWhy(d, why)
+	for _, to := range []string{"handover", "live", "handover", "live"} {
+		r.flip(to)
 		time.Sleep(300 * time.Millisecond)
 	}
 	stop()
@@ -566,7 +555,7 @@ func TestCornerTwoReplicasOneLagging(t *testing.T) {
 	if len(r.refusals) != 0 {
 		t.Fatalf("refused: %v", r.refusals)
 	}
-	r.report("two replicas, one lagging", flips)
+	r.report("two replicas, one lagging")
 }
 
 // parseProxy parses kvshadow-proxy's command line over env.
