@@ -253,7 +253,6 @@ func (s *Store) write(ctx context.Context, w write, check func(auth Role) error)
 	}
 	st := s.Stage()
 	auth := st.authority()
-	mirrors := st.mirrors() && !s.excluded(w.key)
 	sl := s.slotOf(w.hash)
 	sl.mu.Lock()
 	if check != nil {
@@ -263,6 +262,7 @@ func (s *Store) write(ctx context.Context, w write, check func(auth Role) error)
 			return err
 		}
 	}
+	mirrors := st.mirrors() && !s.excluded(w.key) // counted only when written
 	sl.seq.Add(1)
 	var out markOutcome
 	if mirrors {

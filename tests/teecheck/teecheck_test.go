@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"io"
 	"net/http"
 	"os"
@@ -38,17 +39,17 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 			"-var", "KVSHADOW_TEE:1", "-var", "DUAL_WRITE:0", "-var", "KVSHADOW_SAMPLE:0.5"}, pw)
 		_ = pw.Close()
 	}()
-	var out strings.Builder
+	var out syncbuf.Buffer // the reader below writes it while the test reads it
 	lines := bufio.NewScanner(pr)
 	for lines.Scan() {
-		out.WriteString(lines.Text() + "\n")
+		fmt.Fprintln(&out, lines.Text())
 		if strings.Contains(lines.Text(), "the bot at") {
 			break
 		}
 	}
 	go func() {
 		for lines.Scan() {
-			out.WriteString(lines.Text() + "\n")
+			fmt.Fprintln(&out, lines.Text())
 		}
 	}()
 	bot := fmt.Sprintf("http://127.0.0.1:%d/", port)
@@ -100,7 +101,7 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 }
 
 func TestHelpExitsZero(t *testing.T) {
-	var out strings.Builder
+	var out syncbuf.Buffer // the reader below writes it while the test reads it
 	if err := run(t.Context(), []string{"-help"}, &out); err != nil || !strings.Contains(out.String(), "usage: tee-check") {
 		t.Fatalf("-help: %v\n%s", err, out.String())
 	}
