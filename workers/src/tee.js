@@ -44,7 +44,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} failed items the proxy did not take (down, refused); settling or a reconciliation repairs their keys
  * @property {number} requests requests the tee made to the proxy (stage reads and retries included)
  * @property {number} retries batches sent again after the proxy could not take them
- * @property {number} refused writes refused because the stage could not be learned (see route)
+ * @property {number} refused calls (reads and writes) refused because the stage could not be learned (see route)
  * @property {number} excluded copies and read digests not sent because their key is under an excluded prefix
  */
 
