@@ -83,8 +83,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer mongo.Close()
 	clientToken, adminToken, bridgeToken := proxytest.Token(), proxytest.Token(), proxytest.Token()
-	bridgePort, proxyAddr, err := freePort(), "", error(nil)
-	if proxyAddr, err = proxytest.FreeAddr(); err != nil {
+	bridgePort := freePort()
+	proxyAddr, err := proxytest.FreeAddr()
+	if err != nil {
 		return err
 	}
 	persist := filepath.Join(dir, "kv")
