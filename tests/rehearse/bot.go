@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
+
+	"github.com/kvshadow/kvshadow/tests/nodescript"
 )
 
 // botProcess is workers/test/support/run-realbot.js: the bot with the real
@@ -18,42 +15,15 @@ import (
 // drift-verifier) and the bridge, in miniflare over one persisted KV
 // namespace, driven by one JSON command a line.
 type botProcess struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
+	*nodescript.Script
 }
 
 func startBot(ctx context.Context, workers string, env []string) (*botProcess, error) {
-	for _, dep := range []string{"miniflare", "mongodb"} {
-		if _, err := os.Stat(filepath.Join(workers, "node_modules", dep)); err != nil {
-			return nil, fmt.Errorf("%s is not installed: run `npm ci` in %s (make rehearse does)", dep, workers)
-		}
-	}
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("test", "support", "run-realbot.js"))
-	cmd.Dir = workers
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	s, err := nodescript.Start(ctx, workers, "run-realbot.js", env, "miniflare", "mongodb")
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	b := &botProcess{cmd: cmd, stdin: stdin, lines: make(chan string, 4)}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			b.lines <- sc.Text()
-		}
-		close(b.lines)
-	}()
-	return b, nil
+	return &botProcess{s}, nil
 }
 
 // do sends one command and decodes its answer into v; an answer with an
@@ -63,28 +33,24 @@ func (b *botProcess) do(command map[string]any, v any, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.stdin.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("the bot's miniflare: %w", err)
+	if err := b.Say(string(line)); err != nil {
+		return err
 	}
 	return b.next(v, d)
 }
 
 func (b *botProcess) next(v any, d time.Duration) error {
-	select {
-	case l, ok := <-b.lines:
-		if !ok {
-			return errors.New("the bot's miniflare exited")
-		}
-		var failed struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal([]byte(l), &failed) == nil && failed.Error != "" {
-			return errors.New(failed.Error)
-		}
-		return json.Unmarshal([]byte(l), v)
-	case <-time.After(d):
-		return fmt.Errorf("the bot said nothing within %s", d)
+	l, err := b.Next(d)
+	if err != nil {
+		return err
 	}
+	var failed struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(l), &failed) == nil && failed.Error != "" {
+		return errors.New(failed.Error)
+	}
+	return json.Unmarshal([]byte(l), v)
 }
 
 // deploy redeploys the bot with vars, as `wrangler deploy` with these
@@ -109,16 +75,4 @@ func (b *botProcess) read(keys []string) ([]*string, error) {
 		return nil, fmt.Errorf("the bot read %d values of %d keys", len(r.Values), len(keys))
 	}
 	return r.Values, nil
-}
-
-func (b *botProcess) stop() {
-	_ = b.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = b.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-done
-	}
 }

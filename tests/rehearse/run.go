@@ -182,7 +182,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer r.bot.stop()
+	defer r.bot.Stop()
 	var ready struct {
 		Bridge string `json:"bridge"`
 	}

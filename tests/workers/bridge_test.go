@@ -1,14 +1,10 @@
 package workers_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +12,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvtest"
+	"github.com/kvshadow/kvshadow/tests/nodescript"
 )
 
 // bridge is a running bridge Worker.
@@ -26,34 +23,28 @@ type bridge struct {
 // nodeScript is a running script of workers/test/support that speaks in
 // JSON lines on its standard output and listens to its standard input.
 type nodeScript struct {
-	t     *testing.T
-	name  string
-	stdin io.WriteCloser
-	lines chan string
+	*nodescript.Script
+	t *testing.T
 }
 
 // next decodes the script's next line into v, failing the test if none
 // comes within d.
 func (n *nodeScript) next(v any, d time.Duration) {
 	n.t.Helper()
-	select {
-	case l, ok := <-n.lines:
-		if !ok {
-			n.t.Fatalf("%s exited early", n.name)
-		}
-		if err := json.Unmarshal([]byte(l), v); err != nil {
-			n.t.Fatalf("%s said %q: %v", n.name, l, err)
-		}
-	case <-time.After(d):
-		n.t.Fatalf("%s said nothing within %s", n.name, d)
+	l, err := n.Next(d)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(l), v); err != nil {
+		n.t.Fatalf("%s said %q: %v", n.Name, l, err)
 	}
 }
 
 // say writes one line to the script.
 func (n *nodeScript) say(line string) {
 	n.t.Helper()
-	if _, err := io.WriteString(n.stdin, line+"\n"); err != nil {
-		n.t.Fatalf("%s: %v", n.name, err)
+	if err := n.Say(line); err != nil {
+		n.t.Fatal(err)
 	}
 }
 
@@ -61,52 +52,16 @@ func (n *nodeScript) say(line string) {
 // stops it when the test ends (closing its standard input).
 func startNode(t *testing.T, script string, env []string) *nodeScript {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: the Workers run in miniflare under Node")
-	}
 	pkg, err := filepath.Abs(filepath.Join("..", "..", "workers"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(pkg, "node_modules", "miniflare")); err != nil {
-		t.Fatalf("miniflare is not installed: run `npm ci` in %s (make test does)", pkg)
-	}
-	cmd := exec.Command(node, filepath.Join("test", "support", script))
-	cmd.Dir = pkg
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	s, err := nodescript.Start(context.Background(), pkg, script, env, "miniflare")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	n := &nodeScript{t: t, name: script, stdin: stdin, lines: make(chan string, 4)}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			n.lines <- sc.Text()
-		}
-		close(n.lines)
-	}()
-	return n
+	t.Cleanup(s.Stop)
+	return &nodeScript{Script: s, t: t}
 }
 
 // newToken returns a random token for one test.

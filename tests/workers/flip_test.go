@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -39,11 +37,11 @@ type answer struct {
 // refused is an error, with the bot's message.
 func (b *bots) do(op map[string]any) (answer, error) {
 	line, _ := json.Marshal(op)
-	if _, err := io.WriteString(b.node.stdin, string(line)+"\n"); err != nil {
+	if err := b.node.Say(string(line)); err != nil {
 		return answer{}, err
 	}
 	for {
-		l, err := b.nextAnswer()
+		l, err := b.node.Next(time.Minute)
 		if err != nil {
 			return answer{}, err
 		}
@@ -62,19 +60,6 @@ func (b *bots) do(op map[string]any) (answer, error) {
 			return a, fmt.Errorf("%s %s: %s", op["bot"], op["op"], a.Error)
 		}
 		return a, nil
-	}
-}
-
-// nextAnswer is run-flip.js's next line.
-func (b *bots) nextAnswer() (string, error) {
-	select {
-	case l, ok := <-b.node.lines:
-		if !ok {
-			return "", errors.New("run-flip.js exited")
-		}
-		return l, nil
-	case <-time.After(time.Minute):
-		return "", errors.New("run-flip.js said nothing within a minute")
 	}
 }
 

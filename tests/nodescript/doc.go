@@ -1,0 +1,4 @@
+// Package nodescript runs a script of workers/test/support under Node, as
+// the tests and commands that drive Workers in miniflare do: lines go to
+// its standard input, and its standard output is read a line at a time.
+package nodescript
