@@ -91,41 +91,41 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 	params.Keys.Value, params.Keys.Present = keys, true
 	params.Type.Value, params.Type.Present = cf.NamespaceBulkGetParamsTypeText, true
 	params.WithMetadata.Value, params.WithMetadata.Present = true, true
-	var entries []kv.Entry
-	err := s.call(ctx, opBulkGet, func(ctx context.Context, opts ...option.RequestOption) error {
-		// Read raw: the SDK's typed result is nil as soon as one key is
-		// missing.
-		var body []byte
-		if _, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, append(opts, option.WithResponseBodyInto(&body))...); err != nil {
-			return err
-		}
-		var env struct {
-			Result struct {
-				Values map[string]json.RawMessage `json:"values"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(body, &env); err != nil {
-			return &APIError{Op: opBulkGet, Status: 200, Message: "the result is not a map of values"}
-		}
-		entries = entries[:0]
-		for _, k := range keys {
-			raw, ok := env.Result.Values[k]
-			if !ok || string(raw) == "null" {
-				continue // missing
-			}
-			var v bulkValue
-			if err := json.Unmarshal(raw, &v); err != nil || v.Value == nil {
-				return &APIError{Op: opBulkGet, Status: 200, Message: "a value is not a text value with metadata"}
-			}
-			e := kv.Entry{Key: k, Value: []byte(*v.Value), Metadata: kv.NormalizeMetadata(v.Metadata)}
-			if v.Expiration > 0 {
-				e.Expiration = time.Unix(int64(v.Expiration), 0)
-			}
-			entries = append(entries, e)
-		}
-		return nil
+	// Read raw: the SDK's typed result is nil as soon as one key is
+	// missing.
+	var body []byte
+	err := s.callRaw(ctx, opBulkGet, &body, func(ctx context.Context, opts ...option.RequestOption) error {
+		_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, opts...)
+		return err
 	})
-	return entries, err
+	if err != nil {
+		return nil, err
+	}
+	var env struct {
+		Result struct {
+			Values map[string]json.RawMessage `json:"values"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, &APIError{Op: opBulkGet, Status: 200, Message: "the result is not a map of values"}
+	}
+	var entries []kv.Entry
+	for _, k := range keys {
+		raw, ok := env.Result.Values[k]
+		if !ok || string(raw) == "null" {
+			continue // missing
+		}
+		var v bulkValue
+		if err := json.Unmarshal(raw, &v); err != nil || v.Value == nil {
+			return nil, &APIError{Op: opBulkGet, Status: 200, Message: "a value is not a text value with metadata"}
+		}
+		e := kv.Entry{Key: k, Value: []byte(*v.Value), Metadata: kv.NormalizeMetadata(v.Metadata)}
+		if v.Expiration > 0 {
+			e.Expiration = time.Unix(int64(v.Expiration), 0)
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
 }
 
 // PutMany implements kv.BulkPutter: requests of at most MaxBulkWrite pairs and

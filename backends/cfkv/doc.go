@@ -24,8 +24,13 @@
 //     expiration header; a JSON envelope there with success:false is a
 //     refusal, not a value;
 //   - HTTP 200 with success:false, which the SDK passes as a success, is
-//     turned into the SDK's own typed error by a middleware (and a 2xx
-//     answer that is no envelope at all into an APIError);
+//     turned into the SDK's own typed error (and a 2xx answer that is no
+//     envelope at all into an APIError): by a middleware where the SDK
+//     decodes the answer, and where it need not (a write's answer, whose
+//     result kv does not use, and the raw reads below) the SDK hands the
+//     answer over unread and it is read once, here, its success checked:
+//     the SDK's decoding of a write's result, by reflection, was a third
+//     of a proxied Put's allocations and about 25 µs of its latency;
 //   - a refusal whose body is no envelope (a proxy's HTML 502, an edge's
 //     plain 413) is one the SDK cannot type: it returns its decoding
 //     failure, and the Store reads the status from the answer

@@ -149,23 +149,34 @@ func (e notEnvelope) Error() string {
 	return fmt.Sprintf("HTTP %d: the response is not a Cloudflare API envelope", int(e))
 }
 
-// checkEnvelope is the SDK middleware of every call answered with an
-// envelope. The SDK types a refusal by its status (4xx, 5xx) but passes
-// HTTP 200 with success:false as a success, and an answer with no success
-// at all too: checkEnvelope reads the success of a 2xx answer and turns
-// success:false into the SDK's own typed error, decoded by the SDK, with
-// the answer's status, and a body that is no envelope into notEnvelope.
-// The SDK then decodes the body as usual.
+// checkEnvelope is the SDK middleware of the calls whose answer the SDK
+// decodes (a list page, a bulk write's result). The SDK types a refusal by
+// its status (4xx, 5xx) but passes HTTP 200 with success:false as a
+// success, and an answer with no success at all too: checkEnvelope reads
+// the success of a 2xx answer (see envelopeError) and hands the body on
+// for the SDK to decode as usual.
 func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	resp, err := next(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp, err
 	}
-	body, err := readBody(resp, maxEnvelope)
+	body, err := readEnvelope(resp)
 	if err != nil {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// readEnvelope reads and closes a 2xx answer, which must be a Cloudflare
+// envelope that says success: success:false becomes the SDK's own typed
+// error, decoded by the SDK, with the answer's status, and a body that is
+// no envelope notEnvelope.
+func readEnvelope(resp *http.Response) ([]byte, error) {
+	body, err := readBody(resp, maxEnvelope)
+	if err != nil {
+		return nil, err
+	}
 	var env struct {
 		Success *bool `json:"success"`
 	}
@@ -173,13 +184,13 @@ func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Respons
 	case json.Unmarshal(body, &env) != nil || env.Success == nil:
 		return nil, notEnvelope(resp.StatusCode)
 	case !*env.Success:
-		refused := &cf.Error{StatusCode: resp.StatusCode, Request: req, Response: resp}
+		refused := &cf.Error{StatusCode: resp.StatusCode, Request: resp.Request, Response: resp}
 		if err := refused.UnmarshalJSON(body); err != nil {
 			return nil, notEnvelope(resp.StatusCode)
 		}
 		return nil, refused
 	}
-	return resp, nil
+	return body, nil
 }
 
 // errAnswerTooLarge marks an answer the HTTP client's transport refused to

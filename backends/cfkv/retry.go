@@ -48,8 +48,8 @@ func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome
 }
 
 // send makes one try of call in the try's context and classifies how it
-// ended. An envelope call (every call but a value's GET) has its answer's
-// success checked on the way (checkEnvelope).
+// ended. An envelope call has its answer's success checked on the way
+// (checkEnvelope) before the SDK decodes it.
 func (s *Store) send(ctx context.Context, op string, envelope bool, call sdkCall) outcome {
 	var resp *http.Response
 	opts := []option.RequestOption{option.WithResponseInto(&resp)}
@@ -60,9 +60,27 @@ func (s *Store) send(ctx context.Context, op string, envelope bool, call sdkCall
 	return s.outcomeOf(ctx, op, resp, err)
 }
 
-// call is retry of send.
+// call is retry of send, for a call whose answer the SDK decodes.
 func (s *Store) call(ctx context.Context, op string, call sdkCall) error {
 	return s.retry(ctx, func(ctx context.Context) outcome { return s.send(ctx, op, true, call) })
+}
+
+// callRaw is retry of a call whose answer's result kv reads itself, or
+// not at all (a write's): the SDK hands the answer over unread, which is
+// then read once, here, into body when it is not nil, its envelope's
+// success checked (readEnvelope). The SDK still types a refusal.
+func (s *Store) callRaw(ctx context.Context, op string, body *[]byte, call sdkCall) error {
+	return s.retry(ctx, func(ctx context.Context) outcome {
+		var resp *http.Response
+		err := call(ctx, option.WithResponseBodyInto(&resp))
+		if err == nil {
+			var raw []byte
+			if raw, err = readEnvelope(resp); err == nil && body != nil {
+				*body = raw
+			}
+		}
+		return s.outcomeOf(ctx, op, resp, err)
+	})
 }
 
 // backoff is the wait before retry attempt+1 when the server gave no hint:

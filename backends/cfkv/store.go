@@ -147,27 +147,23 @@ func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, e
 func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
 	var params cf.NamespaceMetadataGetParams
 	params.AccountID.Value = s.cfg.AccountID
-	var md json.RawMessage
-	err := s.call(ctx, "get metadata", func(ctx context.Context, opts ...option.RequestOption) error {
-		// Read raw: the SDK decodes metadata into an interface{}, whose
-		// numbers are float64 (digits past 2^53 lost).
-		var body []byte
-		if _, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, option.WithResponseBodyInto(&body))...); err != nil {
-			return err
-		}
-		var env struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal(body, &env); err != nil {
-			return &APIError{Op: "get metadata", Status: http.StatusOK, Message: "the result is not JSON"}
-		}
-		md = kv.NormalizeMetadata(env.Result)
-		return nil
+	// Read raw: the SDK decodes metadata into an interface{}, whose
+	// numbers are float64 (digits past 2^53 lost).
+	var body []byte
+	err := s.callRaw(ctx, "get metadata", &body, func(ctx context.Context, opts ...option.RequestOption) error {
+		_, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return md, nil
+	var env struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, &APIError{Op: "get metadata", Status: http.StatusOK, Message: "the result is not JSON"}
+	}
+	return kv.NormalizeMetadata(env.Result), nil
 }
 
 // exactValue returns e, read by bulk/get, with its value read again by the
@@ -279,7 +275,7 @@ func (s *Store) put(ctx context.Context, key string, opts kv.PutOptions, body op
 	case !opts.Expiration.IsZero():
 		params.Expiration.Value, params.Expiration.Present = float64(unixCeil(opts.Expiration)), true
 	}
-	return s.call(ctx, "put", func(ctx context.Context, opts ...option.RequestOption) error {
+	return s.callRaw(ctx, "put", nil, func(ctx context.Context, opts ...option.RequestOption) error {
 		_, err := s.api.Values.Update(ctx, s.cfg.NamespaceID, pathKey(key), params, append(opts, body)...)
 		return err
 	})
@@ -334,7 +330,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	var params cf.NamespaceValueDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
-	err := s.call(ctx, "delete", func(ctx context.Context, opts ...option.RequestOption) error {
+	err := s.callRaw(ctx, "delete", nil, func(ctx context.Context, opts ...option.RequestOption) error {
 		_, err := s.api.Values.Delete(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
 		return err
 	})

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -38,7 +39,11 @@ type benchRig struct {
 func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	b.Helper()
 	primary := startChild(b, "emulator", latencyEnv+"="+latency.String())[0]
-	proxy := startChild(b, "proxy", primaryEnv+"="+primary)
+	proxyEnv := []string{primaryEnv + "=" + primary}
+	if path := os.Getenv(profileEnv); path != "" { // a profile per rig
+		proxyEnv = append(proxyEnv, profileEnv+"="+path+"."+latency.String())
+	}
+	proxy := startChild(b, "proxy", proxyEnv...)
 	forwarder := startChild(b, "forwarder", primaryEnv+"="+primary)
 	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
 	if err != nil {

@@ -41,7 +41,7 @@ const (
 	primaryEnv = "KVSHADOW_BENCH_PRIMARY" // the proxy's primary
 	// profileEnv names a file for the proxy child's CPU profile, taken
 	// over its whole life: set it when running the benchmark to see where
-	// the proxy's time goes (go tool pprof FILE).
+	// the proxy's time goes (go tool pprof FILE.3ms: a file per latency).
 	profileEnv = "KVSHADOW_BENCH_PROXY_PROFILE"
 	// procsEnv, when set, is the proxy child's GOMAXPROCS (the others keep
 	// the machine's): set it to 1 to see what the wake of an idle
@@ -135,7 +135,7 @@ func serveEmulator(latency string) ([]string, func(), error) {
 // goroutines started so far (see probe).
 func serveProxy(primary string) ([]string, func(), error) {
 	env, backends := overMemoryShadow(primary)
-	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", "dualwrite", "--max-concurrent", "1024"}
+	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", stageOr("dualwrite"), "--max-concurrent", "1024"}
 	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args, service.WithBackends(backends))
 	if err != nil {
 		return nil, nil, err
@@ -219,4 +219,11 @@ func startChild(b *testing.B, role string, env ...string) []string {
 		b.Fatalf("the benchmark's %s process did not start: %v", role, err)
 	}
 	return strings.Fields(line)
+}
+
+func stageOr(d string) string {
+	if s := os.Getenv("KVSHADOW_BENCH_STAGE"); s != "" {
+		return s
+	}
+	return d
 }
