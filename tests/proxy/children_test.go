@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"cmp"
 	"bufio"
 	"context"
 	"fmt"
@@ -48,6 +49,9 @@ const (
 	// processor costs a request at low load, the copy's worker on a Put
 	// above all (README).
 	procsEnv = "KVSHADOW_BENCH_PROXY_GOMAXPROCS"
+	// stageEnv, when set, is the proxy child's stage instead of dualwrite:
+	// off to see what the copies cost a caller (none are made).
+	stageEnv = "KVSHADOW_BENCH_PROXY_STAGE"
 )
 
 // serveChild runs the role the environment names, if any, and exits.
@@ -135,7 +139,7 @@ func serveEmulator(latency string) ([]string, func(), error) {
 // goroutines started so far (see probe).
 func serveProxy(primary string) ([]string, func(), error) {
 	env, backends := overMemoryShadow(primary)
-	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", stageOr("dualwrite"), "--max-concurrent", "1024"}
+	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", cmp.Or(os.Getenv(stageEnv), "dualwrite"), "--max-concurrent", "1024"}
 	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args, service.WithBackends(backends))
 	if err != nil {
 		return nil, nil, err
@@ -219,11 +223,4 @@ func startChild(b *testing.B, role string, env ...string) []string {
 		b.Fatalf("the benchmark's %s process did not start: %v", role, err)
 	}
 	return strings.Fields(line)
-}
-
-func stageOr(d string) string {
-	if s := os.Getenv("KVSHADOW_BENCH_STAGE"); s != "" {
-		return s
-	}
-	return d
 }
