@@ -1,8 +1,8 @@
 package proxy_test
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
