@@ -19,21 +19,24 @@ import (
 // same client (cloudflare-go through cfkv): directly to the emulated
 // Workers KV, and through the proxy whose primary is that emulator (stage
 // dualwrite, an in-memory shadow: what a caller waits for is the primary
-// alone). The emulator, the proxy, the floor and the forwarder each run in
-// a process of their own (children_test.go), as in a deployment, so that the proxy's hop
-// costs what it costs there: a loopback round trip to another process and
-// back, whose threads sleep while they wait. The emulator adds 0 or 3 ms to
-// every request, as a remote Workers KV would: 0, 3 ms (a primary near the
-// proxy) or 20 ms (Workers KV from outside Cloudflare answers in 20-50 ms).
+// alone). The emulator, the proxy, the floor and the two forwarders each
+// run in a process of their own (children_test.go), as in a deployment, so
+// that the proxy's hop costs what it costs there: a loopback round trip to
+// another process and back, whose threads sleep while they wait. The
+// emulator adds 0, 3 or 20 ms to every request, as a remote Workers KV
+// would: 3 ms is a primary near the proxy, 20 ms Workers KV from outside
+// Cloudflare (which answers in 20-50 ms).
 
-// benchRig is one emulator, one proxy over it, a client of each, and the
-// floor.
+// benchRig is one emulator, the proxy and the two forwarders over it, a
+// client of each, and the floor.
 type benchRig struct {
 	direct, proxied kv.Store
 	forwarded       kv.Store // through the forwarder (forwarder_test.go)
+	sdkForwarded    kv.Store // through the SDK forwarder (forwarder_test.go)
 	floor           *floor
 	probe           string // the proxy's counters (see withProbe)
 	forwarderProbe  string // the forwarder's
+	sdkProbe        string // the SDK forwarder's
 }
 
 func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
@@ -45,6 +48,7 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	}
 	proxy := startChild(b, "proxy", proxyEnv...)
 	forwarder := startChild(b, "forwarder", primaryEnv+"="+primary)
+	sdkForwarder := startChild(b, "sdkforwarder", primaryEnv+"="+primary)
 	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +61,12 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &benchRig{direct: direct, proxied: proxied, forwarded: forwarded, floor: startFloor(b), probe: proxy[1], forwarderProbe: forwarder[1]}
+	sdkForwarded, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: sdkForwarder[0], MaxRetries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &benchRig{direct: direct, proxied: proxied, forwarded: forwarded, sdkForwarded: sdkForwarded, floor: startFloor(b),
+		probe: proxy[1], forwarderProbe: forwarder[1], sdkProbe: sdkForwarder[1]}
 	for i := range benchKeys {
 		if err := direct.Put(b.Context(), benchKey(i), []byte(benchValue), kv.PutOptions{}); err != nil {
 			b.Fatal(err)
@@ -110,7 +119,11 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // rusage (proxy-cpu-µs/req, forwarder-cpu-µs/req, cpu-ratio: the proxy's
 // over the forwarder's; the goal is at most 2). over-forwarder-pct is the
 // proxy's p50 above the forwarder's as a share of the direct call's p50
-// (the goal: at most 2 % at 3 and 20 ms).
+// (the goal: at most 2 % at 3 and 20 ms). A fifth side, the SDK forwarder
+// (forwarder_test.go: the forwarder's hop made through cfkv, the proxy's own
+// client to its primary), splits that share in two: sdk-over-forwarder-pct,
+// what the SDK alone costs a hop, and proxy-over-sdk-pct, what the proxy
+// does beyond it (the front, the dual-write store, the copy).
 func BenchmarkProxyLatency(b *testing.B) {
 	for _, latency := range benchLatencies {
 		r := newBenchRig(b, latency)
@@ -122,9 +135,10 @@ func BenchmarkProxyLatency(b *testing.B) {
 					{do: func(i int) error { return op.do(ctx, r.proxied, i) }},
 					{do: func(i int) error { return r.floor.do(ctx, op.name, i) }},
 					{do: func(i int) error { return op.do(ctx, r.forwarded, i) }},
+					{do: func(i int) error { return op.do(ctx, r.sdkForwarded, i) }},
 				}
-				direct, proxied, floor, fwd := sides[0], sides[1], sides[2], sides[3]
-				before, fBefore := probe(b, r.probe), probe(b, r.forwarderProbe)
+				direct, proxied, floor, fwd, sdk := sides[0], sides[1], sides[2], sides[3], sides[4]
+				before, fBefore, sBefore := probe(b, r.probe), probe(b, r.forwarderProbe), probe(b, r.sdkProbe)
 				i := 0
 				for b.Loop() {
 					for _, side := range sides {
@@ -136,9 +150,9 @@ func BenchmarkProxyLatency(b *testing.B) {
 					}
 					i++
 				}
-				after, fAfter := probe(b, r.probe), probe(b, r.forwarderProbe)
+				after, fAfter, sAfter := probe(b, r.probe), probe(b, r.forwarderProbe), probe(b, r.sdkProbe)
 				n := float64(len(proxied.d))
-				dp50, pp50, fp50, wp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5), quantile(fwd.d, 0.5)
+				dp50, pp50, fp50, wp50, sp50 := quantile(direct.d, 0.5), quantile(proxied.d, 0.5), quantile(floor.d, 0.5), quantile(fwd.d, 0.5), quantile(sdk.d, 0.5)
 				b.ReportMetric(float64(dp50.Microseconds()), "direct-p50-µs")
 				b.ReportMetric(float64(quantile(direct.d, 0.99).Microseconds()), "direct-p99-µs")
 				b.ReportMetric(float64(pp50.Microseconds()), "proxy-p50-µs")
@@ -152,10 +166,14 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(wp50)/float64(dp50), "forwarder-ratio")
 				b.ReportMetric(float64((pp50 - wp50).Microseconds()), "over-forwarder-p50-µs")
 				b.ReportMetric(100*float64(pp50-wp50)/float64(dp50), "over-forwarder-pct")
+				b.ReportMetric(float64(sp50.Microseconds()), "sdk-p50-µs")
+				b.ReportMetric(100*float64(sp50-wp50)/float64(dp50), "sdk-over-forwarder-pct")
+				b.ReportMetric(100*float64(pp50-sp50)/float64(dp50), "proxy-over-sdk-pct")
 				pcpu, fcpu := float64(after.cpuMicros-before.cpuMicros)/n, float64(fAfter.cpuMicros-fBefore.cpuMicros)/n
 				b.ReportMetric(pcpu, "proxy-cpu-µs/req")
 				b.ReportMetric(fcpu, "forwarder-cpu-µs/req")
 				b.ReportMetric(pcpu/fcpu, "cpu-ratio")
+				b.ReportMetric(float64(sAfter.cpuMicros-sBefore.cpuMicros)/n, "sdk-cpu-µs/req")
 				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
 				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})
@@ -173,30 +191,34 @@ type benchSide struct {
 // benchLatencies are the emulator's added latencies the benchmarks run at.
 var benchLatencies = []time.Duration{0, 3 * time.Millisecond, 20 * time.Millisecond}
 
-// BenchmarkProxySaturation drives the direct calls, the proxy and the
-// forwarder in turn, each with GOMAXPROCS times 8 concurrent callers for
-// b.N calls, twice over (direct, proxy, forwarder, forwarder, proxy,
-// direct, so that neither side always runs first), and reports each side's
-// requests a second and the proxy's over the forwarder's (proxy-ratio; the
-// goal is at least 0.9). The client, the emulator and both hops share the
+// BenchmarkProxySaturation drives the direct calls, the proxy, the
+// forwarder and the SDK forwarder in turn, each with GOMAXPROCS times 8
+// concurrent callers for b.N calls, twice over in mirrored order (so that
+// no side always runs first), and reports each side's requests a second,
+// the proxy's over the forwarder's (proxy-ratio; the goal is at least 0.9),
+// the SDK forwarder's over the forwarder's (sdk-ratio: the most any hop
+// through cloudflare-go reaches) and the proxy's over the SDK forwarder's
+// (proxy-sdk-ratio). The client, the emulator and both hops share the
 // machine's cores, so a ratio is what to read, not a rate.
 func BenchmarkProxySaturation(b *testing.B) {
 	for _, latency := range benchLatencies {
 		r := newBenchRig(b, latency)
 		for _, op := range benchOps {
 			b.Run(fmt.Sprintf("emulator=%s/%s", latency, op.name), func(b *testing.B) {
-				sides := map[string]kv.Store{"direct": r.direct, "proxy": r.proxied, "forwarder": r.forwarded}
+				sides := map[string]kv.Store{"direct": r.direct, "proxy": r.proxied, "forwarder": r.forwarded, "sdk": r.sdkForwarded}
 				spent := map[string]time.Duration{}
 				callers := 8 * runtime.GOMAXPROCS(0)
 				b.ResetTimer()
-				for _, name := range []string{"direct", "proxy", "forwarder", "forwarder", "proxy", "direct"} {
+				for _, name := range []string{"direct", "proxy", "forwarder", "sdk", "sdk", "forwarder", "proxy", "direct"} {
 					spent[name] += saturate(b, sides[name], op, b.N, callers)
 				}
 				calls := float64(2 * b.N)
-				for _, name := range []string{"direct", "proxy", "forwarder"} {
+				for _, name := range []string{"direct", "proxy", "forwarder", "sdk"} {
 					b.ReportMetric(calls/spent[name].Seconds(), name+"-req/s")
 				}
 				b.ReportMetric(spent["forwarder"].Seconds()/spent["proxy"].Seconds(), "proxy-ratio")
+				b.ReportMetric(spent["forwarder"].Seconds()/spent["sdk"].Seconds(), "sdk-ratio")
+				b.ReportMetric(spent["sdk"].Seconds()/spent["proxy"].Seconds(), "proxy-sdk-ratio")
 			})
 		}
 	}

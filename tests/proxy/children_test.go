@@ -75,6 +75,11 @@ func serveChild() {
 		if err == nil {
 			addrs, stop, err = withProbe(addrs, stop)
 		}
+	case "sdkforwarder":
+		addrs, stop, err = serveSDKForwarder(os.Getenv(primaryEnv))
+		if err == nil {
+			addrs, stop, err = withProbe(addrs, stop)
+		}
 	case "proxy":
 		addrs, stop, err = serveProxy(os.Getenv(primaryEnv))
 		if path := os.Getenv(profileEnv); err == nil && path != "" {

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/kv"
 )
 
 // The forwarder is the least a proxy's hop can cost: a process that passes
@@ -57,4 +60,50 @@ func serveForwarder(primary string) ([]string, func(), error) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	return []string{u + strings.TrimPrefix(primary, base)}, stop, err
+}
+
+// serveSDKForwarder is the SDK forwarder's process over primary: a value's
+// GET and PUT passed on through cfkv, the proxy's own client to its primary
+// (cloudflare-go over net/http), and nothing else (no routing beyond the
+// key, no token check, no store, no copy). Beside the forwarder it shows
+// what the SDK alone costs a hop: the part of the proxy's cost above the
+// forwarder that any client of Workers KV through cloudflare-go pays.
+func serveSDKForwarder(primary string) ([]string, func(), error) {
+	store, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	const values = "/values/"
+	u, stop, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, escaped, ok := strings.Cut(r.URL.EscapedPath(), values)
+		key, kerr := url.PathUnescape(escaped)
+		if !ok || kerr != nil {
+			http.Error(w, "no key", http.StatusBadRequest)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			e, err := store.GetValue(r.Context(), key)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			w.Header().Set("Content-Type", "application/octet-stream")
+			_, _ = w.Write(e.Value)
+		case http.MethodPut:
+			value, err := io.ReadAll(r.Body)
+			if err == nil {
+				err = store.Put(r.Context(), key, value, kv.PutOptions{})
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"success":true,"errors":[],"messages":[],"result":null}`)
+		default:
+			http.Error(w, "not a value's GET or PUT", http.StatusMethodNotAllowed)
+		}
+	}))
+	return []string{u + "/client/v4/"}, stop, err
 }
