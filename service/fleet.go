@@ -76,7 +76,7 @@ type fleet struct {
 	ns  []*served
 	reg metric.Registration
 	tee atomic.Pointer[ingest.Handler] // the tee endpoint, when served: its refused batches count in Stats
-	// stateDir keeps the stage the stores run (keepStage), for a start
+	// stateDir keeps the stage the stores run (control.KeepStage), for a start
 	// without the control board; "" keeps none. log says when it cannot.
 	stateDir string
 	log      *slog.Logger
@@ -181,33 +181,16 @@ func (f *fleet) stores() map[string]kv.Store {
 func (f *fleet) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	var errs []error
 	for _, s := range f.ns {
-		if err := walk(ctx, s.dual, stage); err != nil {
+		if err := control.Walk(ctx, s.dual, stage); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", s.id, err))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := keepStage(f.stateDir, stage); err != nil && f.log != nil {
+	if err := control.KeepStage(f.stateDir, stage); err != nil && f.log != nil {
 		f.log.Warn("kvshadow-proxy: cannot keep the stage in the journal directory; a start without MongoDB will not know it",
 			slog.String("error", err.Error()))
-	}
-	return nil
-}
-
-// walk moves d to stage one step at a time.
-func walk(ctx context.Context, d *dualwrite.Store, stage dualwrite.Stage) error {
-	if !stage.Valid() {
-		return d.SetStage(ctx, stage) // refused, with the store's own words
-	}
-	for from := d.Stage(); from != stage; from = d.Stage() {
-		next := from + 1
-		if stage < from {
-			next = from - 1
-		}
-		if err := d.SetStage(ctx, next); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -117,8 +117,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	// authoritative.
 	detached, gated := boardErr != nil, false
 	if detached {
-		last, known := lastStage(c.JournalDir)
-		gated = !known || !servesDetached(last)
+		last, known := control.LastStage(c.JournalDir)
+		gated = !known || !control.ServesDetached(last)
 		if known {
 			stage = last
 		}
@@ -369,7 +369,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 func logDetached(log *slog.Logger, boardErr error, dir string, last dualwrite.Stage, known bool) {
 	why := "the control board (the stage document in MongoDB) cannot be read (" + storeerr.MongoDB(boardErr) + ")"
 	switch {
-	case known && servesDetached(last):
+	case known && control.ServesDetached(last):
 		log.Warn("kvshadow-proxy: " + why + ": serving in " + last.String() + ", the last stage this instance ran (kept in " + dir +
 			"), in which Workers KV is authoritative; copies to MongoDB are skipped and their keys kept dirty, and the stage document is followed once it can be read")
 	case known:

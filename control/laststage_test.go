@@ -1,4 +1,4 @@
-package service
+package control
 
 import (
 	"os"
@@ -13,29 +13,29 @@ import (
 // Workers KV is authoritative may be served without the stage document.
 func TestLastStage(t *testing.T) {
 	dir := t.TempDir()
-	if _, known := lastStage(dir); known {
+	if _, known := LastStage(dir); known {
 		t.Fatal("a stage in an empty directory")
 	}
-	if _, known := lastStage(""); known {
+	if _, known := LastStage(""); known {
 		t.Fatal("a stage without a directory")
 	}
 	for _, s := range []dualwrite.Stage{dualwrite.Shadow, dualwrite.Handover, dualwrite.Live} {
-		if err := keepStage(dir, s); err != nil {
+		if err := KeepStage(dir, s); err != nil {
 			t.Fatal(err)
 		}
-		if got, known := lastStage(dir); !known || got != s {
+		if got, known := LastStage(dir); !known || got != s {
 			t.Fatalf("kept %s, read %s (%v)", s, got, known)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, stageFile), []byte("halfway"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, StageFile), []byte("halfway"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, known := lastStage(dir); known {
+	if _, known := LastStage(dir); known {
 		t.Fatal("a stage from a file that names none")
 	}
 	for _, s := range dualwrite.Stages {
-		if want := !s.ShadowAuthoritative(); servesDetached(s) != want {
-			t.Errorf("servesDetached(%s) = %v, want %v", s, !want, want)
+		if want := !s.ShadowAuthoritative(); ServesDetached(s) != want {
+			t.Errorf("ServesDetached(%s) = %v, want %v", s, !want, want)
 		}
 	}
 }
