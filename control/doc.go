@@ -66,6 +66,16 @@
 // taken once (package keep carries them out): MongoBoard and MemoryLedger
 // are both, and package ledgertest checks them alike.
 //
+// # Starting without the Board
+//
+// An instance keeps the stage it runs in StageFile of its journal
+// directory (KeepStage, from its Target's Apply). When it cannot read the
+// Document at start, it may run LastStage only where ServesDetached says
+// so (Workers KV authoritative), and starts its Follower with
+// StartDetached, which joins once the Board answers; the Target then
+// walks to the Document's stage one step at a time (Walk).
+// kvshadow-proxy and botkv both decide so, by these functions.
+//
 // What the Board does not give, the package does not claim: two instances
 // may run different stages for up to one poll interval, during which both
 // stores are written by every instance whatever the stage (a flip is only
