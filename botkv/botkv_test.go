@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/botkv"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -95,14 +97,45 @@ func TestOpenReadsSecretsFromFiles(t *testing.T) {
 	}
 }
 
-// Past its variables Open connects to MongoDB, and says so when it cannot.
+// Past its variables Open connects to MongoDB, and says so when it cannot
+// (and, with no stage kept in its journal directory, has none to run
+// meanwhile), quoting no credential of the URI in its error or its logs.
 func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err := botkv.Open(ctx, botkv.Config{Getenv: env(nil)}, botkv.WithLogger(slog.New(slog.DiscardHandler)))
-	if err == nil || errors.Is(err, botkv.ErrConfig) || !strings.Contains(err.Error(), "connecting to MongoDB (MONGODB_URI)") || !errors.Is(err, kv.ErrUnavailable) {
+	var logs syncBuffer
+	dir := t.TempDir()
+	_, err := botkv.Open(ctx, botkv.Config{Getenv: env(map[string]string{"KVSHADOW_JOURNAL_DIR": dir,
+		"MONGODB_URI": "mongodb://bot:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"})},
+		botkv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err == nil || errors.Is(err, botkv.ErrConfig) || !errors.Is(err, botkv.ErrMongoDBDown) || !errors.Is(err, kv.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "MONGODB_URI's 127.0.0.1:1: unreachable") || !strings.Contains(err.Error(), "holds no stage this bot ran") {
 		t.Fatalf("Open with MongoDB unreachable: %v", err)
 	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(logs.String(), "s3cret") {
+		t.Errorf("the URI's password is quoted:\n%v\n%s", err, logs.String())
+	}
+	if _, known := control.LastStage(dir); known {
+		t.Error("a failed Open kept a stage")
+	}
+}
+
+// syncBuffer is a bytes.Buffer the store's goroutines may log to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // The adapter's List pages to the end (Workers KV pages hold at most

@@ -49,5 +49,27 @@
 // dual-write store's 16 lane workers and 3 of its own (4 with a journal),
 // the sweeper's 1, the follower's 1 (22 in all, measured by tests/botkv),
 // and the MongoDB drivers' monitors. They run until Close, which a bot's
-// tests must call (t.Cleanup) as they would close a database.
+// tests must call (t.Cleanup) as they would close a database. Each time
+// the store runs a new stage of the document, the stage is kept in the
+// file "stage" of KVSHADOW_JOURNAL_DIR (control.KeepStage), as
+// kvshadow-proxy keeps its own in --journal-dir.
+//
+// # Starting with MongoDB down
+//
+// Open waits for MongoDB at most 15 s: the connect and the read of the
+// stage document together (less when ctx ends first, which fails Open).
+// When MongoDB has not answered by then, and the stage file in
+// KVSHADOW_JOURNAL_DIR names a stage in which Workers KV is authoritative
+// (off, dualwrite, shadow, handover: control.ServesDetached), Open starts
+// in that stage, detached, as kvshadow-proxy does: it logs one warning
+// with the reason, reads and writes go to Workers KV, their copies to
+// MongoDB fail and their keys stay dirty (Stats, DirtyKeys, the journal),
+// and the follower tries the stage document at every poll; once it reads
+// it, it follows it (walking one stage at a time if it moved on), and the
+// dirty keys are repaired as MongoDB answers. Detached reports whether the
+// document has not been read yet. Otherwise (no KVSHADOW_JOURNAL_DIR, no
+// stage kept there, or a stage from live on, where MongoDB's authority
+// comes from the document alone) Open fails with an error matching
+// ErrMongoDBDown that says which, and starts nothing; a login MongoDB
+// refuses fails it with a *VarError naming MONGODB_URI.
 package botkv

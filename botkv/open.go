@@ -21,11 +21,14 @@ import (
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
+	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/journal"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// connectTimeout bounds Open's connects to MongoDB, as kvshadow-proxy's.
+// connectTimeout bounds Open's connect to MongoDB and its read of the
+// stage document, as kvshadow-proxy's: past it, Open starts detached or
+// fails.
 const connectTimeout = 15 * time.Second
 
 // Option sets a piece of plumbing.
@@ -93,7 +96,12 @@ type Store struct {
 // matching ErrConfig that names it (*VarError). Open then connects to
 // MongoDB and reads the control document (within ctx and 15 s): the store
 // starts in the document's stage, or, when there is none yet, in
-// KVSHADOW_STAGE (default off). Close releases everything Open started.
+// KVSHADOW_STAGE (default off). When MongoDB does not answer within those
+// 15 s, Open starts detached in the stage the bot last ran, kept in
+// KVSHADOW_JOURNAL_DIR, if Workers KV is authoritative in it (off to
+// handover), and otherwise fails with an error matching ErrMongoDBDown
+// (see "Starting with MongoDB down" in the package's doc). Close releases
+// everything Open started.
 func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error) {
 	p := plumb(opts)
 	set, err := cfg.read()
@@ -130,12 +138,6 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 		p.logger.Warn(fmt.Sprintf("botkv: %s names the database %q, but the shadow is %q (%s, or %s by default); set %s=%s if the bot's data is there",
 			EnvMongoURI, named, set.database, EnvMongoDB, mongokv.DefaultDatabase, EnvMongoDB, named))
 	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := client.Connect(cctx); err != nil {
-		return nil, fmt.Errorf("botkv: connecting to MongoDB (%s): %w", EnvMongoURI, err)
-	}
-	s.sweep(shadow)
 	// The board has a driver client of its own, as kvshadow-proxy's.
 	boardClient, err := mongo.Connect(options.Client().ApplyURI(set.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
 	if err != nil {
@@ -143,14 +145,21 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 	}
 	s.closers = append(s.closers, boardClient.Disconnect)
 	board := control.NewMongoBoard(boardClient.Database(set.database))
-	doc, err := board.Load(cctx)
-	if err != nil {
-		return nil, fmt.Errorf("botkv: reading the stage document: %w", err)
+	stage, boardErr := set.stage, error(nil)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if boardErr = client.Connect(cctx); boardErr == nil {
+		var doc control.Document
+		if doc, boardErr = board.Load(cctx); boardErr == nil && doc.Generation > 0 {
+			stage = doc.Stage
+		}
 	}
-	stage := set.stage
-	if doc.Generation > 0 {
-		stage = doc.Stage
+	if boardErr != nil {
+		if stage, err = s.detached(ctx, set, boardErr); err != nil {
+			return nil, err
+		}
 	}
+	s.sweep(shadow)
 
 	// The other instances' watermarks, from the heartbeats, as
 	// kvshadow-proxy's stores have them (see dualwrite's Confirmation).
@@ -173,16 +182,64 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 		return nil, err
 	}
 	s.KV, s.Dual = s.otel.KV, s.otel.Dual
-	s.follower, err = control.NewFollower(control.Config{Board: board, Target: target{s.Dual, set.primary.NamespaceID}, Instance: set.instance, Initial: set.stage, Fleet: fleet},
+	tgt := target{dual: s.Dual, ns: set.primary.NamespaceID, dir: set.journalDir, log: p.logger}
+	s.follower, err = control.NewFollower(control.Config{Board: board, Target: tgt, Instance: set.instance, Initial: set.stage, Fleet: fleet},
 		control.WithLogger(p.logger))
 	if err != nil {
 		return nil, err
 	}
-	if err := s.follower.Start(ctx); err != nil {
+	if boardErr != nil {
+		err = s.follower.StartDetached(stage, errors.New(storeerr.MongoDB(boardErr)))
+	} else {
+		err = s.follower.Start(ctx)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("botkv: following the stage document: %w", err)
 	}
 	return s, nil
 }
+
+// detached decides what Open does when MongoDB did not answer at start
+// (boardErr): run the stage the bot last ran, kept in KVSHADOW_JOURNAL_DIR,
+// when Workers KV is authoritative in it (control.ServesDetached), as
+// kvshadow-proxy does; otherwise fail with ErrMongoDBDown, saying why. A
+// refused login is the URI's fault, not an outage, and the caller's ctx
+// ending is the caller's: both fail Open.
+func (s *Store) detached(ctx context.Context, set settings, boardErr error) (dualwrite.Stage, error) {
+	why := EnvMongoURI + "'s " + storeerr.MongoHosts(set.mongoURI) + ": " + storeerr.MongoDB(boardErr)
+	switch {
+	case ctx.Err() != nil:
+		return 0, fmt.Errorf("botkv: connecting to MongoDB (%s): %w", EnvMongoURI, ctx.Err())
+	case storeerr.Refused(boardErr):
+		return 0, &VarError{Name: EnvMongoURI, Problem: storeerr.MongoDB(boardErr)}
+	}
+	last, known := control.LastStage(set.journalDir)
+	var then string
+	switch {
+	case known && control.ServesDetached(last):
+		s.log.Warn("botkv: MongoDB cannot be reached at start (" + why + "): serving in " + last.String() +
+			", the last stage this bot ran (kept in " + set.journalDir + "), in which Workers KV is authoritative; copies to MongoDB fail and their keys stay dirty until they are repaired, and the stage document is followed once it can be read")
+		return last, nil
+	case known:
+		then = "the last stage this bot ran is " + last.String() + ", in which MongoDB is authoritative, so it runs only the stage document's: start the bot once MongoDB answers"
+	case set.journalDir == "":
+		then = "without " + EnvJournalDir + " the bot keeps no stage of its own to run meanwhile: start the bot once MongoDB answers, and set " + EnvJournalDir + " for the next start"
+	default:
+		then = set.journalDir + " (" + EnvJournalDir + ") holds no stage this bot ran: start the bot once MongoDB answers"
+	}
+	return 0, &downError{msg: ErrMongoDBDown.Error() + " (" + why + "): " + then, cause: boardErr}
+}
+
+// downError is Open's error when MongoDB does not answer at start and the
+// bot has no stage to run meanwhile: one line, which matches
+// ErrMongoDBDown and the cause (kv.ErrUnavailable for an outage).
+type downError struct {
+	msg   string
+	cause error
+}
+
+func (e *downError) Error() string   { return e.msg }
+func (e *downError) Unwrap() []error { return []error{ErrMongoDBDown, e.cause} }
 
 // sweep runs the shadow's sweeper until Close, as kvshadow-proxy does:
 // expired documents where the server has no TTL index, and the chunks of
@@ -220,6 +277,11 @@ func (s *Store) openJournal(set settings) (dualwrite.Journal, error) {
 
 // Stage is the stage the store runs.
 func (s *Store) Stage() dualwrite.Stage { return s.Dual.Stage() }
+
+// Detached reports whether the store runs without having read the stage
+// document: Open found MongoDB down and started in the stage the bot last
+// ran, and the stage document has not been read since.
+func (s *Store) Detached() bool { return s.follower.Status().Detached }
 
 // WaitSettled waits until every key written so far is settled, or ctx
 // ends: see dualwrite.Store.WaitSettled.
@@ -270,6 +332,8 @@ func (s *Store) release(ctx context.Context) error {
 type target struct {
 	dual *dualwrite.Store
 	ns   string // the Workers KV namespace ID, as heartbeats name it
+	dir  string // KVSHADOW_JOURNAL_DIR, where the stage is kept; "" keeps none
+	log  *slog.Logger
 }
 
 var (
@@ -277,8 +341,19 @@ var (
 	_ control.PeerAware = target{}
 )
 
+// Apply walks the store to stage one step at a time (a bot that started
+// without MongoDB may find the document moved on) and keeps the stage in
+// the journal directory, for a start without MongoDB, as kvshadow-proxy
+// does.
 func (t target) Apply(ctx context.Context, stage dualwrite.Stage) error {
-	return t.dual.SetStage(ctx, stage)
+	if err := control.Walk(ctx, t.dual, stage); err != nil {
+		return err
+	}
+	if err := control.KeepStage(t.dir, stage); err != nil {
+		t.log.Warn("botkv: cannot keep the stage in "+EnvJournalDir+"; a start without MongoDB will not know it",
+			slog.String("error", err.Error()))
+	}
+	return nil
 }
 
 func (t target) SetPeersUntil(until time.Time) { t.dual.SetPeersUntil(until) }

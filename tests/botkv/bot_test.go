@@ -117,6 +117,10 @@ func TestABotsModulesThroughTheAdapter(t *testing.T) {
 	if st.Stage() != dualwrite.DualWrite {
 		t.Fatalf("stage %s, want KVSHADOW_STAGE's dualwrite (no stage document before)", st.Stage())
 	}
+	// The stage the bot runs is kept for a start without MongoDB.
+	if got, known := control.LastStage(r.env["KVSHADOW_JOURNAL_DIR"]); !known || got != dualwrite.DualWrite {
+		t.Errorf("the journal directory keeps %s (%v) after Open; want dualwrite", got, known)
+	}
 	kvs, err := st.Adapter(ErrNotFound)
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +227,9 @@ func TestABotsModulesThroughTheAdapter(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the store stayed in %s after the document moved to shadow", st.Stage())
 		}
+	}
+	if got, known := control.LastStage(r.env["KVSHADOW_JOURNAL_DIR"]); !known || got != dualwrite.Shadow {
+		t.Errorf("the journal directory keeps %s (%v) after the move to shadow; want shadow", got, known)
 	}
 	beats, err := board.Instances(ctx)
 	if err != nil || len(beats) != 1 || beats[0].Instance != "bot-test" {

@@ -1,0 +1,286 @@
+package botkv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/botkv"
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
+)
+
+// openBound is how long Open may wait for MongoDB before it starts
+// detached (botkv's 15 s), with room for a loaded machine.
+const openBound = 20 * time.Second
+
+// downAddr is a loopback address where nothing listens, for a MongoDB that
+// is down and starts later there.
+func downAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// keepStage writes the stage file a bot that ran stage before would have
+// left in dir.
+func keepStage(t *testing.T, dir string, stage dualwrite.Stage) {
+	if err := control.KeepStage(dir, stage); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logs is a logger whose lines a test reads while the store writes them.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// A bot restarted while MongoDB is down, whose journal directory says it
+// ran dualwrite: Open returns within its bound in dualwrite, detached; the
+// bot's writes and reads go through Workers KV and their keys stay dirty.
+// When MongoDB comes up at the URI's address, the store joins the control
+// board, repairs the keys (settled, nothing left, MongoDB holds every
+// value), follows the document's changes and keeps each stage in the
+// journal directory.
+func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
+	before := ours()
+	r := newRig(t)
+	addr := downAddr(t)
+	db := mongotest.NewDatabaseName(t.Name())
+	dir := r.env["KVSHADOW_JOURNAL_DIR"]
+	keepStage(t, dir, dualwrite.DualWrite)
+	var out logs
+	env := map[string]string{"MONGODB_URI": "mongodb://" + addr + "/", "MONGODB_DB": db}
+	for k, v := range r.env {
+		if _, over := env[k]; !over {
+			env[k] = v
+		}
+	}
+
+	ctx := t.Context()
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := botkv.Open(octx, botkv.Config{Getenv: func(k string) string { return env[k] }}, botkv.WithLogger(out.logger()))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Open with MongoDB down and %s/stage = dualwrite: %v (after %s); want the store, detached", dir, err, took.Round(time.Millisecond))
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = st.Close(context.Background())
+		}
+	})
+	t.Logf("Open returned detached after %s", took.Round(time.Millisecond))
+	if took > openBound {
+		t.Errorf("Open took %s with MongoDB down; its bound is 15 s", took)
+	}
+	if st.Stage() != dualwrite.DualWrite || !st.Detached() {
+		t.Fatalf("stage %s, detached %v; want dualwrite, detached", st.Stage(), st.Detached())
+	}
+	if n := strings.Count(out.String(), "botkv: MongoDB cannot be reached at start"); n != 1 {
+		t.Errorf("the warning was logged %d times, want once:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "connection refused") {
+		t.Errorf("the warning does not say why:\n%s", out.String())
+	}
+
+	kvs, err := st.Adapter(ErrNotFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Prefixed(kvs, "wordle")
+	want := map[string]string{}
+	for i := range 20 {
+		key, val := fmt.Sprintf("games:%02d", i), fmt.Sprintf(`{"word":"crane","n":%d}`, i)
+		if err := m.Put(ctx, key, []byte(val)); err != nil {
+			t.Fatalf("Put while MongoDB is down: %v", err)
+		}
+		got, err := m.Get(ctx, key)
+		if err != nil || string(got) != val {
+			t.Fatalf("Get while MongoDB is down = %q, %v", got, err)
+		}
+		want["wordle:"+key] = val
+	}
+	for deadline := time.Now().Add(20 * time.Second); st.Dual.Stats().Dirty < len(want); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: want the %d keys dirty while MongoDB is down", st.Dual.Stats(), len(want))
+		}
+	}
+	t.Logf("while MongoDB is down: %d keys dirty, drops %v (%s after Open)", st.Dual.Stats().Dirty, st.Dual.Stats().Drops, time.Since(start).Round(time.Millisecond))
+
+	// MongoDB comes up at the URI's address.
+	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
+	if err != nil {
+		t.Fatalf("starting MongoDB on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = mongo.Close() })
+	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not join the control board within 30 s of MongoDB's start")
+		}
+	}
+	t.Logf("joined the control board %s after Open", time.Since(start).Round(time.Millisecond))
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	left, err := st.WaitSettled(wctx)
+	if err != nil || !left.Settled() {
+		t.Fatalf("WaitSettled after MongoDB came up = %+v, %v", left, err)
+	}
+	if s := st.Dual.Stats(); s.Dirty != 0 || s.Unsettled != 0 {
+		t.Fatalf("after settling: %d dirty, %d unsettled", s.Dirty, s.Unsettled)
+	}
+	t.Logf("settled %s after Open", time.Since(start).Round(time.Millisecond))
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongo.URI(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	shadow, err := client.Store(mongokv.Config{Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		got, err := shadow.Get(ctx, k)
+		if err != nil || string(got) != v {
+			t.Fatalf("MongoDB holds %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+
+	// The board now holds the stage document and the bot's heartbeat; the
+	// bot follows a change and keeps it.
+	mc, err := mongo.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	board := control.NewMongoBoard(mc.Database(db))
+	doc, err := board.Load(ctx)
+	if err != nil || doc.Stage != dualwrite.DualWrite {
+		t.Fatalf("stage document %+v, %v; want dualwrite, written by the bot once it joined", doc, err)
+	}
+	if err := board.Swap(ctx, doc.Generation, control.Document{Stage: dualwrite.Shadow, Generation: doc.Generation + 1, UpdatedAt: time.Now(), UpdatedBy: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); st.Stage() != dualwrite.Shadow; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the store stayed in %s after the document moved to shadow", st.Stage())
+		}
+	}
+	if got, known := control.LastStage(dir); !known || got != dualwrite.Shadow {
+		t.Errorf("%s keeps %s (%v) after the move to shadow; want shadow", dir, got, known)
+	}
+
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if strings.Contains(out.String(), "current topology") {
+		t.Errorf("a log line holds the driver's topology dump:\n%s", out.String())
+	}
+	time.Sleep(100 * time.Millisecond) // the HTTP client's connections close in the background
+	if after := ours(); after > before {
+		t.Errorf("Close left %d goroutines running (%d before Open)", after, before)
+	}
+}
+
+// Started while MongoDB is down with no stage it may run unverified (the
+// last one live, none kept, no journal directory), Open fails at once with
+// ErrMongoDBDown and a one-line reason, and leaves nothing running.
+func TestOpenWithMongoDBDownAndNoStageToRunFails(t *testing.T) {
+	r := newRig(t)
+	// A short server selection: Open fails as soon as the driver gives up.
+	uri := "mongodb://" + downAddr(t) + "/?serverSelectionTimeoutMS=500"
+	live := t.TempDir()
+	keepStage(t, live, dualwrite.Live)
+	before, drivers := ours(), driverGoroutines()
+	for _, c := range []struct {
+		name, dir, says string
+	}{
+		{"live", live, "the last stage this bot ran is live"},
+		{"no stage kept", t.TempDir(), "holds no stage this bot ran"},
+		{"no journal directory", "", "without KVSHADOW_JOURNAL_DIR"},
+	} {
+		start := time.Now()
+		st, err := r.open(t, map[string]string{"MONGODB_URI": uri, "KVSHADOW_JOURNAL_DIR": c.dir})
+		took := time.Since(start)
+		if err == nil {
+			_ = st.Close(context.Background())
+			t.Errorf("%s: Open succeeded with MongoDB down", c.name)
+			continue
+		}
+		t.Logf("%s: after %s: %v", c.name, took.Round(time.Millisecond), err)
+		if !errors.Is(err, botkv.ErrMongoDBDown) || errors.Is(err, botkv.ErrConfig) {
+			t.Errorf("%s: %v; want an error matching botkv.ErrMongoDBDown", c.name, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.says) || !strings.Contains(msg, "start the bot once MongoDB answers") ||
+			!strings.Contains(msg, "connection refused") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: %q; want one line saying why (%q) and what to do", c.name, msg, c.says)
+		}
+		if _, err := os.Stat(filepath.Join(c.dir, control.StageFile)); c.dir != "" && c.dir != live && err == nil {
+			t.Errorf("%s: a failed Open kept a stage", c.name)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%s: Open took %s to fail with a 500 ms server selection", c.name, took)
+		}
+	}
+	if got, known := control.LastStage(live); !known || got != dualwrite.Live {
+		t.Errorf("a failed Open changed the stage kept: %s (%v)", got, known)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if after := ours(); after > before {
+		t.Errorf("failed Opens left %d goroutines of kvshadow's running (%d before)", after, before)
+	}
+	for deadline := time.Now().Add(5 * time.Second); driverGoroutines() > drivers; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("failed Opens left %d MongoDB driver goroutines (%d before)", driverGoroutines(), drivers)
+			break
+		}
+	}
+}
+
+// driverGoroutines counts the MongoDB driver's goroutines (its monitors
+// and pools).
+func driverGoroutines() int {
+	buf := make([]byte, 4<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "go.mongodb.org/mongo-driver") {
+			n++
+		}
+	}
+	return n
+}
