@@ -199,7 +199,7 @@ BENCHSUM := $(CURDIR)/bin/benchsum
 BENCHSTAT := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: workers-deps
 	@mkdir -p $(BENCHDIR) && $(GO) build -o $(BENCHSUM) ./scripts/benchsum
-	@echo "make bench: the proxy against direct calls, the forwarder and the floor, at 0, 3 and 20 ms ($(BENCHCOUNT) runs of $(PROXY_BENCHTIME)), then saturated"
+	@echo "make bench: the proxy against direct calls, the forwarder, the SDK forwarder and the floor, at 0, 3 and 20 ms ($(BENCHCOUNT) runs of $(PROXY_BENCHTIME)), then saturated"
 	@set -o pipefail; cd tests && $(GO) test -run '^$$' -bench '^BenchmarkProxy(Latency|Saturation)$$' -benchtime $(PROXY_BENCHTIME) -count $(BENCHCOUNT) ./proxy/ | tee $(BENCHDIR)/proxy.txt
 	@echo "make bench: the bot's call in workerd through the tee, on its bare binding and with its own dual write, MongoDB 20 and 200 ms away ($(BENCHCOUNT) runs)"
 	@set -o pipefail; for i in $$(seq $(BENCHCOUNT)); do (cd workers && npm run --silent bench) || exit 1; done | tee $(BENCHDIR)/workerd.txt
