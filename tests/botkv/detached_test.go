@@ -284,3 +284,64 @@ func driverGoroutines() int {
 	}
 	return n
 }
+
+// A bot that starts detached in dualwrite while the operator had moved the
+// document on to handover (the bot was down, so no flip waited for it)
+// walks there one stage at a time once MongoDB answers, each step under
+// the store's checks, and keeps handover in its journal directory.
+func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
+	r := newRig(t)
+	data, db := t.TempDir(), mongotest.NewDatabaseName(t.Name())
+	first, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := first.Addr()
+	mc, err := first.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	board := control.NewMongoBoard(mc.Database(db))
+	for gen, stage := range []dualwrite.Stage{dualwrite.DualWrite, dualwrite.Shadow, dualwrite.Handover} {
+		doc := control.Document{Stage: stage, Generation: uint64(gen + 1), UpdatedAt: time.Now(), UpdatedBy: "operator"}
+		if err := board.Swap(t.Context(), uint64(gen), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := r.env["KVSHADOW_JOURNAL_DIR"]
+	keepStage(t, dir, dualwrite.DualWrite)
+
+	st, err := r.open(t, map[string]string{"MONGODB_URI": "mongodb://" + addr + "/", "MONGODB_DB": db})
+	if err != nil {
+		t.Fatalf("Open with MongoDB down: %v", err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = st.Close(context.Background())
+		}
+	})
+	if st.Stage() != dualwrite.DualWrite || !st.Detached() {
+		t.Fatalf("stage %s, detached %v; want dualwrite, detached", st.Stage(), st.Detached())
+	}
+	again, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true, Listen: addr})
+	if err != nil {
+		t.Fatalf("restarting MongoDB on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = again.Close() })
+	for deadline := time.Now().Add(30 * time.Second); st.Detached() || st.Stage() != dualwrite.Handover; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stage %s, detached %v 30 s after MongoDB's start; want handover, the document's", st.Stage(), st.Detached())
+		}
+	}
+	if got, known := control.LastStage(dir); !known || got != dualwrite.Handover {
+		t.Errorf("%s keeps %s (%v); want handover", dir, got, known)
+	}
+	if err := st.Close(t.Context()); err != nil { // while MongoDB answers
+		t.Fatal(err)
+	}
+	closed = true
+}
