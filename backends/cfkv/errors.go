@@ -153,7 +153,7 @@ func (e notEnvelope) Error() string {
 // decodes (a list page, a bulk write's result). The SDK types a refusal by
 // its status (4xx, 5xx) but passes HTTP 200 with success:false as a
 // success, and an answer with no success at all too: checkEnvelope reads
-// the success of a 2xx answer (see envelopeError) and hands the body on
+// the success of a 2xx answer (readEnvelope) and hands the body on
 // for the SDK to decode as usual.
 func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	resp, err := next(req)

@@ -46,7 +46,7 @@ var jsonHeader = http.Header{"Content-Type": {"application/json"}}
 // TestCloudflareErrorsMapped: each refusal Cloudflare answers, which the
 // SDK types as its *cloudflare.Error (or, for a body that is no envelope,
 // leaves untyped with its status), comes out of a value read (the SDK's
-// raw answer) and of a write (its decoded envelope) alike: a missing key
+// raw answer) and of a write (its envelope, which cfkv reads) alike: a missing key
 // as kv.ErrNotFound, a validation code as the contract's sentinel, a
 // missing namespace or a refused token as an APIError naming no sentinel,
 // tried once, and 429 and 5xx retried, then kv.ErrUnavailable with the
