@@ -106,6 +106,11 @@ type Follower struct {
 	done    chan struct{}
 	once    sync.Once
 	started atomic.Bool
+	// life is the context of the loop's own Board calls, which Close
+	// cancels: a call to a Board that does not answer ends at Close
+	// rather than after BoardTimeout.
+	life     context.Context
+	stopLife context.CancelFunc
 }
 
 // Option sets a piece of plumbing.
@@ -143,6 +148,7 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 		cfg.BoardTimeout = DefaultBoardTimeout
 	}
 	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	f.life, f.stopLife = context.WithCancel(context.Background())
 	for _, o := range opts {
 		if o != nil {
 			o(f)
@@ -223,10 +229,12 @@ func (f *Follower) join(ctx context.Context) error {
 	return f.apply(ctx, doc)
 }
 
-// Close stops following and waits for the goroutine Start began. It
-// writes nothing: call Leave after the stores are closed.
+// Close stops following and waits for the goroutine Start began, ending
+// any Board call it is making (a Board that does not answer holds Close no
+// longer than that). It writes nothing: call Leave after the stores are
+// closed.
 func (f *Follower) Close() {
-	f.once.Do(func() { close(f.quit) })
+	f.once.Do(func() { close(f.quit); f.stopLife() })
 	if f.started.Load() {
 		<-f.done
 	}
@@ -260,13 +268,13 @@ func (f *Follower) loop() {
 		case <-f.quit:
 			return
 		case <-poll.C():
-			f.Poll(context.Background())
+			f.Poll(f.life)
 			poll = f.clock.NewTimer(f.cfg.PollInterval)
 		case <-beat.C():
-			f.beat(context.Background())
+			f.beat(f.life)
 			beat = f.clock.NewTimer(f.cfg.HeartbeatInterval)
 		case <-f.beatNow:
-			f.beat(context.Background())
+			f.beat(f.life)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,5 +368,54 @@ func TestStartDetachedJoinsOnceTheBoardAnswers(t *testing.T) {
 	f.Poll(t.Context())
 	if st := f.Status(); st.Detached || !st.InSync() || st.Stage != dualwrite.Handover || st.Generation != 4 || tgt.current() != dualwrite.Handover {
 		t.Fatalf("after the Board answered: %+v, target %s", st, tgt.current())
+	}
+}
+
+// hangingBoard is a Board whose heartbeats never answer: each waits for
+// its context.
+type hangingBoard struct {
+	*MemoryBoard
+	hang atomic.Bool
+	in   chan struct{} // a heartbeat is waiting
+}
+
+func (b *hangingBoard) Beat(ctx context.Context, h Heartbeat) error {
+	if !b.hang.Load() {
+		return b.MemoryBoard.Beat(ctx, h)
+	}
+	select {
+	case b.in <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseEndsABoardCallInFlight: a heartbeat to a Board that does not
+// answer (MongoDB down while the instance shuts down) ends at Close, not
+// after BoardTimeout (an hour here).
+func TestCloseEndsABoardCallInFlight(t *testing.T) {
+	board := &hangingBoard{MemoryBoard: NewMemoryBoard(), in: make(chan struct{}, 1)}
+	f, err := NewFollower(Config{Board: board, Target: &fakeTarget{report: Heartbeat{Drained: true}}, Instance: "a",
+		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour}, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	board.hang.Store(true)
+	f.SetDraining() // the heartbeat that hangs
+	select {
+	case <-board.in:
+	case <-time.After(time.Minute):
+		t.Fatal("SetDraining sent no heartbeat")
+	}
+	closed := make(chan struct{})
+	go func() { f.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a heartbeat that the Board never answers")
 	}
 }
