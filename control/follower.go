@@ -388,6 +388,9 @@ func (f *Follower) swap(ctx context.Context, expect uint64, next Document) error
 
 // boardDone records the outcome of a Board call and returns err.
 func (f *Follower) boardDone(err error) error {
+	if err != nil && f.life.Err() != nil && errors.Is(err, context.Canceled) {
+		return err // a call Close ended: no news of the Board
+	}
 	msg := ""
 	if err != nil {
 		msg = err.Error()

@@ -1,8 +1,10 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -388,16 +390,19 @@ func (b *hangingBoard) Beat(ctx context.Context, h Heartbeat) error {
 	default:
 	}
 	<-ctx.Done()
-	return ctx.Err()
+	return fmt.Errorf("%w: writing the heartbeat: %w", ErrBoard, ctx.Err()) // as the MongoDB Board wraps it
 }
 
 // TestCloseEndsABoardCallInFlight: a heartbeat to a Board that does not
 // answer (MongoDB down while the instance shuts down) ends at Close, not
-// after BoardTimeout (an hour here).
+// after BoardTimeout (an hour here), and its end is no news of the Board:
+// nothing is logged or reported for it.
 func TestCloseEndsABoardCallInFlight(t *testing.T) {
 	board := &hangingBoard{MemoryBoard: NewMemoryBoard(), in: make(chan struct{}, 1)}
+	var logged syncBuffer
 	f, err := NewFollower(Config{Board: board, Target: &fakeTarget{report: Heartbeat{Drained: true}}, Instance: "a",
-		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour}, WithLogger(quiet))
+		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour},
+		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +423,25 @@ func TestCloseEndsABoardCallInFlight(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("Close waited for a heartbeat that the Board never answers")
 	}
+	if st := f.Status(); st.BoardErr != "" || logged.String() != "" {
+		t.Errorf("the heartbeat Close ended was reported as the Board's failure: %q; logged %q", st.BoardErr, logged.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
