@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -103,7 +103,7 @@ func TestOpenReadsSecretsFromFiles(t *testing.T) {
 func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	dir := t.TempDir()
 	_, err := botkv.Open(ctx, botkv.Config{Getenv: env(map[string]string{"KVSHADOW_JOURNAL_DIR": dir,
 		"MONGODB_URI": "mongodb://bot:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"})},
@@ -118,24 +118,6 @@ func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
 	if _, known := control.LastStage(dir); known {
 		t.Error("a failed Open kept a stage")
 	}
-}
-
-// syncBuffer is a bytes.Buffer the store's goroutines may log to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The adapter's List pages to the end (Workers KV pages hold at most

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 )
 
 // fakeTarget records the stages applied and reports what a test sets.
@@ -399,7 +399,7 @@ func (b *hangingBoard) Beat(ctx context.Context, h Heartbeat) error {
 // nothing is logged or reported for it.
 func TestCloseEndsABoardCallInFlight(t *testing.T) {
 	board := &hangingBoard{MemoryBoard: NewMemoryBoard(), in: make(chan struct{}, 1)}
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	f, err := NewFollower(Config{Board: board, Target: &fakeTarget{report: Heartbeat{Drained: true}}, Instance: "a",
 		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour},
 		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
@@ -426,22 +426,4 @@ func TestCloseEndsABoardCallInFlight(t *testing.T) {
 	if st := f.Status(); st.BoardErr != "" || logged.String() != "" {
 		t.Errorf("the heartbeat Close ended was reported as the Board's failure: %q; logged %q", st.BoardErr, logged.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package botkv_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
@@ -49,22 +48,7 @@ func keepStage(t *testing.T, dir string, stage dualwrite.Stage) {
 }
 
 // logs is a logger whose lines a test reads while the store writes them.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logs struct{ syncbuf.Buffer }
 
 func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
