@@ -102,13 +102,11 @@ type Follower struct {
 	seen map[string]bool
 
 	beatNow chan struct{}
-	quit    chan struct{}
 	done    chan struct{}
-	once    sync.Once
 	started atomic.Bool
-	// life is the context of the loop's own Board calls, which Close
-	// cancels: a call to a Board that does not answer ends at Close
-	// rather than after BoardTimeout.
+	// life ends at Close: it stops the loop, and it is the context of the
+	// loop's own Board calls, so that a call to a Board that does not
+	// answer ends at Close rather than after BoardTimeout.
 	life     context.Context
 	stopLife context.CancelFunc
 }
@@ -147,7 +145,7 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 	if cfg.BoardTimeout == 0 {
 		cfg.BoardTimeout = DefaultBoardTimeout
 	}
-	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), done: make(chan struct{})}
 	f.life, f.stopLife = context.WithCancel(context.Background())
 	for _, o := range opts {
 		if o != nil {
@@ -234,7 +232,7 @@ func (f *Follower) join(ctx context.Context) error {
 // longer than that). It writes nothing: call Leave after the stores are
 // closed.
 func (f *Follower) Close() {
-	f.once.Do(func() { close(f.quit); f.stopLife() })
+	f.stopLife()
 	if f.started.Load() {
 		<-f.done
 	}
@@ -265,7 +263,7 @@ func (f *Follower) loop() {
 	defer func() { poll.Stop(); beat.Stop() }()
 	for {
 		select {
-		case <-f.quit:
+		case <-f.life.Done():
 			return
 		case <-poll.C():
 			f.Poll(f.life)
