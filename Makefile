@@ -106,6 +106,7 @@ integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@set -o pipefail; cd tests && $(GO) test -count=1 -timeout 15m -json -run '$(LARGE_TESTS)' ./proxy/ ./mongokv/ | $(TESTLOG)
 	@echo "make test: the benchmarks of docs/performance.md once, short (their figures are reported, never asserted: about two minutes)"
 	@set -o pipefail; cd tests && $(GO) test -run '^$$' -bench '^BenchmarkProxy(Latency|Saturation)$$' -benchtime 20x ./proxy/ | grep -E '^(Benchmark|ok|FAIL|PASS)'
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSpacedCall$$' -benchtime 20x ./backends/cfkv/ | grep -E '^(Benchmark|ok|FAIL|PASS)'
 	@cd workers && KVSHADOW_BENCH_UPDATES=30 npm run --silent bench | grep -E '^(Benchmark|ratio)'
 	@echo "make test: the demo, shortened, as a test (about a minute)"
 	@set -o pipefail; cd demo && $(GO) test -race -count=1 -timeout 10m -json ./... | $(TESTLOG)
@@ -201,6 +202,8 @@ bench: workers-deps
 	@mkdir -p $(BENCHDIR) && $(GO) build -o $(BENCHSUM) ./scripts/benchsum
 	@echo "make bench: the proxy against direct calls, the forwarder, the SDK forwarder and the floor, at 0, 3 and 20 ms ($(BENCHCOUNT) runs of $(PROXY_BENCHTIME)), then saturated"
 	@set -o pipefail; cd tests && $(GO) test -run '^$$' -bench '^BenchmarkProxy(Latency|Saturation)$$' -benchtime $(PROXY_BENCHTIME) -count $(BENCHCOUNT) ./proxy/ | tee $(BENCHDIR)/proxy.txt
+	@echo "make bench: what cloudflare-go costs a call beside a bare net/http request and beside cfkv, calls back to back and 3 ms apart"
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSpacedCall$$' -benchtime $(PROXY_BENCHTIME) -count $(BENCHCOUNT) ./backends/cfkv/ | tee $(BENCHDIR)/sdk.txt
 	@echo "make bench: the bot's call in workerd through the tee, on its bare binding and with its own dual write, MongoDB 20 and 200 ms away ($(BENCHCOUNT) runs)"
 	@set -o pipefail; for i in $$(seq $(BENCHCOUNT)); do (cd workers && npm run --silent bench) || exit 1; done | tee $(BENCHDIR)/workerd.txt
 	@echo "make bench: the composite against the memory store alone (-cpu 1, so that the copies' work is counted)"
@@ -210,9 +213,9 @@ bench: workers-deps
 	@echo "make bench: min/median/max over $(BENCHCOUNT) runs"
 	@$(BENCHSUM) -diff dualwrite.Overhead/Put/dualwrite=dualwrite.Overhead/Put/memory \
 		-diff dualwrite.Overhead/Get/dualwrite-shadow-rate0=dualwrite.Overhead/Get/memory \
-		$(BENCHDIR)/proxy.txt $(BENCHDIR)/workerd.txt $(BENCHDIR)/composite.txt $(BENCHDIR)/settle.txt | tee $(BENCHDIR)/summary.txt
+		$(BENCHDIR)/proxy.txt $(BENCHDIR)/sdk.txt $(BENCHDIR)/workerd.txt $(BENCHDIR)/composite.txt $(BENCHDIR)/settle.txt | tee $(BENCHDIR)/summary.txt
 	@echo "make bench: benchstat (medians, 95% confidence intervals)"
-	@for f in proxy composite settle; do $(BENCHSTAT) $(BENCHDIR)/$$f.txt || exit 1; done
+	@for f in proxy sdk composite settle; do $(BENCHSTAT) $(BENCHDIR)/$$f.txt || exit 1; done
 
 bench-all: workers-deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

@@ -114,7 +114,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var sg sync.WaitGroup
 	sg.Go(func() { st.loop(sctx) })
 
-	err = timeline(wctx, cfg, px, shadow, directKV, mongo, st)
+	d := &demo{cfg: cfg, out: stdout, px: px, shadow: shadow, primary: directKV, mongo: mongo, st: st, work: w, red: red}
+	err = d.timeline(wctx)
 	stopWork()
 	wg.Wait()
 	if err != nil {
@@ -135,11 +136,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := px.stop(); err != nil {
 		return fmt.Errorf("stop kvshadow-proxy: %w", err)
 	}
-	return verdictAndReport(ctx, cfg, stdout, w, stats, int(st.flips.Load()), directKV, mongo, red)
+	return d.verdict(ctx, stats)
+}
+
+// demo is the running demo's parts, for its timeline and its verdict.
+type demo struct {
+	cfg            config
+	out            io.Writer
+	px             *proxy
+	shadow         *kvfault.Store // the shadow as the layer sees it, which the outage takes down
+	primary, mongo kv.Store       // Workers KV and MongoDB, reached around the layer
+	st             *status
+	work           *workload
+	red            *compare.Redactor
 }
 
 // timeline walks the stages and the outage while the workload runs.
-func timeline(ctx context.Context, cfg config, px *proxy, shadow *kvfault.Store, primary, mongo kv.Store, st *status) error {
+func (d *demo) timeline(ctx context.Context) error {
+	cfg, px, shadow, primary, mongo, st := d.cfg, d.px, d.shadow, d.primary, d.mongo, d.st
 	at := func(share float64) error {
 		t := time.NewTimer(time.Until(st.start.Add(time.Duration(share * float64(cfg.duration)))))
 		defer t.Stop()

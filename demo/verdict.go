@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +10,13 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/report"
-	"github.com/kvshadow/kvshadow/kv"
 )
 
-// verdictAndReport checks what the bot saw, runs shadow-report over both
-// stores, writes its pages, repairs and checks again.
-func verdictAndReport(ctx context.Context, cfg config, out io.Writer, w *workload, stats dualwrite.Stats, flips int,
-	primary, shadow kv.Store, red *compare.Redactor) error {
+// verdict checks what the bot saw, runs shadow-report over both stores,
+// writes its pages, repairs and checks again.
+func (d *demo) verdict(ctx context.Context, stats dualwrite.Stats) error {
+	cfg, out, w, primary, shadow, red := d.cfg, d.out, d.work, d.primary, d.mongo, d.red
+	flips := int(d.st.flips.Load())
 	var problems []string
 	if flips < 2 {
 		problems = append(problems, fmt.Sprintf("%d of the 2 flips of authority (to live, and back) were made", flips))

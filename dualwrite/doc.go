@@ -383,7 +383,9 @@
 // StageKey ("__kvshadow:stage") to the primary, the bot's own namespace,
 // which a tee that cannot reach the proxy reads from its binding: it serves
 // from the binding only while that key is absent (it is deleted on the way
-// back to Shadow). The flip from Handover to Live (and the way back) is
+// back to Shadow). A Store that begins in Handover or later writes it at
+// once, and every RepairInterval until it is written (the fence holds the
+// flip meanwhile). The flip from Handover to Live (and the way back) is
 // fenced; SetStage refuses it (ErrUnsynced, saying what holds it; Fence
 // and Stats.Fence say so at any time) until
 //

@@ -93,6 +93,10 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	if from == Handover {
 		s.comparisonHold(&f, time.Unix(0, s.stageSince.Load()), now)
 	}
+	if s.mustMark() {
+		f.HeldBy = append(f.HeldBy, StageKey+" is not written to the primary yet: a tee cut off from the proxy would serve its binding")
+		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
+	}
 	if f.Dirty > 0 || f.ReconciliationNeeded {
 		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d dirty keys (reconciliation needed: %v)", f.Dirty, f.ReconciliationNeeded))
 		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)

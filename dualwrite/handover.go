@@ -32,16 +32,64 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	}
 	switch {
 	case from == Shadow && to == Handover:
-		if err := s.stores[RolePrimary].Put(ctx, StageKey, []byte(Handover.String()), kv.PutOptions{}); err != nil {
+		if err := s.writeStageKey(ctx); err != nil {
 			return fmt.Errorf("dualwrite: stage %s to %s: writing %s to the primary, which tees cut off from the proxy read: %w", from, to, StageKey, err)
 		}
 	case from == Handover && to == Shadow:
+		s.marked.Store(false)
 		if err := s.stores[RolePrimary].Delete(ctx, StageKey); err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "dualwrite: back in shadow, but "+StageKey+" could not be deleted from the primary: tees cut off from the proxy refuse their calls until it is",
 				slog.String("error", compare.ErrorClass(err)))
 		}
 	}
 	return nil
+}
+
+// writeStageKey writes StageKey to the primary and notes that it is there.
+func (s *Store) writeStageKey(ctx context.Context) error {
+	if err := s.stores[RolePrimary].Put(ctx, StageKey, []byte(Handover.String()), kv.PutOptions{}); err != nil {
+		return err
+	}
+	s.marked.Store(true)
+	return nil
+}
+
+// mustMark reports whether StageKey is owed: tee mode, a stage from
+// Handover on, and the key not written by this Store yet.
+func (s *Store) mustMark() bool {
+	return s.cfg.fence > 0 && s.Stage() >= Handover && !s.marked.Load()
+}
+
+// markBegun writes StageKey when the Store is past Shadow without having
+// written it: SetStage writes it on the way into Handover, but a Store that
+// began in Handover or later (the first instance started there, a key
+// deleted behind the fleet's back) must not leave an isolate cut off from
+// the proxy reading a binding that says nothing, which it would serve as
+// authoritative. The repair loop calls it, at once after New and then every
+// RepairInterval until the key is written; a failure is logged once, and
+// holds the flip (fenceAt). It runs under stageMu, as SetStage does, so that
+// a return to Shadow (which deletes the key) is never undone by it.
+func (s *Store) markBegun(ctx context.Context) {
+	if !s.mustMark() {
+		return
+	}
+	s.stageMu.Lock()
+	defer s.stageMu.Unlock()
+	if !s.mustMark() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShadowTimeout)
+	defer cancel()
+	err := s.writeStageKey(ctx)
+	switch {
+	case err != nil && !s.markFailed:
+		s.markFailed = true
+		s.log.LogAttrs(ctx, slog.LevelWarn, "dualwrite: "+StageKey+" cannot be written to the primary: tees cut off from the proxy serve their binding until it is; retrying every repair interval",
+			slog.String("stage", s.Stage().String()), slog.String("error", compare.ErrorClass(err)))
+	case err == nil && s.markFailed:
+		s.markFailed = false
+		s.log.LogAttrs(ctx, slog.LevelInfo, "dualwrite: "+StageKey+" written to the primary", slog.String("stage", s.Stage().String()))
+	}
 }
 
 // withoutReserved drops kvshadow's own keys (kv.ReservedPrefix) from a

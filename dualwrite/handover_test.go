@@ -71,3 +71,68 @@ func TestHandoverComparisonKeepsACopyThatNeverArrived(t *testing.T) {
 		t.Fatalf("%s stays in shadow: %v", dualwrite.StageKey, err)
 	}
 }
+
+// A Store that begins past Shadow in tee mode (the first instance started
+// in handover or live, or StageKey deleted behind the fleet's back) writes
+// StageKey as the way into Handover does: without it, an isolate cut off
+// from the proxy would read a binding that says nothing and serve it as
+// authoritative, in live a binding that no longer is.
+func TestAStoreThatBeginsPastShadowWritesTheStageKey(t *testing.T) {
+	for _, stage := range []dualwrite.Stage{dualwrite.Handover, dualwrite.Live, dualwrite.Complete} {
+		t.Run(stage.String(), func(t *testing.T) {
+			e := newEnv(t, dualwrite.Config{Stage: stage, FenceInterval: 10 * time.Second, RepairInterval: time.Hour})
+			waitFor(t, dualwrite.StageKey+" in the primary", func() bool {
+				_, err := e.pmem.Get(e.ctx(), dualwrite.StageKey)
+				return err == nil
+			})
+			if v := valueOf(t, e.pmem, dualwrite.StageKey); v != "handover" {
+				t.Fatalf("%s = %q in the primary, want handover", dualwrite.StageKey, v)
+			}
+		})
+	}
+	// Before Handover, and in proxy mode alone (no fence), nothing is written.
+	for _, cfg := range []dualwrite.Config{{Stage: dualwrite.Shadow, FenceInterval: 10 * time.Second}, {Stage: dualwrite.Live}} {
+		e := newEnv(t, cfg)
+		e.put("wordle:a", "1", kv.PutOptions{})
+		e.flush()
+		if _, err := e.pmem.Get(e.ctx(), dualwrite.StageKey); !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("stage %s, fence %s: %s written: %v", cfg.Stage, cfg.FenceInterval, dualwrite.StageKey, err)
+		}
+	}
+}
+
+// A Store that begins in Handover with the primary down cannot write
+// StageKey: the fence holds the flip to Live, saying why, until a later
+// pass of the repair loop writes it.
+func TestAnUnwrittenStageKeyHoldsTheFlip(t *testing.T) {
+	const repair = time.Minute
+	e := newEnv(t, dualwrite.Config{Stage: dualwrite.Handover, FenceInterval: time.Second, RepairInterval: repair},
+		func(su *setup) { su.pc.Outage = true })
+	ctx := e.ctx()
+	holds := func() bool {
+		for _, why := range e.store.Fence().HeldBy {
+			if strings.Contains(why, dualwrite.StageKey) {
+				return true
+			}
+		}
+		return false
+	}
+	if !holds() {
+		t.Fatalf("the fence does not name %s: %+v", dualwrite.StageKey, e.store.Fence())
+	}
+	e.clk.Advance(3 * window) // the quiet interval and the comparison's windows
+	if err := e.store.SetStage(ctx, dualwrite.Live); !errors.Is(err, dualwrite.ErrUnsynced) || !strings.Contains(err.Error(), dualwrite.StageKey) {
+		t.Fatalf("the flip with %s unwritten: %v", dualwrite.StageKey, err)
+	}
+	e.primary.SetOutage(false)
+	waitFor(t, dualwrite.StageKey+" written once the primary answers", func() bool {
+		if _, err := e.pmem.Get(ctx, dualwrite.StageKey); err == nil {
+			return true
+		}
+		e.clk.Advance(repair)
+		return false
+	})
+	if holds() {
+		t.Fatalf("the fence still names %s once it is written: %+v", dualwrite.StageKey, e.store.Fence())
+	}
+}

@@ -26,6 +26,7 @@ func (s *Store) repairLoop() {
 			t.Stop()
 			return
 		}
+		s.markBegun(s.bg)
 		s.compareHandover(s.bg)
 		s.settlePass(s.bg)
 		if repair {

@@ -50,6 +50,11 @@ type Store struct {
 	gate    sync.RWMutex
 	closed  atomic.Bool
 	stageMu sync.Mutex // serializes SetStage
+	// marked: StageKey is known to be in the primary (tee mode, from
+	// Handover on); markFailed, under stageMu: the last try to write it
+	// failed (handover.go).
+	marked     atomic.Bool
+	markFailed bool
 
 	slots    []slot
 	lanes    []*lane
@@ -183,6 +188,12 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	if s.journal != nil {
 		s.background.Add(1)
 		go func() { defer s.background.Done(); s.commitLoop() }()
+	}
+	if s.mustMark() {
+		select { // the loop writes StageKey now (handover.go)
+		case s.repairKick <- struct{}{}:
+		default:
+		}
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -534,6 +535,26 @@ func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
 		t.Fatalf("the refusals were logged %v times; want each reason once: %q", logged, r.b.logs)
 	}
 	r.report("fresh isolate after the flip")
+}
+
+// TestCornerFirstStartInLive: the proxy's first instance starts in live
+// (an empty control board and --stage live: a migration finished by other
+// means, or a board lost), so no way into handover ever wrote
+// __kvshadow:stage. A fresh isolate that cannot reach the proxy must still
+// serve nothing from its binding, which is no longer authoritative: the
+// proxy writes the key when it starts past shadow.
+func TestCornerFirstStartInLive(t *testing.T) {
+	flags, _ := fenceFlags(t, shortFence, time.Second)
+	r := newRig(t, rigConfig{bots: 2, flags: append(slices.Clip(flags), "--stage", "live")})
+	r.must(r.put("bot1", "live:k", "written in live"))
+	r.must(r.incr("bot1"))
+	r.link.down.Store(true)
+	r.refusedCalls("bot2", "live:k", "kvshadow-proxy unreachable")
+	r.link.down.Store(false)
+	r.must(r.incr("bot2"))
+	r.must(r.incr("bot1"))
+	r.lost("MongoDB")
+	r.report("first start in live")
 }
 
 // TestCornerTwoReplicasOneLagging: two proxy replicas behind one URL, the
