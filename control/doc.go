@@ -27,11 +27,18 @@
 //     write arrived less than its fence interval ago (QuietUntil), or keys
 //     such a copy wrote last are not verified yet (IngestUnverified);
 //     Follower.FlipHold says which, and for how long, for GET /stage;
-//   - an instance that stopped, or whose heartbeat went stale, blocks a
-//     flip if its last report had dirty or unsettled keys: its journal
-//     still holds keys to settle, and nobody settles them until it comes
-//     back. Restart it on its journal, or reconcile those keys and Forget
-//     it.
+//   - an instance that stopped blocks a flip if its last report had dirty
+//     or unsettled keys: its journal still holds keys to settle, and
+//     nobody settles them until it comes back. Restart it on its journal,
+//     or reconcile those keys and Forget it;
+//   - an instance whose heartbeat went stale without its leaving (a crash,
+//     or a process cut off from the Board, which is in MongoDB, and so
+//     from MongoDB itself, that keeps serving its last stage and writes
+//     Workers KV alone) blocks a flip whatever it last reported: what it
+//     wrote since is in no heartbeat. Mend its way to MongoDB or restart it;
+//     if it is gone for good, reconcile its keys and Forget it. A cut that
+//     begins less than LiveFor before a flip is not seen: the flip then
+//     rests on that heartbeat, younger than LiveFor, as for any instance.
 //
 // The calling instance checks itself afresh rather than by its heartbeat.
 // The change is a compare-and-swap on the generation (ErrConflict when

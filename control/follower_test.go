@@ -159,21 +159,30 @@ func TestStoppedOrSilentInstances(t *testing.T) {
 	board, clk := NewMemoryBoard(), clock.NewFake(time.Unix(1e9, 0))
 	a, _ := start(t, board, clk, "a", dualwrite.Handover)
 	at := clk.Now()
-	// A stopped instance that left dirty keys blocks; a silent clean one
+	// A stopped instance that left dirty keys blocks; a stopped clean one
 	// does not, whatever generation it ran.
 	must(t, board.Beat(t.Context(), Heartbeat{Instance: "gone", At: at, Stopped: true, Dirty: 2, Stage: dualwrite.Handover, Generation: 1}))
-	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Stage: dualwrite.Off, Generation: 0}))
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "left", At: at.Add(-time.Hour), Stopped: true, Stage: dualwrite.Off, Generation: 0}))
 	_, err := a.SetStage(t.Context(), dualwrite.Live)
-	if !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"gone" (stopped`) || strings.Contains(err.Error(), "silent") {
+	if !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"gone" (stopped`) || strings.Contains(err.Error(), `"left"`) {
 		t.Fatalf("flip: %v", err)
 	}
-	// A silent instance that left unsettled keys blocks too.
-	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Unsettled: 1}))
+	// A silent instance blocks even when its last report was clean: it did
+	// not leave, and may still serve cut off from the Board, writing
+	// Workers KV alone.
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Stage: dualwrite.Handover, Generation: 1, Drained: true}))
 	must(t, a.Forget(t.Context(), "gone"))
-	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), `"silent" (silent for 1h0m0s`) {
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) ||
+		!strings.Contains(err.Error(), `"silent" (silent for 1h0m0s`) || !strings.Contains(err.Error(), "without leaving") {
+		t.Fatalf("flip: %v", err)
+	}
+	// With unsettled keys, it says those too.
+	must(t, board.Beat(t.Context(), Heartbeat{Instance: "silent", At: at.Add(-time.Hour), Unsettled: 1}))
+	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "1 unsettled") {
 		t.Fatalf("flip: %v", err)
 	}
 	must(t, a.Forget(t.Context(), "silent"))
+	must(t, a.Forget(t.Context(), "left"))
 	views, err := a.Instances(t.Context())
 	if err != nil || len(views) != 1 || views[0].Instance != "a" || !views[0].Live {
 		t.Fatalf("instances = %+v, %v", views, err)

@@ -66,6 +66,12 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
 			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
 		}
+		if !live && !h.Stopped {
+			// It did not leave: it may still serve, cut off from the
+			// Board (and so from MongoDB), writing Workers KV alone
+			// what no heartbeat reports.
+			why = append(why, "it stopped reporting without leaving, and may still serve without the control board, writing Workers KV alone")
+		}
 		if len(why) == 0 {
 			return
 		}
@@ -74,7 +80,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		case h.Stopped:
 			state = "stopped; restart it on its journal, or reconcile and forget it"
 		case !live:
-			state = fmt.Sprintf("silent for %s; restart it on its journal, or reconcile and forget it", now.Sub(h.At).Round(time.Second))
+			state = fmt.Sprintf("silent for %s; mend its way to MongoDB or restart it on its journal, or, if it is gone for good, reconcile and forget it", now.Sub(h.At).Round(time.Second))
 		}
 		hold.HeldBy = append(hold.HeldBy, fmt.Sprintf("instance %q (%s): %s", h.Instance, state, strings.Join(why, ", ")))
 	}

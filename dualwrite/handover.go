@@ -62,13 +62,14 @@ func (s *Store) mustMark() bool {
 
 // markBegun writes StageKey when the Store is past Shadow without having
 // written it: SetStage writes it on the way into Handover, but a Store that
-// began in Handover or later (the first instance started there, a key
-// deleted behind the fleet's back) must not leave an isolate cut off from
-// the proxy reading a binding that says nothing, which it would serve as
-// authoritative. The repair loop calls it, at once after New and then every
-// RepairInterval until the key is written; a failure is logged once, and
-// holds the flip (fenceAt). It runs under stageMu, as SetStage does, so that
-// a return to Shadow (which deletes the key) is never undone by it.
+// began in Handover or later (the first instance started there, or one
+// restarted after the key was deleted behind the fleet's back) must not
+// leave an isolate cut off from the proxy reading a binding that says
+// nothing, which it would serve as authoritative. The repair loop calls
+// it, at once after New and then every RepairInterval until the key is
+// written; a failure is logged once, and holds the flip (fenceAt). It runs
+// under stageMu, as SetStage does, so that a return to Shadow (which
+// deletes the key) is never undone by it.
 func (s *Store) markBegun(ctx context.Context) {
 	if !s.mustMark() {
 		return

@@ -50,6 +50,10 @@ var (
 	// on one reply (Workers KV: 25 MiB of values and metadata, HTTP 413
 	// with code 10024). Fewer keys a call fix it; ReadSplit does that.
 	ErrTooLarge = errors.New("kv: answer too large for one reply")
+	// ErrAccessDenied: the backend refuses this client's credentials or
+	// their rights (Workers KV: HTTP 401 or 403, a token revoked or without
+	// Workers KV Storage). No retry mends it; the operator must.
+	ErrAccessDenied = errors.New("kv: the backend refuses this client's credentials")
 )
 
 // DefaultRetryAfter is the retry hint of an UnavailableError whose backend

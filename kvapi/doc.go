@@ -64,6 +64,8 @@
 //	503 10001           an unavailable store, or too many requests at once, with Retry-After;
 //	                    a store that did not answer before the request's deadline, with
 //	                    Retry-After 1 (a write's outcome is then unknown; writes are idempotent)
+//	502 10001           a store that refuses the server's own credentials (kv.ErrAccessDenied:
+//	                    a proxy whose Workers KV token was revoked), saying so
 //	500 10001           any other store failure; its message is never forwarded
 //
 // # Metadata

@@ -141,6 +141,10 @@ func storeError(err error) *apiError {
 		return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: invalid prefix")
 	case errors.Is(err, membudget.ErrExhausted):
 		return memoryExhausted()
+	case errors.Is(err, kv.ErrAccessDenied):
+		// The store behind this server (a proxy's Workers KV) refuses the
+		// server's own credentials: not the client's doing, nor a retry's.
+		return errorf(http.StatusBadGateway, CodeUnavailable, "bad gateway: the store behind this server refuses its credentials; its operator must renew them")
 	case errors.Is(err, kv.ErrUnavailable):
 		ra, _ := kv.RetryAfter(err)
 		e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable")

@@ -3,6 +3,7 @@ package kvapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,6 +119,17 @@ func TestStoreErrors(t *testing.T) {
 	wantError(t, "unavailable store", r, http.StatusServiceUnavailable, kvapi.CodeUnavailable)
 	if r.header.Get("Retry-After") != "7" {
 		t.Fatalf("Retry-After %q, want 7", r.header.Get("Retry-After"))
+	}
+	// A store that refuses the server's own credentials (a proxy whose
+	// Workers KV token was revoked) is a bad gateway that says so, not an
+	// internal error, and still forwards nothing of the store's.
+	denied := newAPI(t, failingStore{fmt.Errorf("secret://user:pw@host: %w", kv.ErrAccessDenied)})
+	for _, method := range []string{"GET", "PUT"} {
+		r := denied.do(method, nsPath("values/k"), nil)
+		wantError(t, "access denied "+method, r, http.StatusBadGateway, kvapi.CodeUnavailable)
+		if !strings.Contains(string(r.body), "refuses its credentials") || strings.Contains(string(r.body), "secret") {
+			t.Fatalf("access denied %s: %s", method, r.body)
+		}
 	}
 	broken := newAPI(t, failingStore{errors.New("secret://user:pw@host")})
 	for _, c := range []struct{ method, path string }{{"GET", nsPath("values/k")}, {"PUT", nsPath("values/k")}, {"DELETE", nsPath("values/k")}, {"GET", nsPath("keys")}} {

@@ -135,6 +135,8 @@ func (s *Store) refusal(op string, status int, header http.Header, code int, msg
 		e.kind = kv.ErrInvalidValue
 	case status == http.StatusRequestURITooLong:
 		e.kind = kv.ErrInvalidKey
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || code == codeUnauthorized:
+		e.kind = kv.ErrAccessDenied
 	default: // 4xx, or 2xx with success:false
 		e.kind = sentinels[code]
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/auth"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
 
@@ -23,8 +24,30 @@ type driverError struct {
 	cause error
 }
 
-func (e *driverError) Error() string        { return e.msg }
-func (e *driverError) Is(target error) bool { return errors.Is(e.cause, target) }
+func (e *driverError) Error() string { return e.msg }
+
+// Is matches what the driver's error matches, and kv.ErrAccessDenied for a
+// refused login or a command the user has no rights to.
+func (e *driverError) Is(target error) bool {
+	return errors.Is(e.cause, target) || target == kv.ErrAccessDenied && accessDenied(e.cause)
+}
+
+// accessDenied reports a login the server refused (the driver's auth error
+// at a connection's handshake, code 18) or a command the user may not run
+// (code 13).
+func accessDenied(err error) bool {
+	var (
+		login *auth.Error
+		se    mongo.ServerError
+	)
+	return errors.As(err, &login) || errors.As(err, &se) && (se.HasErrorCode(codeUnauthorized) || se.HasErrorCode(codeAuthenticationFailed))
+}
+
+// The server's codes of a refusal of the user.
+const (
+	codeUnauthorized         = 13
+	codeAuthenticationFailed = 18
+)
 
 // wrap redacts err and prefixes it with what was being done.
 func (c *Client) wrap(what string, err error) error {

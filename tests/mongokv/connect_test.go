@@ -125,8 +125,9 @@ func TestAFailedConnectIsItsCallersToSay(t *testing.T) {
 	}
 }
 
-// TestAuthFailure: a refused login is an error, not an unavailability, and
-// shows no password.
+// TestAuthFailure: a refused login is an error, not an unavailability,
+// that matches kv.ErrAccessDenied (a proxy answers it 502), and shows no
+// password.
 func TestAuthFailure(t *testing.T) {
 	u, err := url.Parse(srv.URI())
 	if err != nil {
@@ -139,6 +140,9 @@ func TestAuthFailure(t *testing.T) {
 	_, err = s.Get(t.Context(), "wordle:k")
 	if err == nil || errors.Is(err, kv.ErrNotFound) {
 		t.Fatalf("Get with a wrong password = %v, want an error", err)
+	}
+	if !errors.Is(err, kv.ErrAccessDenied) || errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("Get with a wrong password = %v, want kv.ErrAccessDenied", err)
 	}
 	noSecret(t, "auth error", err.Error())
 	noSecretInLogs(t, logs)

@@ -23,6 +23,7 @@ import (
 	"github.com/kvshadow/kvshadow/internal/tools"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
@@ -40,7 +41,7 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 	// The primary: an emulated Workers KV account; the shadow: the embedded
 	// server, through a relay the test can cut.
 	primary := proxytest.NewPrimary(t)
-	cut, uri := newRelay(t)
+	cut, uri := mongotest.NewRelay(t, srv)
 	db := srv.Database(t)
 	p := proxytest.Start(t, primary.Environment(uri, db), "--instance", "prometheus-test",
 		"--stage", "shadow", "--journal-dir", filepath.Join(dir, "journal"), "--consistency-window", "0", "--compare-rate", "1",
@@ -84,9 +85,9 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 	eventually(t, "a confirmed divergence", func() bool { s, err := adm.Stats(ctx); return err == nil && s.Total.Divergences > 0 })
 
 	// The outage: MongoDB unreachable until the breaker alert fires.
-	cut.setCut(true)
+	cut.Cut(true)
 	eventually(t, "KVShadowBreakerOpen firing", func() bool { return prom.firing(t, "KVShadowBreakerOpen") })
-	cut.setCut(false)
+	cut.Cut(false)
 	eventually(t, "the breaker closed again", func() bool {
 		s, err := adm.Stats(ctx)
 		return err == nil && s.Total.Breaker == "closed"

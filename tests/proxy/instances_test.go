@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
 func (in *instance) stage(t *testing.T) admin.StageView {
@@ -106,5 +108,63 @@ func TestInstancesFollowOneStageDocument(t *testing.T) {
 	}
 	if strings.Contains(a.log()+b.log(), adminToken) || strings.Contains(a.log()+b.log(), primaryToken) {
 		t.Fatal("a token reached the log")
+	}
+}
+
+// TestACutOffInstanceHoldsTheFlip: of two processes in handover, one is
+// cut off from MongoDB (and so from the control board, which lives there)
+// and keeps serving its last stage, Workers KV authoritative, as an
+// instance without the board does: a write through it reaches Workers KV
+// alone, and no heartbeat reports it. The flip to live through the other
+// is refused while the cut-off one is silent (a flip then would serve
+// MongoDB without that acknowledged write), and goes once it is back and
+// has repaired its key into MongoDB.
+func TestACutOffInstanceHoldsTheFlip(t *testing.T) {
+	bin := build(t)
+	em := newEmulator(t, nil)
+	db := srv.Database(t)
+	env := em.environment(db)
+	relay, uri := mongotest.NewRelay(t, srv)
+	cutEnv := maps.Clone(env)
+	cutEnv["MONGODB_URI"] = uri
+	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "200ms", "--repair-interval", "250ms", "--stage", "shadow"}
+	a := startProcess(t, bin, cutEnv, append(timing, "--instance", "a")...)
+	b := startProcess(t, bin, env, append(timing, "--instance", "b")...)
+	if code, out := b.setStage(t, "handover"); code != http.StatusOK {
+		t.Fatalf("PUT handover on b: %d %v", code, out)
+	}
+	eventually(t, "a runs handover", a.runs(t, "handover", 2))
+
+	relay.Cut(true)
+	const key = "wordle:written-while-cut-off"
+	if err := a.client(t, nil).Put(t.Context(), key, []byte("acknowledged by a"), kv.PutOptions{}); err != nil {
+		t.Fatalf("a write through the cut-off instance: %v", err)
+	}
+	eventually(t, "b sees a silent", func() bool {
+		for _, h := range b.stage(t).Instances {
+			if h.Instance == "a" && !h.Alive {
+				return true
+			}
+		}
+		return false
+	})
+	code, out := b.setStage(t, "live")
+	if msg, _ := out["error"].(string); code != http.StatusConflict || !strings.Contains(msg, `instance "a" (silent for`) || !strings.Contains(msg, "without leaving") {
+		t.Fatalf("the flip with a cut off: %d %v", code, out)
+	}
+
+	relay.Cut(false)
+	eventually(t, "the flip, once a is back and has repaired its key", func() bool {
+		code, _ := b.setStage(t, "live")
+		return code == http.StatusOK
+	})
+	got, err := b.client(t, nil).Get(t.Context(), key)
+	if err != nil || string(got) != "acknowledged by a" {
+		t.Fatalf("in live, b reads %q, %v: want the write a acknowledged while cut off", got, err)
+	}
+	for _, p := range []*process{a, b} {
+		if err := p.stop(); err != nil {
+			t.Fatalf("after SIGTERM: %v\n%s", err, p.log())
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package prometheus_test
+package mongotest
 
 import (
 	"io"
@@ -8,10 +8,12 @@ import (
 	"testing"
 )
 
-// relay forwards TCP connections to the MongoDB server until it is cut:
-// then every connection is closed and new ones are closed on arrival, as a
-// network outage looks to the driver; restore lets them through again.
-type relay struct {
+// Relay forwards TCP connections to a MongoDB server until it is cut: then
+// every connection is closed and new ones are closed on arrival, as a
+// network outage looks to the driver; Cut(false) lets them through again.
+// A test gives one process its way to the server through a Relay, and cuts
+// that process off while the others keep theirs.
+type Relay struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -20,11 +22,12 @@ type relay struct {
 	wg     sync.WaitGroup
 }
 
-// newRelay relays to srv and returns it with the URI that reaches srv
-// through it, failing fast when the server cannot be selected.
-func newRelay(t *testing.T) (*relay, string) {
+// NewRelay relays to s and returns it with the URI that reaches s through
+// it, failing fast (1 s) when the server cannot be selected. The test's
+// cleanup closes it.
+func NewRelay(t testing.TB, s *Server) (*Relay, string) {
 	t.Helper()
-	u, err := url.Parse(srv.URI())
+	u, err := url.Parse(s.URI())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +35,10 @@ func newRelay(t *testing.T) (*relay, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
+	r := &Relay{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
 	r.wg.Add(1)
 	go r.accept()
-	t.Cleanup(func() { ln.Close(); r.setCut(true); r.wg.Wait() })
+	t.Cleanup(func() { ln.Close(); r.Cut(true); r.wg.Wait() })
 	u.Host = ln.Addr().String()
 	q := u.Query()
 	q.Set("serverSelectionTimeoutMS", "1000")
@@ -44,7 +47,7 @@ func newRelay(t *testing.T) (*relay, string) {
 	return r, u.String()
 }
 
-func (r *relay) accept() {
+func (r *Relay) accept() {
 	defer r.wg.Done()
 	for {
 		in, err := r.ln.Accept()
@@ -72,7 +75,7 @@ func (r *relay) accept() {
 	}
 }
 
-func (r *relay) pipe(dst, src net.Conn) {
+func (r *Relay) pipe(dst, src net.Conn) {
 	defer r.wg.Done()
 	_, _ = io.Copy(dst, src)
 	dst.Close()
@@ -83,8 +86,8 @@ func (r *relay) pipe(dst, src net.Conn) {
 	r.mu.Unlock()
 }
 
-// setCut starts (true) or ends (false) the outage.
-func (r *relay) setCut(cut bool) {
+// Cut starts (true) or ends (false) the outage.
+func (r *Relay) Cut(cut bool) {
 	r.mu.Lock()
 	r.cut = cut
 	var open []net.Conn
