@@ -62,11 +62,14 @@
 // KVSHADOW_JOURNAL_DIR names a stage in which Workers KV is authoritative
 // (off, dualwrite, shadow, handover: control.ServesDetached), Open starts
 // in that stage, detached, as kvshadow-proxy does: it logs one warning
-// with the reason, reads and writes go to Workers KV, their copies to
-// MongoDB fail and their keys stay dirty (Stats, DirtyKeys, the journal),
-// and the follower tries the stage document at every poll; once it reads
-// it, it follows it (walking one stage at a time if it moved on), and the
-// dirty keys are repaired as MongoDB answers. Detached reports whether the
+// with the reason (the hosts that do not answer, the stage it serves, what
+// it does next; mongokv and the follower do not say it again), reads and
+// writes go to Workers KV, their copies to MongoDB fail and their keys
+// stay dirty (Stats, DirtyKeys, the journal), and the follower tries the
+// stage document at every poll; once it reads it, it follows it (walking
+// one stage at a time if it moved on; on a board with no document yet it
+// writes the stage it serves, not KVSHADOW_STAGE), logs the join in one
+// info line, and the dirty keys are repaired as MongoDB answers. Detached reports whether the
 // document has not been read yet. Otherwise (no KVSHADOW_JOURNAL_DIR, no
 // stage kept there, or a stage from live on, where MongoDB's authority
 // comes from the document alone) Open fails with an error matching

@@ -218,7 +218,8 @@ func (s *Store) detached(ctx context.Context, set settings, boardErr error) (dua
 	switch {
 	case known && control.ServesDetached(last):
 		s.log.Warn("botkv: MongoDB cannot be reached at start (" + why + "): serving in " + last.String() +
-			", the last stage this bot ran (kept in " + set.journalDir + "), in which Workers KV is authoritative; copies to MongoDB fail and their keys stay dirty until they are repaired, and the stage document is followed once it can be read")
+			", the last stage this bot ran (kept in " + filepath.Join(set.journalDir, control.StageFile) + "), in which Workers KV is authoritative; copies to MongoDB fail and their keys stay dirty until they are repaired; once MongoDB answers, the bot joins the control board and follows the stage document (writing " +
+			last.String() + " if there is none yet)")
 		return last, nil
 	case known:
 		then = "the last stage this bot ran is " + last.String() + ", in which MongoDB is authoritative, so it runs only the stage document's: start the bot once MongoDB answers"

@@ -39,8 +39,9 @@ type Config struct {
 	Board    Board
 	Target   Target
 	Instance string
-	// Initial is the stage written when the Board has no Document yet. An
-	// instance that finds one follows it, whatever Initial says.
+	// Initial is the stage written when the Board has no Document yet
+	// (a detached instance writes the stage it serves: see StartDetached).
+	// An instance that finds one follows it, whatever Initial says.
 	Initial dualwrite.Stage
 	// PollInterval bounds how long a change takes to reach this instance.
 	// Default DefaultPollInterval.
@@ -179,9 +180,16 @@ func (f *Follower) Start(ctx context.Context) error {
 // the caller judged safe to run unverified, or one it serves nothing in),
 // and the Follower reports it with Status.Detached set, and keeps trying
 // the Board at every poll; the first read that succeeds joins as Start
-// does (writing Initial when there is no Document yet) and follows it from
-// then on. Heartbeats are tried meanwhile. boardErr is why the Board could
-// not be read, for Status.BoardErr.
+// does and follows the Document from then on. When there is no Document
+// yet, it writes last as generation 1, not Initial, if ServesDetached(last):
+// last is what the instance has served meanwhile, what its writes did.
+// Heartbeats are tried meanwhile. boardErr is why the Board could not be
+// read, for Status.BoardErr.
+//
+// The caller says why it starts detached (one warning, with what it
+// serves meanwhile); the Follower does not say it again, nor log the Board
+// calls that fail while it is detached: Status.BoardErr keeps the last
+// one. It logs the join, at info.
 func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	if !last.Valid() {
 		return fmt.Errorf("%w: unknown stage %s", ErrConfig, last)
@@ -193,24 +201,23 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	}
 	f.status.Document = Document{Stage: last}
 	f.mu.Unlock()
-	f.log.Warn("control: started without the control board; following the stage document once it can be read",
-		slog.String("runs", last.String()))
 	f.started.Store(true)
 	go f.loop()
 	return nil
 }
 
-// join reads the Document, writing Initial as generation 1 when there is
-// none, and applies it.
+// join reads the Document, writing the seed (see seed) as generation 1
+// when there is none, and applies it.
 func (f *Follower) join(ctx context.Context) error {
 	doc, err := f.load(ctx)
+	seeded := false
 	if err == nil && doc.Generation == 0 {
-		next := Document{Stage: f.cfg.Initial, Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
+		next := Document{Stage: f.seed(), Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
 		err = f.swap(ctx, 0, next)
 		if errors.Is(err, ErrConflict) { // another instance started first
 			doc, err = f.load(ctx)
 		} else if err == nil {
-			doc = next
+			doc, seeded = next, true
 		}
 	}
 	if err != nil {
@@ -221,10 +228,31 @@ func (f *Follower) join(ctx context.Context) error {
 	f.status.Detached = false
 	f.mu.Unlock()
 	if was {
-		f.log.Info("control: the control board answers again; following the stage document",
-			slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()))
+		f.logJoin(doc, seeded)
 	}
 	return f.apply(ctx, doc)
+}
+
+// seed is the stage an instance writes to a Board with no Document:
+// Initial, or, for a detached instance, the stage it has been serving
+// where ServesDetached allows it. A detached instance whose last stage is
+// live or later serves nothing, and that stage, unverified, must not make
+// MongoDB authoritative (a Board found empty may be the wrong database).
+func (f *Follower) seed() dualwrite.Stage {
+	st := f.Status()
+	if st.Detached && ServesDetached(st.Stage) {
+		return st.Stage
+	}
+	return f.cfg.Initial
+}
+
+// logJoin says, in one line, that a detached instance joined the Board.
+func (f *Follower) logJoin(doc Document, seeded bool) {
+	msg := "control: the control board answers; following the stage document"
+	if seeded {
+		msg = "control: the control board answers and held no stage document; wrote the stage this instance serves as generation 1 and follows it"
+	}
+	f.log.Info(msg, slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()))
 }
 
 // Close stops following and waits for the goroutine Start began, ending
@@ -394,10 +422,12 @@ func (f *Follower) boardDone(err error) error {
 		msg = err.Error()
 	}
 	f.mu.Lock()
-	was := f.status.BoardErr
+	was, detached := f.status.BoardErr, f.status.Detached
 	f.status.BoardErr = msg
 	f.mu.Unlock()
-	if err != nil && was == "" {
+	// Detached, a failure is what the caller said at start: only
+	// BoardErr (GET /stage, the board gauge, readyz) keeps it.
+	if err != nil && was == "" && !detached {
 		f.log.Warn("control: the control board cannot be reached", slog.String("error", msg))
 	}
 	return err

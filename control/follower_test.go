@@ -436,3 +436,88 @@ func TestCloseEndsABoardCallInFlight(t *testing.T) {
 		t.Errorf("the heartbeat Close ended was reported as the Board's failure: %q; logged %q", st.BoardErr, logged.String())
 	}
 }
+
+// TestADetachedInstanceSaysNothingItsCallerSaid: a detached start and the
+// Board calls that fail while detached are what the caller said at start
+// (one warning of its own): the Follower logs none of them, and keeps the
+// last failure in Status.BoardErr; it says the join in one info line.
+func TestADetachedInstanceSaysNothingItsCallerSaid(t *testing.T) {
+	board := &downBoard{MemoryBoard: NewMemoryBoard(), down: true}
+	if err := board.MemoryBoard.Swap(t.Context(), 0, Document{Stage: dualwrite.Shadow, Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var logged syncbuf.Buffer
+	tgt := &fakeTarget{stage: dualwrite.Shadow, report: Heartbeat{Drained: true}}
+	f, err := NewFollower(Config{Board: board, Target: tgt, Instance: "a", PollInterval: time.Hour, HeartbeatInterval: time.Hour},
+		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.StartDetached(dualwrite.Shadow, nil); err != nil { // the caller gave no reason: the first failure sets it
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 3 {
+		f.Poll(t.Context())
+		f.beat(t.Context())
+	}
+	if st := f.Status(); !st.Detached || !strings.Contains(st.BoardErr, ErrBoard.Error()) {
+		t.Errorf("while the Board is down: %+v; want detached, BoardErr saying why", st)
+	}
+	if out := logged.String(); out != "" {
+		t.Errorf("the Follower logged a detached start its caller says:\n%s", out)
+	}
+	board.mu.Lock()
+	board.down = false
+	board.mu.Unlock()
+	f.Poll(t.Context())
+	if st := f.Status(); st.Detached || st.BoardErr != "" || !st.InSync() {
+		t.Fatalf("after the Board answered: %+v", st)
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "control board answers") ||
+		!strings.Contains(lines[0], "generation=2") || !strings.Contains(lines[0], "stage=shadow") {
+		t.Errorf("the join logged %d lines, want one info line naming the generation and stage:\n%s", len(lines), logged.String())
+	}
+}
+
+// TestADetachedInstanceSeedsAnEmptyBoardWithTheStageItServes: an instance
+// that started detached in shadow (its stage file's) and joins a Board
+// with no Document writes shadow as generation 1, what its writes have
+// been doing, not Initial, and stays in shadow; one detached in live
+// (serving nothing, unverified) writes Initial, as a start that read the
+// Board does.
+func TestADetachedInstanceSeedsAnEmptyBoardWithTheStageItServes(t *testing.T) {
+	for _, c := range []struct{ served, initial, want dualwrite.Stage }{
+		{dualwrite.Shadow, dualwrite.DualWrite, dualwrite.Shadow},
+		{dualwrite.Handover, dualwrite.Off, dualwrite.Handover},
+		{dualwrite.Live, dualwrite.DualWrite, dualwrite.DualWrite},
+	} {
+		board := &downBoard{MemoryBoard: NewMemoryBoard(), down: true}
+		tgt := &fakeTarget{stage: c.served, report: Heartbeat{Drained: true}}
+		f, err := NewFollower(Config{Board: board, Target: tgt, Instance: "a", Initial: c.initial, PollInterval: time.Hour, HeartbeatInterval: time.Hour},
+			WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.StartDetached(c.served, ErrBoard); err != nil {
+			t.Fatal(err)
+		}
+		f.Poll(t.Context())
+		board.mu.Lock()
+		board.down = false
+		board.mu.Unlock()
+		f.Poll(t.Context())
+		f.Close()
+		doc, err := board.MemoryBoard.Load(t.Context())
+		if err != nil || doc.Stage != c.want || doc.Generation != 1 || doc.UpdatedBy != "a" {
+			t.Errorf("detached in %s, Initial %s: the Board's document %+v, %v; want %s at generation 1", c.served, c.initial, doc, err, c.want)
+		}
+		if st := f.Status(); st.Detached || st.Stage != c.want || tgt.current() != c.want {
+			t.Errorf("detached in %s, Initial %s: %+v, target %s; want %s", c.served, c.initial, st, tgt.current(), c.want)
+		}
+		if c.served == c.want && len(tgt.applied) != 1 {
+			t.Errorf("detached in %s: the target was applied %v; want only %s, no step", c.served, tgt.applied, c.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -97,17 +98,19 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	// Every store is read once, while the stage document is: a store that
 	// refuses the settings stops the start (exit 2); one that does not
 	// answer is said, and the start goes on.
-	startProbe := make(chan error, 1)
-	go func() { startProbe <- probeAtStart(ctx, b.Sides, log) }()
+	startProbe := make(chan startAnswers, 1)
+	go func() { startProbe <- probeAtStart(ctx, b.Sides) }()
 	// The stores start in the document's stage, so that following it is no
 	// transition; Initial counts only for the very first instance.
 	stage := c.Stage
 	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
 	doc, boardErr := b.Board.Load(lctx)
 	cancel()
-	if err := <-startProbe; err != nil {
+	answers := <-startProbe
+	if err := answers.refused(); err != nil {
 		return err
 	}
+	answers.log(log, boardErr != nil)
 	if boardErr == nil && doc.Generation > 0 {
 		stage = doc.Stage
 	}
@@ -122,7 +125,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		if known {
 			stage = last
 		}
-		logDetached(log, boardErr, c.JournalDir, last, known)
+		logDetached(log, answers.shadowDown(mongoAt(c)+": "+storeerr.MongoDB(boardErr)), c.JournalDir, last, known)
 	}
 	journals, closeJournals, err := openJournals(c.JournalDir, c.Namespaces)
 	if err != nil {
@@ -365,21 +368,32 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 }
 
 // logDetached says in one line what an instance that cannot read the
-// stage document at start does.
-func logDetached(log *slog.Logger, boardErr error, dir string, last dualwrite.Stage, known bool) {
-	why := "the control board (the stage document in MongoDB) cannot be read (" + storeerr.MongoDB(boardErr) + ")"
+// stage document at start does: what does not answer (down: where, hosts
+// only, and why), what it serves meanwhile, and what it does once MongoDB
+// answers.
+func logDetached(log *slog.Logger, down, dir string, last dualwrite.Stage, known bool) {
+	why := down + ": the control board (the stage document) cannot be read"
+	next := "; once MongoDB answers, the instance joins the control board and follows the stage document"
 	switch {
 	case known && control.ServesDetached(last):
-		log.Warn("kvshadow-proxy: " + why + ": serving in " + last.String() + ", the last stage this instance ran (kept in " + dir +
-			"), in which Workers KV is authoritative; copies to MongoDB are skipped and their keys kept dirty, and the stage document is followed once it can be read")
+		log.Warn("kvshadow-proxy: " + why + ": serving in " + last.String() + ", the last stage this instance ran (kept in " + filepath.Join(dir, control.StageFile) +
+			"), in which Workers KV is authoritative; copies to MongoDB are skipped and their keys kept dirty" + next + " (writing " + last.String() + " if there is none yet)")
 	case known:
 		log.Warn("kvshadow-proxy: " + why + ": the last stage this instance ran is " + last.String() +
-			", in which MongoDB is authoritative: serving nothing (503) until the stage document can be read")
+			", in which MongoDB is authoritative: serving nothing (503) until the stage document can be read" + next)
 	case dir == "":
-		log.Warn("kvshadow-proxy: " + why + ": without --journal-dir this instance keeps no stage of its own: serving nothing (503) until the stage document can be read")
+		log.Warn("kvshadow-proxy: " + why + ": without --journal-dir this instance keeps no stage of its own: serving nothing (503) until the stage document can be read" + next)
 	default:
-		log.Warn("kvshadow-proxy: " + why + ": " + dir + " holds no stage this instance ran: serving nothing (503) until the stage document can be read")
+		log.Warn("kvshadow-proxy: " + why + ": " + dir + " holds no stage this instance ran: serving nothing (503) until the stage document can be read" + next)
 	}
+}
+
+// mongoAt names the MongoDB of the control board, hosts only.
+func mongoAt(c *Config) string {
+	if c.secrets.mongoURI == "" {
+		return "MongoDB"
+	}
+	return "MongoDB at " + storeerr.MongoHosts(c.secrets.mongoURI)
 }
 
 // fixedNamespaces is what a client asking the front to create, rename or

@@ -37,7 +37,8 @@ type ClientConfig struct {
 	// RetryAfter is the retry hint of kv.ErrUnavailable errors; zero means
 	// kv.DefaultRetryAfter.
 	RetryAfter time.Duration
-	// Logger receives the few events worth a line: a failed connect, a
+	// Logger receives the few events worth a line: a MongoDB that cannot
+	// be reached (once per outage, then every 5 minutes; see Connect), a
 	// server without TTL indexes, a failed sweep. Nil means slog.Default().
 	Logger *slog.Logger
 	// Options, when set, adjusts the driver's options after the URI and
@@ -67,6 +68,7 @@ type Client struct {
 	conn    *mongo.Client
 	dialing *dial
 	closed  bool
+	outage  outage // the connects failing since the last that worked
 
 	ttl ttlIndexes
 }
@@ -76,6 +78,39 @@ type dial struct {
 	done chan struct{}
 	conn *mongo.Client
 	err  error
+	// told: a caller of Connect waits for the attempt, and says its
+	// failure itself (a process at start, with what it does about it).
+	told bool
+}
+
+// connectReminder is how often a MongoDB that stays unreachable is said
+// again, however many connects fail meanwhile.
+const connectReminder = 5 * time.Minute
+
+// outage is what the log has said of the connects failing since the last
+// that worked: the first failure is said once, by the Client or by the
+// caller of Connect, and then once every connectReminder.
+type outage struct {
+	since, said time.Time
+	failed      int
+}
+
+// note records a failed connect (told: its caller says it) and returns
+// what to log, if anything: the first failure, or a reminder.
+func (o *outage) note(now time.Time, told bool) (msg string) {
+	o.failed++
+	switch {
+	case o.since.IsZero():
+		o.since, o.said = now, now
+		if !told {
+			msg = "mongokv: MongoDB unreachable; operations fail with kv.ErrUnavailable until a connect succeeds"
+		}
+	case now.Sub(o.said) >= connectReminder:
+		o.said = now
+		msg = fmt.Sprintf("mongokv: MongoDB still unreachable (since %s, %d connects failed); operations fail with kv.ErrUnavailable until a connect succeeds",
+			o.since.UTC().Format(time.RFC3339), o.failed)
+	}
+	return msg
 }
 
 // NewClient checks cfg and returns a Client; it does no I/O; the first
@@ -135,13 +170,22 @@ func uriDatabase(rest string) (string, error) {
 
 // Connect connects now instead of on first use, sharing the attempt with any
 // concurrent caller. It is what a process calls at start to fail fast.
+//
+// A failed Connect is its caller's to say: the Client does not log it, and
+// it counts as said (the Client logs the same outage again only as its
+// periodic reminder). A failed connect of an operation is logged once per
+// outage, then once every 5 minutes while connects keep failing.
 func (c *Client) Connect(ctx context.Context) error {
-	_, err := c.driver(ctx)
+	_, err := c.dial(ctx, true)
 	return err
 }
 
 // driver returns the connected driver client, connecting if needed.
-func (c *Client) driver(ctx context.Context) (*mongo.Client, error) {
+func (c *Client) driver(ctx context.Context) (*mongo.Client, error) { return c.dial(ctx, false) }
+
+// dial returns the connected driver client, connecting if needed; told:
+// the caller says a failure itself.
+func (c *Client) dial(ctx context.Context, told bool) (*mongo.Client, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -158,6 +202,7 @@ func (c *Client) driver(ctx context.Context) (*mongo.Client, error) {
 		c.wg.Add(1)
 		go c.connect(d)
 	}
+	d.told = d.told || told
 	c.mu.Unlock()
 	select {
 	case <-d.done:
@@ -177,7 +222,11 @@ func (c *Client) connect(d *dial) {
 	if err == nil && c.closed {
 		err = kv.ErrClosed
 	} else if err == nil {
-		c.conn = conn
+		c.conn, c.outage = conn, outage{}
+	}
+	told, say := d.told, ""
+	if errors.Is(err, kv.ErrUnavailable) {
+		say = c.outage.note(time.Now(), told)
 	}
 	c.mu.Unlock()
 	if err != nil && conn != nil {
@@ -187,10 +236,10 @@ func (c *Client) connect(d *dial) {
 	d.conn, d.err = conn, err
 	close(d.done)
 	switch {
-	case errors.Is(err, kv.ErrUnavailable):
-		c.logger.Warn("mongokv: MongoDB unreachable; operations fail with kv.ErrUnavailable until a connect succeeds",
-			slog.Duration("retry_after", c.retryAfter), slog.String("error", err.Error()))
-	case err != nil && !errors.Is(err, kv.ErrClosed):
+	case say != "":
+		c.logger.Warn(say, slog.Duration("retry_after", c.retryAfter), slog.String("error", err.Error()))
+	case err == nil || told || errors.Is(err, kv.ErrUnavailable):
+	case !errors.Is(err, kv.ErrClosed):
 		c.logger.Error("mongokv: cannot connect to MongoDB", slog.String("error", err.Error()))
 	}
 }

@@ -85,8 +85,11 @@
 // by any number of Stores. It connects on first use: concurrent first callers
 // share one connect, a failed connect is forgotten so the next call tries
 // again, and a server that cannot be selected within the server-selection
-// timeout is reported as kv.ErrUnavailable with a retry hint. Errors and logs
-// never carry the URI or its credentials.
+// timeout is reported as kv.ErrUnavailable with a retry hint. A MongoDB that
+// cannot be reached is logged once per outage and then every 5 minutes, not
+// at each failed connect; a failed Client.Connect is its caller's to say
+// (a process at start, with what it does about it). Errors and logs never
+// carry the URI or its credentials.
 //
 // # Listing
 //

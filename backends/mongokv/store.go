@@ -282,3 +282,7 @@ func (s *Store) deleteKey(ctx context.Context, db *mongo.Database, coll *mongo.C
 	s.dropOldChunks(ctx, db, before)
 	return nil
 }
+
+// Connect connects the Store's Client now: see Client.Connect (a failure
+// is its caller's to say).
+func (s *Store) Connect(ctx context.Context) error { return s.client.Connect(ctx) }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -332,4 +334,108 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed = true
+}
+
+// A bot restarted in shadow (its stage file's) while MongoDB is down, with
+// KVSHADOW_STAGE still dualwrite from its first deployment: the operator
+// reads one warning for the outage, saying which hosts do not answer, what
+// the bot serves meanwhile and what it does once MongoDB answers; the
+// writes meanwhile (whose copies fail) add no warning of MongoDB's or the
+// control board's. When MongoDB comes up with an empty board, the bot
+// writes the stage it serves, shadow, as generation 1, stays in shadow (no
+// step back to KVSHADOW_STAGE's dualwrite) and says the join in one info
+// line.
+func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
+	r := newRig(t)
+	addr := downAddr(t)
+	db := mongotest.NewDatabaseName(t.Name())
+	dir := r.env["KVSHADOW_JOURNAL_DIR"]
+	keepStage(t, dir, dualwrite.Shadow)
+	var out logs
+	env := maps.Clone(r.env)
+	env["MONGODB_URI"], env["MONGODB_DB"] = "mongodb://"+addr+"/", db
+	ctx := t.Context()
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := botkv.Open(octx, botkv.Config{Getenv: func(k string) string { return env[k] }}, botkv.WithLogger(out.logger()))
+	if err != nil {
+		t.Fatalf("Open with MongoDB down and %s/stage = shadow: %v", dir, err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	if st.Stage() != dualwrite.Shadow || !st.Detached() {
+		t.Fatalf("stage %s, detached %v; want shadow, detached", st.Stage(), st.Detached())
+	}
+	kvs, err := st.Adapter(ErrNotFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := kvs.Put(ctx, fmt.Sprintf("wordle:down:%d", i), []byte("v")); err != nil {
+			t.Fatalf("Put while MongoDB is down: %v", err)
+		}
+	}
+	// Until the copies have failed and MongoDB has been tried again (a
+	// failed connect takes the driver's 5 s server selection).
+	for deadline := time.Now().Add(20 * time.Second); st.Dual.Stats().Dirty < 10; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: want the 10 keys dirty while MongoDB is down", st.Dual.Stats())
+		}
+	}
+	time.Sleep(6 * time.Second) // three polls and a heartbeat of the follower, a retry of the copies
+	// The breaker's changes are the dual-write store's own state (what its
+	// metric and alerts follow), not a word on the outage.
+	warnings := lines(out.String(), "level=WARN", "dualwrite: circuit breaker")
+	if len(warnings) != 1 {
+		t.Errorf("%d warnings while detached, want one for the outage:\n%s", len(warnings), out.String())
+	} else {
+		for _, says := range []string{"MongoDB cannot be reached", addr, "connection refused", "serving in shadow", filepath.Join(dir, control.StageFile),
+			"Workers KV is authoritative", "once MongoDB answers, the bot joins the control board"} {
+			if !strings.Contains(warnings[0], says) {
+				t.Errorf("the warning does not say %q:\n%s", says, warnings[0])
+			}
+		}
+	}
+
+	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
+	if err != nil {
+		t.Fatalf("starting MongoDB on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = mongo.Close() })
+	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not join the control board within 30 s of MongoDB's start")
+		}
+	}
+	mc, err := mongo.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := control.NewMongoBoard(mc.Database(db)).Load(ctx)
+	if err != nil || doc.Stage != dualwrite.Shadow || doc.Generation != 1 {
+		t.Errorf("the stage document the bot wrote at the join: %+v, %v; want shadow (the stage it serves) at generation 1", doc, err)
+	}
+	time.Sleep(2 * time.Second) // a poll after the join
+	if st.Stage() != dualwrite.Shadow {
+		t.Errorf("the store runs %s after the join; want shadow, no step back", st.Stage())
+	}
+	if got, known := control.LastStage(dir); !known || got != dualwrite.Shadow {
+		t.Errorf("%s keeps %s (%v) after the join; want shadow", dir, got, known)
+	}
+	if joined := lines(out.String(), "control:"); len(joined) != 1 || !strings.Contains(joined[0], "level=INFO") || !strings.Contains(joined[0], "stage=shadow") {
+		t.Errorf("the follower logged %d lines, want one info line for the join:\n%s", len(joined), out.String())
+	}
+	if changed := lines(out.String(), "stage changed"); len(changed) != 0 {
+		t.Errorf("the store changed stage at the join:\n%s", strings.Join(changed, "\n"))
+	}
+}
+
+// lines returns the log lines that hold has and none of the others.
+func lines(log, has string, not ...string) []string {
+	var got []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, has) && !slices.ContainsFunc(not, func(n string) bool { return strings.Contains(l, n) }) {
+			got = append(got, l)
+		}
+	}
+	return got
 }

@@ -79,7 +79,8 @@ func TestUnreachableServer(t *testing.T) {
 		Logger:                 slog.New(logs),
 	})
 	s := newStore(t, c, mongokv.Config{Database: "miti99bot"})
-	for op, err := range everyOperation(t.Context(), s) {
+	errs := everyOperation(t.Context(), s)
+	for op, err := range errs {
 		if !errors.Is(err, kv.ErrUnavailable) {
 			t.Errorf("%s = %v, want kv.ErrUnavailable", op, err)
 			continue
@@ -92,10 +93,36 @@ func TestUnreachableServer(t *testing.T) {
 		}
 		noSecret(t, op+" error", err.Error())
 	}
-	if logs.count("unreachable") == 0 {
-		t.Error("a failed connect was not logged")
+	if n := logs.count("unreachable"); n != 1 {
+		t.Errorf("%d operations' failed connects were logged %d times, want once for the outage:\n%s", len(errs), n, strings.Join(logs.records(), "\n"))
 	}
 	noSecretInLogs(t, logs)
+}
+
+// TestAFailedConnectIsItsCallersToSay: Connect's caller (a process at
+// start) says a MongoDB that cannot be reached, with what it does about
+// it; the Client logs nothing of it, nor of the operations' failed
+// connects of the same outage after it (its reminder comes every 5
+// minutes).
+func TestAFailedConnectIsItsCallersToSay(t *testing.T) {
+	logs := &logSink{}
+	c := newClient(t, mongokv.ClientConfig{
+		URI:                    "mongodb://127.0.0.1:" + strconv.Itoa(closedPort(t)) + "/?directConnection=true",
+		ServerSelectionTimeout: 200 * time.Millisecond,
+		Logger:                 slog.New(logs),
+	})
+	if err := c.Connect(t.Context()); !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("Connect = %v, want kv.ErrUnavailable", err)
+	}
+	s := newStore(t, c, mongokv.Config{})
+	for range 3 {
+		if _, err := s.Get(t.Context(), "wordle:k"); !errors.Is(err, kv.ErrUnavailable) {
+			t.Fatalf("Get = %v, want kv.ErrUnavailable", err)
+		}
+	}
+	if recs := logs.records(); len(recs) != 0 {
+		t.Errorf("the Client logged an outage its caller says:\n%s", strings.Join(recs, "\n"))
+	}
 }
 
 // TestAuthFailure: a refused login is an error, not an unavailability,

@@ -137,6 +137,8 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	if log := p.log(); !strings.Contains(log, unreachable) || strings.Contains(log, "current topology") || !strings.Contains(log, "serving in "+stage) {
 		t.Errorf("the start does not say in one line that MongoDB is unreachable and which stage it serves:\n%s", log)
 	}
+	oneWarning(t, p.log(), unreachable+": the control board (the stage document) cannot be read: serving in "+stage, "Workers KV is authoritative",
+		"once MongoDB answers, the instance joins the control board")
 	if code, v := p.readyz(t); code != http.StatusOK || !mentions(v["degraded"], unreachable) {
 		t.Errorf("readyz with MongoDB down: %d %v, want 200 naming MongoDB as degraded", code, v)
 	}
@@ -155,6 +157,8 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	}
 	delete(want, "wordle:down:00")
 	eventually(t, "the copies' keys dirty", func() bool { return p.stats(t).Total.Dirty > 0 })
+	time.Sleep(time.Second) // polls, heartbeats and readiness probes that fail
+	oneWarning(t, p.log(), unreachable)
 
 	mongo.up(t)
 	eventually(t, "the stage document followed and every key repaired", func() bool {
@@ -164,6 +168,9 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	})
 	if code, v := p.readyz(t); code != http.StatusOK || v["degraded"] != nil {
 		t.Errorf("readyz with MongoDB back: %d %v", code, v)
+	}
+	if joined := logLines(p.log(), "msg=\"control:"); len(joined) != 1 || !strings.Contains(joined[0], "level=INFO") || !strings.Contains(joined[0], "control board answers") {
+		t.Errorf("the follower logged %d lines, want one info line for the join:\n%s", len(joined), p.log())
 	}
 	shadow := shadowStore(t, db, nil)
 	for key, value := range want {
@@ -178,6 +185,34 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	if _, err := shadow.Get(ctx, "wordle:down:00"); !errors.Is(err, kv.ErrNotFound) {
 		t.Errorf("the key deleted while MongoDB was down: %v, want not found", err)
 	}
+}
+
+// oneWarning checks that log holds one warning, saying each of says; the
+// dual-write store's breaker changes are its own state (its metric and
+// alerts follow them), not a word on the outage.
+func oneWarning(t *testing.T, log string, says ...string) {
+	t.Helper()
+	warnings := logLines(log, "level=WARN", "dualwrite: circuit breaker")
+	if len(warnings) != 1 {
+		t.Errorf("%d warnings with MongoDB down, want one for the outage:\n%s", len(warnings), log)
+		return
+	}
+	for _, s := range says {
+		if !strings.Contains(warnings[0], s) {
+			t.Errorf("the warning does not say %q:\n%s", s, warnings[0])
+		}
+	}
+}
+
+// logLines returns the lines of log that hold has and none of not.
+func logLines(log, has string, not ...string) []string {
+	var got []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, has) && !slices.ContainsFunc(not, func(n string) bool { return strings.Contains(l, n) }) {
+			got = append(got, l)
+		}
+	}
+	return got
 }
 
 // TestStartInLiveWithMongoDBDown: in live MongoDB is authoritative, and
