@@ -63,7 +63,9 @@
 // (off, dualwrite, shadow, handover: control.ServesDetached), Open starts
 // in that stage, detached, as kvshadow-proxy does: it logs one warning
 // with the reason (the hosts that do not answer, the stage it serves, what
-// it does next; mongokv and the follower do not say it again), reads and
+// it does next; mongokv and the follower do not say it again; a connect
+// that works followed by a read of the stage document that fails is said
+// as such, and the copies to MongoDB go on), reads and
 // writes go to Workers KV, their copies to MongoDB fail and their keys
 // stay dirty (Stats, DirtyKeys, the journal), and the follower tries the
 // stage document at every poll; once it reads it, it follows it (walking

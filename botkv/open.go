@@ -96,8 +96,8 @@ type Store struct {
 // matching ErrConfig that names it (*VarError). Open then connects to
 // MongoDB and reads the control document (within ctx and 15 s): the store
 // starts in the document's stage, or, when there is none yet, in
-// KVSHADOW_STAGE (default off). When MongoDB does not answer within those
-// 15 s, Open starts detached in the stage the bot last ran, kept in
+// KVSHADOW_STAGE (default off). When MongoDB does not answer, or the stage
+// document cannot be read, within those 15 s, Open starts detached in the stage the bot last ran, kept in
 // KVSHADOW_JOURNAL_DIR, if Workers KV is authoritative in it (off to
 // handover), and otherwise fails with an error matching ErrMongoDBDown
 // (see "Starting with MongoDB down" in the package's doc). Close releases
@@ -148,14 +148,16 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 	stage, boardErr := set.stage, error(nil)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
+	connected := false
 	if boardErr = client.Connect(cctx); boardErr == nil {
+		connected = true
 		var doc control.Document
 		if doc, boardErr = board.Load(cctx); boardErr == nil && doc.Generation > 0 {
 			stage = doc.Stage
 		}
 	}
 	if boardErr != nil {
-		if stage, err = s.detached(ctx, set, boardErr); err != nil {
+		if stage, err = s.detached(ctx, set, startFailure{err: boardErr, connected: connected}); err != nil {
 			return nil, err
 		}
 	}
@@ -199,14 +201,39 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error)
 	return s, nil
 }
 
-// detached decides what Open does when MongoDB did not answer at start
-// (boardErr): run the stage the bot last ran, kept in KVSHADOW_JOURNAL_DIR,
-// when Workers KV is authoritative in it (control.ServesDetached), as
-// kvshadow-proxy does; otherwise fail with ErrMongoDBDown, saying why. A
-// refused login is the URI's fault, not an outage, and the caller's ctx
-// ending is the caller's: both fail Open.
-func (s *Store) detached(ctx context.Context, set settings, boardErr error) (dualwrite.Stage, error) {
-	why := EnvMongoURI + "'s " + storeerr.MongoHosts(set.mongoURI) + ": " + storeerr.MongoDB(boardErr)
+// startFailure is why Open could not read the stage document: err, and
+// whether the connect to MongoDB worked (then the read failed: the copies
+// go on meanwhile).
+type startFailure struct {
+	err       error
+	connected bool
+}
+
+// what says what failed, hosts only, and why.
+func (f startFailure) what(uri string) string {
+	if f.connected {
+		return "botkv: MongoDB answers but the stage document cannot be read at start (" + EnvMongoURI + "'s " + storeerr.MongoHosts(uri) + ": " + storeerr.MongoRead(f.err) + ")"
+	}
+	return ErrMongoDBDown.Error() + " (" + EnvMongoURI + "'s " + storeerr.MongoHosts(uri) + ": " + storeerr.MongoDB(f.err) + ")"
+}
+
+// meanwhile says what becomes of the copies to MongoDB while detached,
+// and what the bot does next.
+func (f startFailure) meanwhile() string {
+	if f.connected {
+		return "copies to MongoDB go on; once the stage document can be read"
+	}
+	return "copies to MongoDB fail and their keys stay dirty until they are repaired; once MongoDB answers"
+}
+
+// detached decides what Open does when it could not read the stage
+// document at start (f): run the stage the bot last ran, kept in
+// KVSHADOW_JOURNAL_DIR, when Workers KV is authoritative in it
+// (control.ServesDetached), as kvshadow-proxy does; otherwise fail with
+// ErrMongoDBDown, saying why. A refused login is the URI's fault, not an
+// outage, and the caller's ctx ending is the caller's: both fail Open.
+func (s *Store) detached(ctx context.Context, set settings, f startFailure) (dualwrite.Stage, error) {
+	boardErr, what := f.err, f.what(set.mongoURI)
 	switch {
 	case ctx.Err() != nil:
 		return 0, fmt.Errorf("botkv: connecting to MongoDB (%s): %w", EnvMongoURI, ctx.Err())
@@ -217,8 +244,8 @@ func (s *Store) detached(ctx context.Context, set settings, boardErr error) (dua
 	var then string
 	switch {
 	case known && control.ServesDetached(last):
-		s.log.Warn("botkv: MongoDB cannot be reached at start (" + why + "): serving in " + last.String() +
-			", the last stage this bot ran (kept in " + filepath.Join(set.journalDir, control.StageFile) + "), in which Workers KV is authoritative; copies to MongoDB fail and their keys stay dirty until they are repaired; once MongoDB answers, the bot joins the control board and follows the stage document (writing " +
+		s.log.Warn(what + ": serving in " + last.String() + ", the last stage this bot ran (kept in " + filepath.Join(set.journalDir, control.StageFile) +
+			"), in which Workers KV is authoritative; " + f.meanwhile() + ", the bot joins the control board and follows the stage document (writing " +
 			last.String() + " if there is none yet)")
 		return last, nil
 	case known:
@@ -228,7 +255,7 @@ func (s *Store) detached(ctx context.Context, set settings, boardErr error) (dua
 	default:
 		then = set.journalDir + " (" + EnvJournalDir + ") holds no stage this bot ran: start the bot once MongoDB answers"
 	}
-	return 0, &downError{msg: ErrMongoDBDown.Error() + " (" + why + "): " + then, cause: boardErr}
+	return 0, &downError{msg: what + ": " + then, cause: boardErr}
 }
 
 // downError is Open's error when MongoDB does not answer at start and the

@@ -125,7 +125,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		if known {
 			stage = last
 		}
-		logDetached(log, answers.shadowDown(mongoAt(c)+": "+storeerr.MongoDB(boardErr)), c.JournalDir, last, known)
+		logDetached(log, answers.shadowDown(mongoAt(c)+": "+storeerr.MongoRead(boardErr)), c.JournalDir, last, known)
 	}
 	journals, closeJournals, err := openJournals(c.JournalDir, c.Namespaces)
 	if err != nil {

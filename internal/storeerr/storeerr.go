@@ -71,6 +71,16 @@ func MongoDB(err error) string {
 	return NetCause(msg, "cannot connect (check MONGODB_URI)")
 }
 
+// MongoRead words a failed MongoDB read after a connect that worked: as
+// MongoDB does, except that a cause it cannot name is the read's, not the
+// connect's.
+func MongoRead(err error) string {
+	if msg := err.Error(); !mongoAuth(msg) && !errors.Is(err, kv.ErrUnavailable) {
+		return NetCause(msg, "the read failed")
+	}
+	return MongoDB(err)
+}
+
 func mongoAuth(msg string) bool {
 	return strings.Contains(msg, "AuthenticationFailed") || strings.Contains(msg, "auth error") || strings.Contains(msg, "authentication failed")
 }
@@ -87,6 +97,7 @@ func NetCause(msg, otherwise string) string {
 		{"x509", "TLS certificate refused"},
 		{"tls:", "TLS handshake failed"},
 		{"connection reset", "connection reset"},
+		{"incomplete read", "the connection closed mid-answer"},
 	} {
 		if strings.Contains(msg, c.in) {
 			return c.says

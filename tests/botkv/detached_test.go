@@ -2,6 +2,7 @@ package botkv_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -438,4 +439,82 @@ func lines(log, has string, not ...string) []string {
 		}
 	}
 	return got
+}
+
+// stageRead is what the driver sends to read the stage document: the
+// command's first element, find on the control collection, in BSON.
+func stageRead() []byte {
+	name := control.ControlCollection + "\x00"
+	b := []byte("\x02find\x00")
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(name)))
+	return append(b, name...)
+}
+
+// A bot whose connect to MongoDB works but whose read of the stage
+// document fails (the network breaks mid-read: a relay drops every
+// connection that sends it) starts as with MongoDB down: detached, in the
+// stage its stage file names, with one warning that says the stage
+// document cannot be read; its copies reach MongoDB meanwhile. Once the
+// read works it joins, writing the stage it serves to the empty board.
+func TestOpenWithTheStageDocumentUnreadableRunsDetached(t *testing.T) {
+	r := newRig(t)
+	relay, uri := mongotest.NewRelay(t, srv)
+	relay.DropOn(stageRead())
+	dir := r.env["KVSHADOW_JOURNAL_DIR"]
+	keepStage(t, dir, dualwrite.Shadow)
+	var out logs
+	env := maps.Clone(r.env)
+	env["MONGODB_URI"] = uri
+	ctx := t.Context()
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	st, err := botkv.Open(octx, botkv.Config{Getenv: func(k string) string { return env[k] }}, botkv.WithLogger(out.logger()))
+	if err != nil {
+		t.Fatalf("Open with the stage document unreadable and %s/stage = shadow: %v; want the store, detached", dir, err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	t.Logf("Open returned after %s", time.Since(start).Round(time.Millisecond))
+	if st.Stage() != dualwrite.Shadow || !st.Detached() {
+		t.Fatalf("stage %s, detached %v; want shadow, detached", st.Stage(), st.Detached())
+	}
+	kvs, err := st.Adapter(ErrNotFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kvs.Put(ctx, "wordle:detached", []byte("v")); err != nil {
+		t.Fatalf("Put while detached: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if left, err := st.WaitSettled(wctx); err != nil || !left.Settled() {
+		t.Errorf("WaitSettled while only the stage document is unreadable = %+v, %v; want the copy in MongoDB", left, err)
+	}
+	time.Sleep(3 * time.Second) // polls and a heartbeat while the stage document is unreadable
+	if !st.Detached() {
+		t.Fatal("the store joined a board whose stage document cannot be read")
+	}
+	// FerretDB builds no TTL index, which mongokv says once: that is the
+	// server's own, not the start's.
+	warnings := lines(out.String(), "level=WARN", "dualwrite: circuit breaker", "cannot build TTL indexes")
+	if len(warnings) != 1 {
+		t.Errorf("%d warnings while detached, want one:\n%s", len(warnings), out.String())
+	} else if w := warnings[0]; !strings.Contains(w, "MongoDB answers but the stage document cannot be read") || !strings.Contains(w, "the connection closed mid-answer") ||
+		!strings.Contains(w, "serving in shadow") || !strings.Contains(w, "copies to MongoDB go on") || strings.Contains(w, "cannot connect") {
+		t.Errorf("the warning does not say that MongoDB answers, the stage document cannot be read and why, and what the bot does:\n%s", w)
+	}
+
+	relay.DropOn(nil)
+	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not join within 30 s of the stage document's read working")
+		}
+	}
+	doc, err := r.board(t).Load(ctx)
+	if err != nil || doc.Stage != dualwrite.Shadow || doc.Generation != 1 {
+		t.Errorf("the stage document after the join: %+v, %v; want shadow at generation 1", doc, err)
+	}
+	if st.Stage() != dualwrite.Shadow {
+		t.Errorf("the store runs %s after the join; want shadow", st.Stage())
+	}
 }

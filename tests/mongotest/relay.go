@@ -1,6 +1,7 @@
 package mongotest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/url"
@@ -18,6 +19,7 @@ type Relay struct {
 	target string
 	mu     sync.Mutex
 	cut    bool
+	dropOn []byte // a connection whose client sends it is closed
 	conns  map[net.Conn]bool
 	wg     sync.WaitGroup
 }
@@ -70,14 +72,18 @@ func (r *Relay) accept() {
 		r.conns[in], r.conns[out] = true, true
 		r.mu.Unlock()
 		r.wg.Add(2)
-		go r.pipe(out, in)
-		go r.pipe(in, out)
+		go r.pipe(out, in, true)
+		go r.pipe(in, out, false)
 	}
 }
 
-func (r *Relay) pipe(dst, src net.Conn) {
+func (r *Relay) pipe(dst, src net.Conn, fromClient bool) {
 	defer r.wg.Done()
-	_, _ = io.Copy(dst, src)
+	if fromClient {
+		r.relayClient(dst, src)
+	} else {
+		_, _ = io.Copy(dst, src)
+	}
 	dst.Close()
 	src.Close()
 	r.mu.Lock()
@@ -99,5 +105,41 @@ func (r *Relay) Cut(cut bool) {
 	r.mu.Unlock()
 	for _, c := range open {
 		c.Close()
+	}
+}
+
+// DropOn makes the relay close every connection whose client sends marker
+// (nil: none), the connection on which it sends it too: a test makes one
+// command fail, as a network that breaks mid-command does, while the
+// connect and every other command work.
+func (r *Relay) DropOn(marker []byte) {
+	r.mu.Lock()
+	r.dropOn = bytes.Clone(marker)
+	r.mu.Unlock()
+}
+
+// relayClient copies what the client sends to the server until either
+// closes, or the client sends the DropOn marker (looked for across reads).
+func (r *Relay) relayClient(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	var tail []byte // the end of the last read, for a marker cut in two
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			r.mu.Lock()
+			marker := r.dropOn
+			r.mu.Unlock()
+			seen := append(tail, buf[:n]...)
+			if len(marker) > 0 && bytes.Contains(seen, marker) {
+				return
+			}
+			tail = append(tail[:0], seen[max(0, len(seen)-len(marker)):]...)
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
