@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -113,5 +114,31 @@ func TestStoreConfig(t *testing.T) {
 	}
 	if _, err := s.Get(context.Background(), "k"); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("Get after Close = %v, want kv.ErrClosed", err)
+	}
+}
+
+// TestAnOutageIsSaidOnceThenReminded: the failed connects of one outage
+// are said at the first (by the Client, or by the caller of Connect),
+// then once every connectReminder however many fail, counting them; a
+// connect that works ends the outage.
+func TestAnOutageIsSaidOnceThenReminded(t *testing.T) {
+	at := time.Unix(1e9, 0)
+	for _, told := range []bool{false, true} {
+		var o outage
+		if msg := o.note(at, told); (msg != "") == told {
+			t.Errorf("told %v: the first failure says %q", told, msg)
+		}
+		for i := 1; i < 50; i++ {
+			if msg := o.note(at.Add(time.Duration(i)*time.Second), told); msg != "" {
+				t.Fatalf("told %v: failure %d, %d s in, says %q; want nothing until the reminder", told, i+1, i, msg)
+			}
+		}
+		msg := o.note(at.Add(connectReminder), told)
+		if !strings.Contains(msg, "still unreachable") || !strings.Contains(msg, "51 connects failed") {
+			t.Errorf("told %v: the reminder says %q", told, msg)
+		}
+		if msg := o.note(at.Add(connectReminder+time.Second), told); msg != "" {
+			t.Errorf("told %v: a failure just after the reminder says %q", told, msg)
+		}
 	}
 }

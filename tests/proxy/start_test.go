@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -184,6 +186,44 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	}
 	if _, err := shadow.Get(ctx, "wordle:down:00"); !errors.Is(err, kv.ErrNotFound) {
 		t.Errorf("the key deleted while MongoDB was down: %v, want not found", err)
+	}
+}
+
+// TestADetachedStartSeedsAnEmptyBoardWithItsStage: an instance whose
+// journal directory says it ran shadow, started with --stage dualwrite
+// while MongoDB is down, serves shadow; when MongoDB answers with no stage
+// document yet, it writes shadow (what its writes have been doing) as
+// generation 1 and stays there, where it wrote --stage and stepped back.
+func TestADetachedStartSeedsAnEmptyBoardWithItsStage(t *testing.T) {
+	bin := build(t)
+	em := newEmulator(t, nil)
+	db := srv.Database(t)
+	mongo := newDownable(t)
+	mongo.down()
+	env := em.environment(db)
+	env["MONGODB_URI"] = mongo.uri()
+	dir := t.TempDir()
+	if err := control.KeepStage(dir, dualwrite.Shadow); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, bin, env, "--stage", "dualwrite", "--journal-dir", dir, "--poll-interval", "200ms", "--heartbeat-interval", "200ms")
+	if st := p.stats(t); st.Total.Stage != "shadow" || st.Generation != 0 {
+		t.Fatalf("with MongoDB down: stage %s, generation %d; want shadow, the stage file's, at no generation", st.Total.Stage, st.Generation)
+	}
+	mongo.up(t)
+	eventually(t, "the stage document read", func() bool { s := p.stage(t); return s.Self.InSync && s.Self.Generation > 0 })
+	if s := p.stage(t); s.Self.Stage != "shadow" || s.Self.Generation != 1 {
+		t.Errorf("after the join: %+v; want shadow at generation 1", s.Self)
+	}
+	mc, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := control.NewMongoBoard(mc.Database(db)).Load(t.Context()); err != nil || doc.Stage != dualwrite.Shadow || doc.Generation != 1 {
+		t.Errorf("the stage document: %+v, %v; want shadow at generation 1", doc, err)
+	}
+	if changed := logLines(p.log(), "stage changed"); len(changed) != 0 {
+		t.Errorf("the instance changed stage at the join:\n%s", strings.Join(changed, "\n"))
 	}
 }
 
