@@ -16,6 +16,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -117,6 +118,39 @@ func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
 	}
 	if _, known := control.LastStage(dir); known {
 		t.Error("a failed Open kept a stage")
+	}
+}
+
+// With a stage kept that Workers KV is authoritative in, Open starts
+// detached instead, and says so in one warning that names the hosts and
+// quotes no credential of the URI.
+func TestADetachedStartsWarningNamesTheHostsOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var logs syncbuf.Buffer
+	dir := t.TempDir()
+	if err := control.KeepStage(dir, dualwrite.Shadow); err != nil {
+		t.Fatal(err)
+	}
+	st, err := botkv.Open(ctx, botkv.Config{Getenv: env(map[string]string{"KVSHADOW_JOURNAL_DIR": dir,
+		"MONGODB_URI": "mongodb://bot:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"})},
+		botkv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatalf("Open with MongoDB unreachable and shadow kept: %v", err)
+	}
+	started := logs.String() // Close's own line (the board cannot be left) apart
+	_ = st.Close(context.Background())
+	var warnings []string
+	for _, l := range strings.Split(started, "\n") {
+		if strings.Contains(l, "level=WARN") {
+			warnings = append(warnings, l)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "MONGODB_URI's 127.0.0.1:1: unreachable") || !strings.Contains(warnings[0], "serving in shadow") {
+		t.Errorf("%d warnings at start; want one naming the hosts and the stage served:\n%s", len(warnings), started)
+	}
+	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "bot:") {
+		t.Errorf("the URI's credentials are quoted:\n%s", logs.String())
 	}
 }
 
