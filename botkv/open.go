@@ -97,11 +97,11 @@ type Store struct {
 // MongoDB and reads the control document (within ctx and 15 s): the store
 // starts in the document's stage, or, when there is none yet, in
 // KVSHADOW_STAGE (default off). When MongoDB does not answer, or the stage
-// document cannot be read, within those 15 s, Open starts detached in the stage the bot last ran, kept in
-// KVSHADOW_JOURNAL_DIR, if Workers KV is authoritative in it (off to
-// handover), and otherwise fails with an error matching ErrMongoDBDown
-// (see "Starting with MongoDB down" in the package's doc). Close releases
-// everything Open started.
+// document cannot be read, within those 15 s, Open starts detached in the
+// stage the bot last ran, kept in KVSHADOW_JOURNAL_DIR, if Workers KV is
+// authoritative in it (off to handover), and otherwise fails with an error
+// matching ErrMongoDBDown (see "Starting with MongoDB down" in the
+// package's doc). Close releases everything Open started.
 func Open(ctx context.Context, cfg Config, opts ...Option) (_ *Store, err error) {
 	p := plumb(opts)
 	set, err := cfg.read()
