@@ -5,43 +5,43 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 )
 
-// Relay forwards TCP connections to a MongoDB server until it is cut: then
-// every connection is closed and new ones are closed on arrival, as a
-// network outage looks to the driver; Cut(false) lets them through again.
-// A test gives one process its way to the server through a Relay, and cuts
-// that process off while the others keep theirs.
+// Relay is a MongoDB server as one process reaches it: a TCP relay on a
+// port of its own. Cut(true) is a network outage as the driver sees it
+// (every connection closed, new ones closed on arrival; Cut(false) lets
+// them through again); Down is a server that is down (nothing listens:
+// connections refused) and Up brings it back on the same port. A test
+// gives one process its way to the server through a Relay, and cuts that
+// process off while the others keep theirs.
 type Relay struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	dropOn []byte // a connection whose client sends it is closed
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener // nil while Down
+	cut          bool
+	dropOn       []byte // a connection whose client sends it is closed
+	conns        map[net.Conn]bool
+	wg           sync.WaitGroup
 }
 
 // NewRelay relays to s and returns it with the URI that reaches s through
 // it, failing fast (1 s) when the server cannot be selected. The test's
-// cleanup closes it.
+// cleanup closes it. It skips the test when s's URI is not a mongodb://
+// URI with one host.
 func NewRelay(t testing.TB, s *Server) (*Relay, string) {
 	t.Helper()
 	u, err := url.Parse(s.URI())
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || strings.Contains(u.Host, ",") || u.Scheme != "mongodb" {
+		t.Skip("the relay needs a mongodb:// URI with one host")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Relay{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
-	r.wg.Add(1)
-	go r.accept()
-	t.Cleanup(func() { ln.Close(); r.Cut(true); r.wg.Wait() })
-	u.Host = ln.Addr().String()
+	r := &Relay{addr: "127.0.0.1:0", target: u.Host, conns: map[net.Conn]bool{}}
+	r.Up(t)
+	r.addr = r.ln.Addr().String()
+	t.Cleanup(r.Down)
+	u.Host = r.addr
 	q := u.Query()
 	q.Set("serverSelectionTimeoutMS", "1000")
 	q.Set("connectTimeoutMS", "1000")
@@ -49,10 +49,52 @@ func NewRelay(t testing.TB, s *Server) (*Relay, string) {
 	return r, u.String()
 }
 
-func (r *Relay) accept() {
+// Addr is the relay's address, the host of its URI.
+func (r *Relay) Addr() string { return r.addr }
+
+// Up listens on the relay's address again after Down.
+func (r *Relay) Up(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go r.accept(ln)
+}
+
+// Down stops listening and closes every connection, and waits for the
+// relay's goroutines: the server looks down (connections refused) until Up.
+func (r *Relay) Down() {
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	open := r.open()
+	r.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+	r.wg.Wait()
+}
+
+// open lists the connections; under mu.
+func (r *Relay) open() []net.Conn {
+	var open []net.Conn
+	for c := range r.conns {
+		open = append(open, c)
+	}
+	return open
+}
+
+func (r *Relay) accept(ln net.Listener) {
 	defer r.wg.Done()
 	for {
-		in, err := r.ln.Accept()
+		in, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -98,9 +140,7 @@ func (r *Relay) Cut(cut bool) {
 	r.cut = cut
 	var open []net.Conn
 	if cut {
-		for c := range r.conns {
-			open = append(open, c)
-		}
+		open = r.open()
 	}
 	r.mu.Unlock()
 	for _, c := range open {

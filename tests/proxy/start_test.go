@@ -5,95 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
-
-// downable is MongoDB as the proxy reaches it: a plain TCP relay to the
-// test's server on a port of its own, which the test stops (connections
-// refused, as with a MongoDB that is down) and starts again on that port.
-type downable struct {
-	target, addr string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-	wg           sync.WaitGroup
-}
-
-func newDownable(t *testing.T) *downable {
-	t.Helper()
-	u, err := url.Parse(srv.URI())
-	if err != nil || strings.Contains(u.Host, ",") || u.Scheme != "mongodb" {
-		t.Skip("the relay needs a mongodb:// URI with one host")
-	}
-	d := &downable{target: u.Host, addr: "127.0.0.1:0"}
-	d.up(t)
-	d.addr = d.ln.Addr().String()
-	t.Cleanup(d.down)
-	return d
-}
-
-// uri is the server's URI through the relay.
-func (d *downable) uri() string {
-	u, _ := url.Parse(srv.URI())
-	u.Host = d.addr
-	return u.String()
-}
-
-func (d *downable) up(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", d.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.mu.Lock()
-	d.ln = ln
-	d.mu.Unlock()
-	d.wg.Go(func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", d.target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			d.mu.Lock()
-			d.conns = append(d.conns, in, out)
-			d.mu.Unlock()
-			d.wg.Go(func() { _, _ = io.Copy(out, in); out.Close() })
-			d.wg.Go(func() { _, _ = io.Copy(in, out); in.Close() })
-		}
-	})
-}
-
-// down closes the listener and every connection, and waits.
-func (d *downable) down() {
-	d.mu.Lock()
-	if d.ln != nil {
-		d.ln.Close()
-	}
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
-	d.mu.Unlock()
-	d.wg.Wait()
-}
 
 // readyz is GET /readyz with the admin token.
 func (in *instance) readyz(t *testing.T) (int, map[string]any) {
@@ -123,9 +48,9 @@ func TestStartWithMongoDBDown(t *testing.T) {
 func startWithShadowDown(t *testing.T, bin, stage string) {
 	em := newEmulator(t, nil)
 	db := srv.Database(t)
-	mongo := newDownable(t)
+	mongo, mongoURI := mongotest.NewRelay(t, srv)
 	env := em.environment(db)
-	env["MONGODB_URI"] = mongo.uri()
+	env["MONGODB_URI"] = mongoURI
 	args := []string{"--stage", stage, "--journal-dir", t.TempDir(), "--repair-interval", "200ms", "--breaker-open-timeout", "300ms",
 		"--probe-interval", "200ms", "--poll-interval", "200ms", "--heartbeat-interval", "200ms"}
 	first := startProcess(t, bin, env, args...)
@@ -133,9 +58,9 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 		t.Fatalf("the first run: %v\n%s", err, first.log())
 	}
 
-	mongo.down()
+	mongo.Down()
 	p := startProcess(t, bin, env, args...)
-	unreachable := "MongoDB at " + mongo.addr + ": unreachable (connection refused: nothing listens there)"
+	unreachable := "MongoDB at " + mongo.Addr() + ": unreachable (connection refused: nothing listens there)"
 	if log := p.log(); !strings.Contains(log, unreachable) || strings.Contains(log, "current topology") || !strings.Contains(log, "serving in "+stage) {
 		t.Errorf("the start does not say in one line that MongoDB is unreachable and which stage it serves:\n%s", log)
 	}
@@ -162,7 +87,7 @@ func startWithShadowDown(t *testing.T, bin, stage string) {
 	time.Sleep(time.Second) // polls, heartbeats and readiness probes that fail
 	oneWarning(t, p.log(), unreachable)
 
-	mongo.up(t)
+	mongo.Up(t)
 	eventually(t, "the stage document followed and every key repaired", func() bool {
 		s := p.stage(t)
 		st := p.stats(t)
@@ -198,10 +123,10 @@ func TestADetachedStartSeedsAnEmptyBoardWithItsStage(t *testing.T) {
 	bin := build(t)
 	em := newEmulator(t, nil)
 	db := srv.Database(t)
-	mongo := newDownable(t)
-	mongo.down()
+	mongo, mongoURI := mongotest.NewRelay(t, srv)
+	mongo.Down()
 	env := em.environment(db)
-	env["MONGODB_URI"] = mongo.uri()
+	env["MONGODB_URI"] = mongoURI
 	dir := t.TempDir()
 	if err := control.KeepStage(dir, dualwrite.Shadow); err != nil {
 		t.Fatal(err)
@@ -210,7 +135,7 @@ func TestADetachedStartSeedsAnEmptyBoardWithItsStage(t *testing.T) {
 	if st := p.stats(t); st.Total.Stage != "shadow" || st.Generation != 0 {
 		t.Fatalf("with MongoDB down: stage %s, generation %d; want shadow, the stage file's, at no generation", st.Total.Stage, st.Generation)
 	}
-	mongo.up(t)
+	mongo.Up(t)
 	eventually(t, "the stage document read", func() bool { s := p.stage(t); return s.Self.InSync && s.Self.Generation > 0 })
 	if s := p.stage(t); s.Self.Stage != "shadow" || s.Self.Generation != 1 {
 		t.Errorf("after the join: %+v; want shadow at generation 1", s.Self)
@@ -263,9 +188,9 @@ func TestStartInLiveWithMongoDBDown(t *testing.T) {
 	bin := build(t)
 	em := newEmulator(t, nil)
 	db := srv.Database(t)
-	mongo := newDownable(t)
+	mongo, mongoURI := mongotest.NewRelay(t, srv)
 	env := em.environment(db)
-	env["MONGODB_URI"] = mongo.uri()
+	env["MONGODB_URI"] = mongoURI
 	args := []string{"--stage", "shadow", "--journal-dir", t.TempDir(), "--probe-interval", "200ms", "--poll-interval", "200ms"}
 	first := startProcess(t, bin, env, args...)
 	for _, next := range []string{"handover", "live"} {
@@ -277,7 +202,7 @@ func TestStartInLiveWithMongoDBDown(t *testing.T) {
 		t.Fatalf("the first run: %v\n%s", err, first.log())
 	}
 
-	mongo.down()
+	mongo.Down()
 	p := startProcess(t, bin, env, args...)
 	if log := p.log(); !strings.Contains(log, "the last stage this instance ran is live, in which MongoDB is authoritative: serving nothing (503)") {
 		t.Errorf("the start does not say why it serves nothing:\n%s", log)
@@ -291,7 +216,7 @@ func TestStartInLiveWithMongoDBDown(t *testing.T) {
 		t.Errorf("readyz without the stage document: %d %v", code, v)
 	}
 
-	mongo.up(t)
+	mongo.Up(t)
 	eventually(t, "live followed", func() bool { s := p.stage(t); return s.Self.InSync && s.Self.Generation > 0 && s.Self.Stage == "live" })
 	if err := client.Put(context.Background(), "wordle:live", []byte("v"), kv.PutOptions{}); err != nil {
 		t.Fatalf("a write in live with MongoDB back: %v", err)
