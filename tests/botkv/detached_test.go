@@ -131,16 +131,7 @@ func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 	t.Logf("while MongoDB is down: %d keys dirty, drops %v (%s after Open)", st.Dual.Stats().Dirty, st.Dual.Stats().Drops, time.Since(start).Round(time.Millisecond))
 
 	// MongoDB comes up at the URI's address.
-	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
-	if err != nil {
-		t.Fatalf("starting MongoDB on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = mongo.Close() })
-	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the store did not join the control board within 30 s of MongoDB's start")
-		}
-	}
+	mongo := startAndJoin(ctx, t, addr, st)
 	t.Logf("joined the control board %s after Open", time.Since(start).Round(time.Millisecond))
 	// The repairs wait for the breaker, which the copies that failed
 	// while MongoDB was down opened for its default 30 s (botkv does not
@@ -397,16 +388,7 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 		}
 	}
 
-	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
-	if err != nil {
-		t.Fatalf("starting MongoDB on %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = mongo.Close() })
-	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the store did not join the control board within 30 s of MongoDB's start")
-		}
-	}
+	mongo := startAndJoin(ctx, t, addr, st)
 	mc, err := mongo.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -428,6 +410,23 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 	if changed := lines(out.String(), "stage changed"); len(changed) != 0 {
 		t.Errorf("the store changed stage at the join:\n%s", strings.Join(changed, "\n"))
 	}
+}
+
+// startAndJoin starts MongoDB on addr, where the detached store st's URI
+// points, and waits until st has joined the control board.
+func startAndJoin(ctx context.Context, t *testing.T, addr string, st *botkv.Store) *mongotest.Server {
+	t.Helper()
+	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
+	if err != nil {
+		t.Fatalf("starting MongoDB on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = mongo.Close() })
+	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not join the control board within 30 s of MongoDB's start")
+		}
+	}
+	return mongo
 }
 
 // lines returns the log lines that hold has and none of the others.
