@@ -106,8 +106,10 @@ type Follower struct {
 	done    chan struct{}
 	started atomic.Bool
 	// life ends at Close: it stops the loop, and it is the context of the
-	// loop's own Board calls, so that a call to a Board that does not
-	// answer ends at Close rather than after BoardTimeout.
+	// loop's polls, so that a poll of a Board that does not answer ends at
+	// Close rather than after BoardTimeout. A heartbeat in flight is let
+	// finish (within BoardTimeout): a write the Board applied after Leave's
+	// would undo it (see beat).
 	life     context.Context
 	stopLife context.CancelFunc
 }
@@ -255,10 +257,10 @@ func (f *Follower) logJoin(doc Document, seeded bool) {
 	f.log.Info(msg, slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()))
 }
 
-// Close stops following and waits for the goroutine Start began, ending
-// any Board call it is making (a Board that does not answer holds Close no
-// longer than that). It writes nothing: call Leave after the stores are
-// closed.
+// Close stops following and waits for the goroutine Start began: a poll
+// in flight ends at once, a heartbeat in flight is let finish, within
+// BoardTimeout, so that no heartbeat lands after Leave's. It writes
+// nothing: call Leave after the stores are closed.
 func (f *Follower) Close() {
 	f.stopLife()
 	if f.started.Load() {
@@ -297,10 +299,10 @@ func (f *Follower) loop() {
 			f.Poll(f.life)
 			poll = f.clock.NewTimer(f.cfg.PollInterval)
 		case <-beat.C():
-			f.beat(f.life)
+			f.beat(context.WithoutCancel(f.life))
 			beat = f.clock.NewTimer(f.cfg.HeartbeatInterval)
 		case <-f.beatNow:
-			f.beat(f.life)
+			f.beat(context.WithoutCancel(f.life))
 		}
 	}
 }
@@ -371,6 +373,10 @@ func (f *Follower) report(ctx context.Context) Heartbeat {
 	return h
 }
 
+// beat writes the heartbeat. Close does not cut it short: a write the
+// client gives up on may still be applied by the server, after Leave's
+// last heartbeat, and undo it (an instance that stopped with keys left
+// would read as alive, one that left as silent).
 func (f *Follower) beat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	defer cancel()

@@ -384,33 +384,34 @@ func TestStartDetachedJoinsOnceTheBoardAnswers(t *testing.T) {
 
 // hangingBoard is a Board whose heartbeats never answer: each waits for
 // its context.
+// hangingBoard's polls hang, while hang is set, until their context ends.
 type hangingBoard struct {
 	*MemoryBoard
 	hang atomic.Bool
-	in   chan struct{} // a heartbeat is waiting
+	in   chan struct{} // a poll is waiting
 }
 
-func (b *hangingBoard) Beat(ctx context.Context, h Heartbeat) error {
+func (b *hangingBoard) Load(ctx context.Context) (Document, error) {
 	if !b.hang.Load() {
-		return b.MemoryBoard.Beat(ctx, h)
+		return b.MemoryBoard.Load(ctx)
 	}
 	select {
 	case b.in <- struct{}{}:
 	default:
 	}
 	<-ctx.Done()
-	return fmt.Errorf("%w: writing the heartbeat: %w", ErrBoard, ctx.Err()) // as the MongoDB Board wraps it
+	return Document{}, fmt.Errorf("%w: reading the stage document: %w", ErrBoard, ctx.Err()) // as the MongoDB Board wraps it
 }
 
-// TestCloseEndsABoardCallInFlight: a heartbeat to a Board that does not
-// answer (MongoDB down while the instance shuts down) ends at Close, not
-// after BoardTimeout (an hour here), and its end is no news of the Board:
+// TestCloseEndsAPollInFlight: a poll of a Board that does not answer
+// (MongoDB down while the instance shuts down) ends at Close, not after
+// BoardTimeout (an hour here), and its end is no news of the Board:
 // nothing is logged or reported for it.
-func TestCloseEndsABoardCallInFlight(t *testing.T) {
+func TestCloseEndsAPollInFlight(t *testing.T) {
 	board := &hangingBoard{MemoryBoard: NewMemoryBoard(), in: make(chan struct{}, 1)}
 	var logged syncbuf.Buffer
 	f, err := NewFollower(Config{Board: board, Target: &fakeTarget{report: Heartbeat{Drained: true}}, Instance: "a",
-		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour},
+		PollInterval: 10 * time.Millisecond, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour},
 		WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +420,72 @@ func TestCloseEndsABoardCallInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	board.hang.Store(true)
-	f.SetDraining() // the heartbeat that hangs
+	select {
+	case <-board.in:
+	case <-time.After(time.Minute):
+		t.Fatal("no poll")
+	}
+	closed := make(chan struct{})
+	go func() { f.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a poll that the Board never answers")
+	}
+	if st := f.Status(); st.BoardErr != "" || logged.String() != "" {
+		t.Errorf("the poll Close ended was reported as the Board's failure: %q; logged %q", st.BoardErr, logged.String())
+	}
+}
+
+// lateBoard holds each heartbeat, while hold is set, until release is
+// closed, and applies it then: answered, if its caller still waits; later,
+// if its caller gave up (its context ended), as a server applies a write
+// its client gave up on.
+type lateBoard struct {
+	*MemoryBoard
+	hold    atomic.Bool
+	in      chan struct{} // a heartbeat is held
+	release chan struct{}
+	late    sync.WaitGroup // the writes applied after their caller gave up
+}
+
+func (b *lateBoard) Beat(ctx context.Context, h Heartbeat) error {
+	if !b.hold.Load() {
+		return b.MemoryBoard.Beat(ctx, h)
+	}
+	select {
+	case b.in <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+		return b.MemoryBoard.Beat(context.WithoutCancel(ctx), h)
+	case <-ctx.Done():
+		b.late.Go(func() {
+			<-b.release
+			_ = b.MemoryBoard.Beat(context.Background(), h)
+		})
+		return fmt.Errorf("%w: writing the heartbeat: %w", ErrBoard, ctx.Err())
+	}
+}
+
+// TestLeaveWritesTheLastHeartbeat: the draining heartbeat that SIGTERM
+// sends is still in flight when the instance closes. Close lets it finish,
+// so that Leave's heartbeat (stopped, with keys left) is the last: cut
+// short, it was applied after Leave's and read as an instance alive, which
+// a flip then did not wait for as stopped.
+func TestLeaveWritesTheLastHeartbeat(t *testing.T) {
+	board := &lateBoard{MemoryBoard: NewMemoryBoard(), in: make(chan struct{}, 1), release: make(chan struct{})}
+	f, err := NewFollower(Config{Board: board, Target: &fakeTarget{report: Heartbeat{Drained: true}}, Instance: "a",
+		PollInterval: time.Hour, HeartbeatInterval: time.Hour, BoardTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	board.hold.Store(true)
+	f.SetDraining()
 	select {
 	case <-board.in:
 	case <-time.After(time.Minute):
@@ -429,11 +495,19 @@ func TestCloseEndsABoardCallInFlight(t *testing.T) {
 	go func() { f.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(time.Minute):
-		t.Fatal("Close waited for a heartbeat that the Board never answers")
+		t.Fatal("Close returned with a heartbeat in flight")
+	case <-time.After(200 * time.Millisecond):
 	}
-	if st := f.Status(); st.BoardErr != "" || logged.String() != "" {
-		t.Errorf("the heartbeat Close ended was reported as the Board's failure: %q; logged %q", st.BoardErr, logged.String())
+	board.hold.Store(false)
+	close(board.release)
+	<-closed
+	if err := f.Leave(t.Context(), Heartbeat{Dirty: 1}); err != nil {
+		t.Fatal(err)
+	}
+	board.late.Wait()
+	beats, err := board.Instances(t.Context())
+	if err != nil || len(beats) != 1 || !beats[0].Stopped || beats[0].Dirty != 1 {
+		t.Fatalf("the heartbeats after Leave: %+v, %v; want a stopped with its dirty key", beats, err)
 	}
 }
 
