@@ -107,9 +107,7 @@ type Follower struct {
 	started atomic.Bool
 	// life ends at Close: it stops the loop, and it is the context of the
 	// loop's polls, so that a poll of a Board that does not answer ends at
-	// Close rather than after BoardTimeout. A heartbeat in flight is let
-	// finish (within BoardTimeout): a write the Board applied after Leave's
-	// would undo it (see beat).
+	// Close rather than after BoardTimeout (heartbeats: see beat).
 	life     context.Context
 	stopLife context.CancelFunc
 }
