@@ -144,7 +144,8 @@ alerts:
 # commands built static (CGO off) with their CA roots and time zones, run as
 # user 65532, the journal directory a volume, OCI labels with the version.
 # Built with Debian's buildah (scripts/need.sh installs it) into the storage
-# podman itself uses (its configured driver; vfs where it has none), so that
+# podman itself uses, whatever driver made it (buildah is given the driver
+# podman reports; podman none: it refuses one its store was not made with), so that
 # `podman run localhost/kvshadow:<version>` finds it there, as the runbook's
 # Deploy section runs it; Docker loads it with `podman save ... | docker load`,
 # Kubernetes pulls it from a registry it was pushed to (`podman push`).
@@ -157,8 +158,8 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION := $(VERSION)
 REVISION := $(REVISION)
 IMAGE_CTX := $(CURDIR)/.image
-# STORAGE=--storage-driver D chooses the driver; empty asks podman (once
-# need.sh has installed it) which one it uses.
+# STORAGE=--storage-driver D (or --root/--runroot) is given to buildah and
+# podman as it is; empty asks podman (once need.sh has installed it).
 STORAGE ?=
 IMAGE_OCI ?=
 image:
@@ -168,12 +169,12 @@ image:
 	@CGO_ENABLED=0 $(GO) build -trimpath -tags image -ldflags "-s -w" -o $(IMAGE_CTX)/rootfs/usr/local/bin/ ./cmd/kvshadow-proxy ./cmd/shadow-report ./cmd/kv-emulator
 	@printf 'root:x:0:0:root:/:/sbin/nologin\nkvshadow:x:65532:65532:kvshadow:/var/lib/kvshadow:/sbin/nologin\n' > $(IMAGE_CTX)/rootfs/etc/passwd
 	@printf 'root:x:0:\nkvshadow:x:65532:\n' > $(IMAGE_CTX)/rootfs/etc/group
-	@storage='$(STORAGE)'; [ -n "$$storage" ] || storage="--storage-driver $$(podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || echo vfs)"; \
+	@storage='$(STORAGE)'; [ -n "$$storage" ] || storage="--storage-driver $$(podman info --format '{{.Store.GraphDriverName}}')" || exit 1; \
 	buildah $$storage build --quiet --layers=false -f deploy/image/Containerfile \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) $(IMAGE_CTX) >/dev/null && \
 	echo "make image: built $(IMAGE):$(VERSION), in podman's storage: podman run $(IMAGE):$(VERSION) --help;" \
 		"Docker: podman save $(IMAGE):$(VERSION) | docker load; Kubernetes: podman push $(IMAGE):$(VERSION) <registry>/kvshadow:$(VERSION)" && \
-	if [ -n "$(IMAGE_OCI)" ]; then rm -rf $(IMAGE_OCI) && podman $$storage save --quiet --format oci-dir -o $(IMAGE_OCI) $(IMAGE):$(VERSION) && echo "make image: saved as an OCI layout in $(IMAGE_OCI)"; fi
+	if [ -n "$(IMAGE_OCI)" ]; then rm -rf $(IMAGE_OCI) && podman $(STORAGE) save --quiet --format oci-dir -o $(IMAGE_OCI) $(IMAGE):$(VERSION) && echo "make image: saved as an OCI layout in $(IMAGE_OCI)"; fi
 
 # The deployment forms (deploy/): Kubernetes manifests decoded strictly and
 # rendered with the kustomize API, the systemd unit (systemd-analyze verify),

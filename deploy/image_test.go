@@ -57,16 +57,24 @@ func TestImageRunsFromItsOwnRootFilesystem(t *testing.T) {
 	}
 	dir := t.TempDir()
 	oci := filepath.Join(dir, "oci")
-	// A name of its own, removed afterwards: the test leaves no image in
-	// the machine's storage.
 	const name = "localhost/kvshadow-image-test"
-	make := exec.Command("make", "--no-print-directory", "-C", "..", "image", "IMAGE="+name, "IMAGE_OCI="+oci)
-	out, err := make.CombinedOutput()
-	t.Cleanup(func() {
-		_ = exec.Command("sh", "-c", "podman --storage-driver vfs images -q "+name+" | xargs -r podman --storage-driver vfs rmi -f").Run()
-	})
-	if err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
+	// podman's storage of the test's own, made as a user's first podman call
+	// made it: with a driver named (vfs), where buildah left to itself picks
+	// overlay, and with none, where podman refuses any call naming one.
+	var out []byte
+	for _, driver := range []string{"--storage-driver=vfs", ""} {
+		store := filepath.Join(dir, "store"+driver)
+		writeFile(t, store+".conf", "[storage]\ngraphroot = \""+store+"/root\"\nrunroot = \""+store+"/run\"\n")
+		t.Setenv("CONTAINERS_STORAGE_CONF", store+".conf")
+		if out, err := exec.Command("podman", strings.Fields(driver+" images")...).CombinedOutput(); err != nil {
+			t.Fatalf("podman %s images: %v\n%s", driver, err, out)
+		}
+		var err error
+		out, err = exec.Command("make", "--no-print-directory", "-C", "..", "image", "IMAGE="+name, "IMAGE_OCI="+oci).CombinedOutput()
+		t.Cleanup(func() { _ = exec.Command("podman", "rmi", "--all", "--force").Run() })
+		if err != nil {
+			t.Fatalf("make image into a store made by podman %s: %v\n%s", driver, err, out)
+		}
 	}
 	img := unpack(t, oci, filepath.Join(dir, "rootfs"))
 
