@@ -125,47 +125,8 @@
 // binary_in_shadow, too_large_for_bot, parity}.
 //
 // The kinds (the keys of "kinds", and each record's "kind"), what each
-// means and what to do about it, as every format prints them beside the
-// kinds it found (compare.Explain):
-//
-//   - match: both stores hold the same value, expiry and metadata (or neither
-//     holds the key). Do: nothing.
-//   - missing_in_shadow: Workers KV has the key, MongoDB does not: a copy
-//     never arrived, or the key predates the backfill. Do: repair
-//     (shadow-report --repair --apply copies it); many of them before the
-//     backfill is expected.
-//   - extra_in_shadow: MongoDB has a key Workers KV does not: a delete did
-//     not reach MongoDB, or something wrote MongoDB directly. Do: repair
-//     (deletes it from MongoDB); if it comes back, find what writes MongoDB
-//     around the layer.
-//   - value_mismatch: both stores have the key with different values: a copy
-//     was lost, or a writer went around the layer. Do: repair; if the same
-//     keys come back, find the other writer before the flip.
-//   - json_equivalent: the same JSON with other bytes (key order, spacing):
-//     the bot's getJSON reads them alike. Do: harmless for JSON readers;
-//     repair to make the bytes equal.
-//   - ttl_mismatch: the same value, expiries further apart than the
-//     tolerance, or an expiry on one side only. Do: repair (copies the
-//     expiry); if it recurs, a writer sets expiries otherwise.
-//   - expired_on_one_side: one store dropped the key a moment before the
-//     other would: clocks, not data. Do: nothing; it counts as agreeing.
-//   - primary_error: Workers KV could not be read, so nothing is known of the
-//     key. Do: check the error class, the token and the API budget, then run
-//     again.
-//   - shadow_error: MongoDB could not be read, so nothing is known of the
-//     key. Do: check MongoDB's reachability and the user's roles, then run
-//     again.
-//   - pending: written inside Workers KV's consistency window (about 60 s),
-//     or a repair of it is under way. Do: look again after the window; not a
-//     divergence.
-//   - inconclusive: a newer write of the key raced the comparison. Do:
-//     nothing; the next comparison of the key decides.
-//   - metadata_mismatch: the same value and expiry, different Workers KV
-//     metadata (the bot never sets it; REST clients may). Do: repair (copies
-//     the metadata).
-//   - suspected: a read differed, and the same difference has not yet held
-//     for a whole consistency window. Do: wait for verification: it becomes
-//     a divergence (the same difference a window later) or goes away.
+// means and what to do about it are compare.Explain's, which every format
+// prints beside the kinds it found, and docs/runbook.md's table.
 //
 // # Values that are not text
 //

@@ -312,32 +312,6 @@ func kindLines(r *Report) []string {
 	return lines
 }
 
-// binaryLines explain the values the shadow holds as BSON Binary.
-func binaryLines(r *Report) (title, note string) {
-	return callOutLines(r.Totals.BinaryInShadow, len(r.BinaryInShadow), "Values the JavaScript bot cannot read",
-		"a shadow value that is not valid UTF-8. MongoDB stores it as BSON Binary, which the JavaScript bot "+
-			"reads as an object, not a string", "rewrite them as text")
-}
-
-// largeLines explain the values too large for the bot's document shape.
-func largeLines(r *Report) (title, note string) {
-	return callOutLines(r.Totals.TooLargeForBot, len(r.TooLargeForBot), "Values too large for the JavaScript bot",
-		"a shadow value longer than one MongoDB document holds (16 MiB with its key). kvshadow keeps it in chunks, "+
-			"and the JavaScript bot, which reads the document's value field, reads the key as missing", "make the values smaller")
-}
-
-// callOutLines are the title and note of a call-out of n keys, listed of
-// them, each of which holds what, the bot's problem; do is the first
-// remedy.
-func callOutLines(n int64, listed int, title, what, do string) (string, string) {
-	if n == 0 {
-		return "", ""
-	}
-	return fmt.Sprintf("%s (%s)", title, group(n)),
-		fmt.Sprintf("%s %s. Parity counts these keys by their bytes, as the Go layer reads them; %s or keep the bot off MongoDB for them. %s listed.",
-			plural(n, "key holds"), what, do, group(int64(listed)))
-}
-
 // plural is "1 key holds" or "3 keys hold", "1 value" or "2 values".
 func plural(n int64, what string) string {
 	if n == 1 {
@@ -352,19 +326,30 @@ func plural(n int64, what string) string {
 
 // callOut is a section of keys the bot cannot read as the Go layer does.
 type callOut struct {
-	id, table, title, note string
-	records                []compare.Record
+	ID, Table, Title, Note string
+	Records                []compare.Record
 }
 
 // callOuts are the report's sections of such keys, in order: values that
 // are not text, values too large for the bot's document shape.
 func callOuts(r *Report) []callOut {
 	var out []callOut
-	if title, note := binaryLines(r); title != "" {
-		out = append(out, callOut{id: "binary-in-shadow", table: "binary", title: title, note: note, records: r.BinaryInShadow})
+	// add completes c, a call-out of n keys each of which holds what, the
+	// bot's problem; do is the first remedy.
+	add := func(n int64, c callOut, what, do string) {
+		if n == 0 {
+			return
+		}
+		c.Title = fmt.Sprintf("%s (%s)", c.Title, group(n))
+		c.Note = fmt.Sprintf("%s %s. Parity counts these keys by their bytes, as the Go layer reads them; %s or keep the bot off MongoDB for them. %s listed.",
+			plural(n, "key holds"), what, do, group(int64(len(c.Records))))
+		out = append(out, c)
 	}
-	if title, note := largeLines(r); title != "" {
-		out = append(out, callOut{id: "too-large-for-bot", table: "too-large", title: title, note: note, records: r.TooLargeForBot})
-	}
+	add(r.Totals.BinaryInShadow, callOut{ID: "binary-in-shadow", Table: "binary", Title: "Values the JavaScript bot cannot read", Records: r.BinaryInShadow},
+		"a shadow value that is not valid UTF-8. MongoDB stores it as BSON Binary, which the JavaScript bot "+
+			"reads as an object, not a string", "rewrite them as text")
+	add(r.Totals.TooLargeForBot, callOut{ID: "too-large-for-bot", Table: "too-large", Title: "Values too large for the JavaScript bot", Records: r.TooLargeForBot},
+		"a shadow value longer than one MongoDB document holds (16 MiB with its key). kvshadow keeps it in chunks, "+
+			"and the JavaScript bot, which reads the document's value field, reads the key as missing", "make the values smaller")
 	return out
 }

@@ -243,10 +243,6 @@ func countColumns() []column {
 func renderHTML(w io.Writer, r *Report) error {
 	bars, modAxis, inStep, more, inStepMore := moduleChart(r)
 	kinds, kindAxis := kindChart(r.Totals.Kinds, r.Totals.Compared)
-	var outs []htmlCallOut
-	for _, c := range callOuts(r) {
-		outs = append(outs, htmlCallOut{ID: c.id, Table: c.table, Title: c.title, Note: c.note, Records: c.records})
-	}
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
 		repair = &htmlRepair{
@@ -279,7 +275,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		Total                []string
 		Shown, Listed        int64
 		Sides                []SideInfo
-		CallOuts             []htmlCallOut
+		CallOuts             []callOut
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
@@ -287,14 +283,8 @@ func renderHTML(w io.Writer, r *Report) error {
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
 		Sides:    []SideInfo{r.Primary, r.Shadow},
-		CallOuts: outs,
+		CallOuts: callOuts(r),
 	})
-}
-
-// htmlCallOut is a call-out section (see callOuts) as the page shows it.
-type htmlCallOut struct {
-	ID, Table, Title, Note string
-	Records                []compare.Record
 }
 
 // htmlRepair is the before and after of an applied repair.
