@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -162,6 +163,9 @@ func keyAt(key *wireKey, field string, ms int64, now time.Time) (string, time.Ti
 	}
 	if err := kv.ValidateKey(key.s); err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	if strings.HasPrefix(key.s, kv.ReservedPrefix) { // no tee sends one (tee.js leaves them out): a forgery
+		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, ErrReservedKey)
 	}
 	at, err := stamp(field, ms, now)
 	return key.s, at, err

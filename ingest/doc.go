@@ -31,7 +31,9 @@
 // {"error": {"code": "<word>", "message": "..."}} with 400 (a batch that
 // breaks a rule: nothing of it is handed on; code invalid_key for a key
 // that is not valid UTF-8, raw or as a lone surrogate escape, which would
-// otherwise become U+FFFD and collide with another key), 401, 404 (unknown
+// otherwise become U+FFFD and collide with another key; reserved_key for a
+// key, of a copy or a read, under "__kvshadow:", kvshadow's own, which no tee
+// sends), 401, 404 (unknown
 // namespace), 405, 409 (the stage takes no copies: the tee then reads the
 // stage again), 413 (over a cap), 415, or 503 with Retry-After. Every 4xx
 // is counted by its code (Handler.Refused). From live on a copy is late,
@@ -49,7 +51,8 @@
 // exclude_prefixes the key prefixes the proxy leaves out of the migration
 // (--exclude-prefix), whose copies and reads the tee does not send. A copy
 // of such a key that arrives anyway is dropped and counted
-// (dualwrite.Stats.Excluded), never an error.
+// (dualwrite.Stats.Excluded), never an error; one under "__kvshadow:"
+// refuses its batch (reserved_key, above).
 //
 // A proxy over dual-write stores mounts it with the DualWrite sink, which
 // is also its StageReader:

@@ -270,6 +270,8 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		h.writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error(), 0)
 	case errors.Is(err, ErrKeyEncoding):
 		h.writeError(w, http.StatusBadRequest, "invalid_key", err.Error(), 0)
+	case errors.Is(err, ErrReservedKey):
+		h.writeError(w, http.StatusBadRequest, "reserved_key", err.Error(), 0)
 	case errors.Is(err, ErrInvalidBatch):
 		h.writeError(w, http.StatusBadRequest, "invalid_batch", err.Error(), 0)
 	case errors.Is(err, ErrUnknownNamespace):
@@ -308,7 +310,7 @@ func (h *Handler) writeError(w http.ResponseWriter, status int, code, message st
 
 // Refused returns how many requests the handler refused (answered 4xx),
 // by error code: unauthorized, method, content_type, too_large,
-// invalid_batch, invalid_key, unknown_namespace, stage, no_route,
+// invalid_batch, invalid_key, reserved_key, unknown_namespace, stage, no_route,
 // invalid_namespace.
 func (h *Handler) Refused() map[string]uint64 {
 	h.mu.Lock()

@@ -373,3 +373,35 @@ func TestIngestDrawsFromTheMemoryBudget(t *testing.T) {
 		t.Fatalf("with the budget free: %d %s, calls %d, in use %d", w.Code, w.Body, sink.calls, mem.InUse())
 	}
 }
+
+// A key under kv.ReservedPrefix (the stage key, which isolates cut off from
+// the proxy trust), in a copy or a read, however the JSON spells it, refuses
+// its batch whole: 400 reserved_key, counted, the sink never called.
+func TestIngestRefusesReservedKeys(t *testing.T) {
+	sink := &readRecorder{}
+	h := newHandler(t, sink, nil)
+	var n uint64
+	for _, key := range []string{`__kvshadow:stage`, `\u005f\u005fkvshadow\u003astage`, `__kvshadow:outbox`, `__kvshadow:`} {
+		for _, item := range []string{
+			fmt.Sprintf(`"copies":[{"key":"wordle:a","value":"dg==","acked_at":%d},{"key":"%s","value":"c2hhZG93","acked_at":%d}]`, ms, key, ms),
+			fmt.Sprintf(`"copies":[{"key":"%s","deleted":true,"acked_at":%d}]`, key, ms),
+			fmt.Sprintf(`"reads":[{"key":"%s","found":false,"read_at":%d}]`, key, ms),
+		} {
+			w := post(t, h, "{"+item+"}")
+			n++
+			if w.Code != http.StatusBadRequest || errorCode(t, w) != "reserved_key" || !strings.Contains(w.Body.String(), kv.ReservedPrefix) {
+				t.Fatalf("%s: status %d: %s", item, w.Code, w.Body)
+			}
+			if sink.calls != 0 || len(sink.reads) != 0 {
+				t.Fatalf("%s: a refused batch reached the sink", item)
+			}
+		}
+	}
+	if got := h.Refused()["reserved_key"]; got != n {
+		t.Fatalf("Refused()[reserved_key] = %d, want %d", got, n)
+	}
+	if _, err := ingest.Decode(strings.NewReader(fmt.Sprintf(`{"copies":[{"key":"__kvshadow:stage","value":"","acked_at":%d}]}`, ms)), ingest.Config{}, start); !errors.Is(err, ingest.ErrReservedKey) ||
+		!errors.Is(err, ingest.ErrInvalidBatch) || !errors.Is(err, kv.ErrInvalidKey) {
+		t.Fatalf("Decode: %v", err)
+	}
+}

@@ -250,10 +250,10 @@ func countRunes(s string, r rune) int {
 
 // keyList turns decoded keys into strings, checking each with the API's
 // codes.
-func keyList(keys []bodyKey) ([]string, *apiError) {
+func (s *Server) keyList(keys []bodyKey) ([]string, *apiError) {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		if e := checkKey(string(k)); e != nil {
+		if e := s.checkKey(string(k)); e != nil {
 			e.message = fmt.Sprintf("key %d: %s", i, e.message)
 			return nil, e
 		}

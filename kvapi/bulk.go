@@ -35,7 +35,7 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 	now := s.clock.Now()
 	entries := make([]kv.Entry, 0, len(pairs))
 	for i, p := range pairs {
-		e, ae := pairEntry(p, now)
+		e, ae := s.pairEntry(p, now)
 		if ae != nil {
 			ae.message = fmt.Sprintf("pair %d: %s", i, ae.message)
 			writeError(w, ae) // a refused batch writes nothing
@@ -57,12 +57,12 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 }
 
 // pairEntry checks one pair with the API's rules and codes.
-func pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
+func (s *Server) pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 	if p.Key == nil || p.Value == nil {
 		return kv.Entry{}, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: key and value are required")
 	}
 	key := string(*p.Key)
-	if e := checkKey(key); e != nil {
+	if e := s.checkKey(key); e != nil {
 		return kv.Entry{}, e
 	}
 	value := []byte(*p.Value)
@@ -145,7 +145,7 @@ func (s *Server) bulkDelete(w http.ResponseWriter, r *http.Request, req request)
 		writeError(w, e)
 		return
 	}
-	keys, e := keyList(raw)
+	keys, e := s.keyList(raw)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -32,7 +32,7 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
-	keys, e := checkBulkGet(&body)
+	keys, e := s.checkBulkGet(&body)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -69,7 +69,7 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 
 // checkBulkGet applies the request's rules: type text or json, 1..100
 // keys, each legal and named once.
-func checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
+func (s *Server) checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	switch {
 	case body.Type == "":
 		body.Type = "text"
@@ -82,7 +82,7 @@ func checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	case len(body.Keys) > MaxBulkGet:
 		return nil, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: %d keys, a bulk get takes at most %d", len(body.Keys), MaxBulkGet)
 	}
-	keys, e := keyList(body.Keys)
+	keys, e := s.keyList(body.Keys)
 	if e != nil {
 		return nil, e
 	}

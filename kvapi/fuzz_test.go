@@ -21,7 +21,8 @@ import (
 
 // FuzzServer sends arbitrary requests: the server never panics, never
 // answers a status outside the API's, and answers every refusal with an
-// envelope.
+// envelope. A front for clients (RefuseReserved) given the same request
+// leaves the keys under kv.ReservedPrefix of its store as they were.
 func FuzzServer(f *testing.F) {
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", nsPath("values/k"), ""},
@@ -36,6 +37,9 @@ func FuzzServer(f *testing.F) {
 		{"PUT", "/client/v4/accounts/" + account + "/storage/kv/namespaces/" + namespace, `{"title":"u"}`},
 		{"GET", "/client/v4/accounts/" + account + "/storage/kv/namespaces?page=2&per_page=5&order=title", ""},
 		{"GET", "/client/v4/memberships", ""},
+		{"PUT", nsPath("values/%5f%5Fkvshadow%3Astage"), "off"},
+		{"POST", nsPath("bulk/delete"), `["\u005f_kvshadow:stage"]`},
+		{"GET", nsPath("keys?prefix=__kvshadow%3a"), ""},
 	} {
 		f.Add(c.method, c.path, []byte(c.body))
 	}
@@ -50,6 +54,15 @@ func FuzzServer(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	guarded := memory.New(memory.Config{Clock: clk})
+	const stageKey = kv.ReservedPrefix + "stage"
+	if err := guarded.Put(f.Context(), stageKey, []byte("handover"), kv.PutOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	front, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: guarded}, AccountID: account, Clock: clk, RefuseReserved: true})
+	if err != nil {
+		f.Fatal(err)
+	}
 	statuses := map[int]bool{200: true, 400: true, 403: true, 404: true, 405: true, 413: true, 414: true, 429: true, 500: true, 503: true}
 	f.Fuzz(func(t *testing.T, method, path string, body []byte) {
 		u, err := url.ParseRequestURI(path)
@@ -59,6 +72,14 @@ func FuzzServer(f *testing.F) {
 		req := &http.Request{Method: method, URL: u, Header: http.Header{}, Body: httpBody(body), Host: "x"}
 		req = req.WithContext(t.Context())
 		rec := httptest.NewRecorder()
+		front.ServeHTTP(httptest.NewRecorder(), req.Clone(t.Context()))
+		if v, err := guarded.Get(t.Context(), stageKey); err != nil || string(v) != "handover" {
+			t.Fatalf("%s %s through the front: the stage key is %q, %v", method, path, v, err)
+		}
+		if res, err := guarded.List(t.Context(), kv.ListOptions{Prefix: kv.ReservedPrefix}); err != nil || len(res.Keys) != 1 {
+			t.Fatalf("%s %s through the front: reserved keys %q, %v", method, path, res.Keys, err)
+		}
+		req.Body = httpBody(body)
 		srv.ServeHTTP(rec, req)
 		if !statuses[rec.Code] {
 			t.Fatalf("%s %s: status %d", method, path, rec.Code)

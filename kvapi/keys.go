@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -73,6 +75,10 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, keyTooLong(len(prefix)))
 		return
 	}
+	if e := s.refuseReserved(prefix); e != nil {
+		writeError(w, e)
+		return
+	}
 	res, err := req.ns.store.List(r.Context(), kv.ListOptions{Prefix: prefix, Limit: limit, Cursor: storeCursor})
 	if err != nil {
 		writeError(w, storeError(err))
@@ -86,6 +92,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 	if err != nil {
 		writeError(w, storeError(err))
 		return
+	}
+	if s.reserved { // a prefix of kv.ReservedPrefix ("", "__kv") lists none of its keys
+		keys = slices.DeleteFunc(keys, func(k keyInfo) bool { return strings.HasPrefix(k.Name, kv.ReservedPrefix) })
 	}
 	info := &cursorInfo{Count: len(keys)}
 	if !res.Done {

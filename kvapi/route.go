@@ -164,7 +164,7 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 		if err != nil {
 			return request{}, errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: could not URL-decode it")
 		}
-		if e := checkKey(key); e != nil {
+		if e := s.checkKey(key); e != nil {
 			return request{}, e
 		}
 		req.key = key
@@ -178,8 +178,11 @@ func (s *Server) route(r *http.Request) (request, *apiError) {
 }
 
 // checkKey applies the key rules with the API's codes; the store checks
-// them again.
-func checkKey(key string) *apiError {
+// them again. Every route's keys pass here, decoded as the store gets them.
+func (s *Server) checkKey(key string) *apiError {
+	if e := s.refuseReserved(key); e != nil {
+		return e
+	}
 	if len(key) > kv.MaxKeySize {
 		return keyTooLong(len(key))
 	}
@@ -193,6 +196,16 @@ func checkKey(key string) *apiError {
 		return errorf(http.StatusBadRequest, CodeIllegalKey, "Illegal key name. Please use a different name.")
 	}
 	return nil
+}
+
+// refuseReserved refuses, on a front for clients (Config.RefuseReserved), a
+// key or list prefix under kv.ReservedPrefix: kvshadow's own keys, among them
+// the stage key that isolates cut off from the proxy trust.
+func (s *Server) refuseReserved(key string) *apiError {
+	if !s.reserved || !strings.HasPrefix(key, kv.ReservedPrefix) {
+		return nil
+	}
+	return errorf(http.StatusBadRequest, CodeIllegalKey, "Illegal key name: keys under %q are kvshadow's own; a client may not read, write, delete or list them.", kv.ReservedPrefix)
 }
 
 // keyTooLong is Workers KV's answer to a key or prefix over 512 bytes.

@@ -56,6 +56,13 @@ type Config struct {
 	// pay for is answered 503 with Retry-After. Nil means a budget of the
 	// Server's own of membudget.DefaultLimit; a process shares one.
 	Memory *membudget.Budget
+	// RefuseReserved makes the server a front for clients over namespaces
+	// where kvshadow keeps its own keys (kvshadow-proxy's): every key and list
+	// prefix under kv.ReservedPrefix is refused on every route (400 10042),
+	// and listings leave such keys out. Unset, the server stands in for
+	// Workers KV (the emulator) and serves them as Workers KV does:
+	// kvshadow-proxy writes its stage key through it.
+	RefuseReserved bool
 	// unguarded charges nothing to a memory budget: what the benchmark that
 	// prices the budget compares with.
 	unguarded bool
@@ -79,6 +86,7 @@ type Server struct {
 	clock    clock.Clock
 	faults   *Faults
 	memory   *membudget.Budget
+	reserved bool // Config.RefuseReserved
 	requests atomic.Int64
 
 	mu         sync.RWMutex
@@ -132,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		clock:      clock.OrReal(cfg.Clock),
 		faults:     f,
 		memory:     mem,
+		reserved:   cfg.RefuseReserved,
 		namespaces: namespaces,
 	}, nil
 }

@@ -244,7 +244,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
-		FixedNamespaces: fixedNamespaces(c), Memory: mem})
+		FixedNamespaces: fixedNamespaces(c), Memory: mem, RefuseReserved: true})
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/kvtest"
 	"github.com/kvshadow/kvshadow/tests/nodescript"
@@ -130,4 +132,40 @@ func TestConformanceThroughBridge(t *testing.T) {
 		},
 		ListsInfo: true, // workerd's KV lists each key's expiration and metadata
 	})
+}
+
+// The bridge in workerd, through cfkv (kvshadow-proxy's client of its
+// primary), serves what the proxy does with dualwrite.StageKey (writes
+// "handover", reads it back, deletes it) and refuses the rest, as the
+// proxy's front refuses clients: another value, a bulk write or delete, or
+// another key under kv.ReservedPrefix, each kv.ErrInvalidKey (400 10042).
+func TestBridgeServesTheProxysStageKeyAlone(t *testing.T) {
+	st := startBridge(t).store(t)
+	ctx := t.Context()
+	if err := st.Put(ctx, dualwrite.StageKey, []byte("handover"), kv.PutOptions{}); err != nil {
+		t.Fatalf("the proxy's write of %s: %v", dualwrite.StageKey, err)
+	}
+	for what, err := range map[string]error{
+		"Put shadow":         st.Put(ctx, dualwrite.StageKey, []byte("shadow"), kv.PutOptions{}),
+		"Put with a TTL":     st.Put(ctx, dualwrite.StageKey, []byte("handover"), kv.PutOptions{TTL: time.Hour}),
+		"PutMany":            st.PutMany(ctx, []kv.Entry{{Key: dualwrite.StageKey, Value: []byte("off")}}),
+		"DeleteMany":         st.DeleteMany(ctx, []string{dualwrite.StageKey}),
+		"Put of another key": st.Put(ctx, kv.ReservedPrefix+"outbox", []byte("v"), kv.PutOptions{}),
+		"GetMany":            func() error { _, err := st.GetMany(ctx, []string{dualwrite.StageKey}); return err }(),
+		"List by the prefix": func() error { _, err := st.List(ctx, kv.ListOptions{Prefix: kv.ReservedPrefix}); return err }(),
+		"GetMetadata":        func() error { _, err := st.GetMetadata(ctx, dualwrite.StageKey); return err }(),
+	} {
+		if !errors.Is(err, kv.ErrInvalidKey) {
+			t.Errorf("%s of a reserved key through the bridge: %v, want kv.ErrInvalidKey", what, err)
+		}
+	}
+	if v, err := st.Get(ctx, dualwrite.StageKey); err != nil || string(v) != "handover" {
+		t.Fatalf("the proxy's read of %s: %q, %v", dualwrite.StageKey, v, err)
+	}
+	if err := st.Delete(ctx, dualwrite.StageKey); err != nil {
+		t.Fatalf("the proxy's delete of %s: %v", dualwrite.StageKey, err)
+	}
+	if _, err := st.Get(ctx, dualwrite.StageKey); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("after the delete: %v", err)
+	}
 }

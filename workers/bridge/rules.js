@@ -9,12 +9,52 @@ import { ApiError, Code } from "./envelope.js";
 /** The longest TTL the project's contract accepts (kv.MaxTTL): 100 years. */
 const MAX_TTL = 100 * 365 * 24 * 3600;
 
-/** @param {string} key */
-export function checkKey(key) {
+/** The prefix of kvshadow's own keys in the bot's namespace (kv.ReservedPrefix). */
+export const RESERVED_PREFIX = "__kvshadow:";
+/** The one of them kvshadow-proxy reads, writes and deletes through the bridge (dualwrite.StageKey). */
+const STAGE_KEY = RESERVED_PREFIX + "stage";
+/** What kvshadow-proxy writes there: a stage from the handover on, without expiry or metadata. */
+const STAGE_MARKS = new Set(["handover", "live", "rampdown", "complete"]);
+
+/**
+ * Refuses a key or list prefix under RESERVED_PREFIX as kvshadow-proxy's
+ * front refuses it (400 10042), but STAGE_KEY where `stage` allows it (the
+ * values route).
+ * @param {string} key
+ * @param {boolean} [stage]
+ */
+export function refuseReserved(key, stage = false) {
+  if (key.startsWith(RESERVED_PREFIX) && !(stage && key === STAGE_KEY)) {
+    throw new ApiError(400, Code.illegalKey, `Illegal key name: keys under "${RESERVED_PREFIX}" are kvshadow's own; a client may not read, write, delete or list them.`);
+  }
+}
+
+/**
+ * @param {string} key
+ * @param {boolean} [stage] whether STAGE_KEY is served (refuseReserved)
+ */
+export function checkKey(key, stage = false) {
+  refuseReserved(key, stage);
   const n = byteLength(key);
   if (n > MAX_KEY_BYTES) throw new ApiError(414, Code.keyTooLong, `key too long: ${n} bytes, the limit is ${MAX_KEY_BYTES}`);
   if (key === "" || key === "." || key === "..") throw new ApiError(400, Code.illegalKey, "illegal key name");
   return key;
+}
+
+/**
+ * Refuses a write of STAGE_KEY other than kvshadow-proxy's own: a stage
+ * mark, without expiry or metadata. A tee cut off from the proxy serves its
+ * binding when the key says "shadow" or less, or is gone.
+ * @param {string} key
+ * @param {Uint8Array} value
+ * @param {{expirationTtl?: number, expiration?: number}} expiry
+ * @param {unknown} metadata
+ */
+export function checkStageWrite(key, value, expiry, metadata) {
+  if (key !== STAGE_KEY) return;
+  if (!STAGE_MARKS.has(new TextDecoder().decode(value)) || expiry.expiration || expiry.expirationTtl || metadata !== undefined) {
+    throw new ApiError(400, Code.illegalKey, `Illegal write of ${STAGE_KEY}: kvshadow-proxy writes only a stage from the handover on (${[...STAGE_MARKS].join(", ")}), without expiry or metadata.`);
+  }
 }
 
 /** @param {Uint8Array|ArrayBuffer} value */

@@ -12,7 +12,7 @@
 import { MAX_BULK_GET_KEYS, MAX_LIST_KEYS } from "./kvlimits.js";
 import { fromBase64 } from "./kvlimits.js";
 import { ApiError, Code, bindingError, fail, ok } from "./envelope.js";
-import { checkKey, checkValue, parseExpiry, parseMetadata } from "./rules.js";
+import { RESERVED_PREFIX, checkKey, checkStageWrite, checkValue, parseExpiry, parseMetadata, refuseReserved } from "./rules.js";
 
 /** The REST API's bulk write and delete limit. */
 const MAX_BULK_WRITE = 10_000;
@@ -100,7 +100,7 @@ async function route(request, env) {
     } catch {
       throw new ApiError(400, Code.illegalKey, "illegal key name: could not URL-decode it");
     }
-    checkKey(key);
+    checkKey(key, rest[0] === "values");
     if (rest[0] === "metadata") {
       if (m !== "GET") throw methodNotAllowed();
       return getMetadata(kv, key);
@@ -223,6 +223,7 @@ async function putValue(kv, key, request, url) {
  * @param {unknown} metadata
  */
 async function write(kv, key, value, expiry, metadata) {
+  checkStageWrite(key, value, expiry, metadata);
   const exp = expiry.expiration ?? (expiry.expirationTtl ? Math.floor(Date.now() / 1000) + expiry.expirationTtl : 0);
   if (exp > 2147483647) {
     throw new ApiError(400, Code.expiration, "invalid expiration: a Workers KV binding takes expirations up to 2147483647 (2038)");
@@ -245,8 +246,9 @@ async function listKeys(kv, url) {
   }
   const cursor = q.get("cursor") || undefined;
   const prefix = q.get("prefix") || undefined;
+  if (prefix) refuseReserved(prefix);
   const page = await kv.list({ prefix, limit, cursor });
-  const keys = page.keys.map((k) => {
+  const keys = page.keys.filter((k) => !k.name.startsWith(RESERVED_PREFIX)).map((k) => {
     /** @type {{name: string, expiration?: number, metadata?: unknown}} */
     const out = { name: k.name };
     if (k.expiration) out.expiration = k.expiration;
