@@ -165,7 +165,7 @@ func keyAt(key *wireKey, field string, ms int64, now time.Time) (string, time.Ti
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	if strings.HasPrefix(key.s, kv.ReservedPrefix) { // no tee sends one (tee.js leaves them out): a forgery
-		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, ErrReservedKey)
+		return "", time.Time{}, fmt.Errorf("%w: %w", ErrInvalidBatch, kv.ErrReservedKey)
 	}
 	at, err := stamp(field, ms, now)
 	return key.s, at, err

@@ -1,11 +1,6 @@
 package ingest
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/kvshadow/kvshadow/kv"
-)
+import "errors"
 
 // The errors of this package, checked with errors.Is.
 var (
@@ -18,10 +13,6 @@ var (
 	// lone surrogate escape); it matches ErrInvalidBatch and
 	// kv.ErrInvalidKey too. The handler answers 400 invalid_key.
 	ErrKeyEncoding = errors.New("ingest: key is not valid UTF-8")
-	// ErrReservedKey: a key of a batch is under kv.ReservedPrefix, which is
-	// kvshadow's own (the stage key); it matches ErrInvalidBatch and
-	// kv.ErrInvalidKey too. The handler answers 400 reserved_key.
-	ErrReservedKey = fmt.Errorf("%w: the key is under %s, which is kvshadow's own", kv.ErrInvalidKey, kv.ReservedPrefix)
 	// ErrTooLarge: a batch is over one of the Config's caps.
 	ErrTooLarge = errors.New("ingest: batch too large")
 	// ErrUnknownNamespace: a Sink or StageReader does not serve the

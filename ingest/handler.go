@@ -270,7 +270,7 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		h.writeError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error(), 0)
 	case errors.Is(err, ErrKeyEncoding):
 		h.writeError(w, http.StatusBadRequest, "invalid_key", err.Error(), 0)
-	case errors.Is(err, ErrReservedKey):
+	case errors.Is(err, kv.ErrReservedKey):
 		h.writeError(w, http.StatusBadRequest, "reserved_key", err.Error(), 0)
 	case errors.Is(err, ErrInvalidBatch):
 		h.writeError(w, http.StatusBadRequest, "invalid_batch", err.Error(), 0)

@@ -400,7 +400,7 @@ func TestIngestRefusesReservedKeys(t *testing.T) {
 	if got := h.Refused()["reserved_key"]; got != n {
 		t.Fatalf("Refused()[reserved_key] = %d, want %d", got, n)
 	}
-	if _, err := ingest.Decode(strings.NewReader(fmt.Sprintf(`{"copies":[{"key":"__kvshadow:stage","value":"","acked_at":%d}]}`, ms)), ingest.Config{}, start); !errors.Is(err, ingest.ErrReservedKey) ||
+	if _, err := ingest.Decode(strings.NewReader(fmt.Sprintf(`{"copies":[{"key":"__kvshadow:stage","value":"","acked_at":%d}]}`, ms)), ingest.Config{}, start); !errors.Is(err, kv.ErrReservedKey) ||
 		!errors.Is(err, ingest.ErrInvalidBatch) || !errors.Is(err, kv.ErrInvalidKey) {
 		t.Fatalf("Decode: %v", err)
 	}

@@ -12,6 +12,10 @@ import (
 // else it is told to exclude.
 const ReservedPrefix = "__kvshadow:"
 
+// ErrReservedKey reports a client's key under ReservedPrefix, where the
+// client-facing routes (kvapi's front, ingest) refuse it; it matches ErrInvalidKey.
+var ErrReservedKey = fmt.Errorf("%w: the key is under %s, which is kvshadow's own", ErrInvalidKey, ReservedPrefix)
+
 // Exclusions is a set of key prefixes left out of a migration (a bot's
 // own bookkeeping, such as "__retry:"), with ReservedPrefix always among
 // them. The zero value excludes ReservedPrefix alone.

@@ -32,7 +32,10 @@
 // arrive URL-encoded in the path and are decoded exactly once, so "a/../b",
 // "?", "#", "%", spaces and any Unicode are ordinary keys; a key in a JSON
 // body that is not valid UTF-8 is refused (10042), never decoded with
-// U+FFFD replacements that would make two keys one.
+// U+FFFD replacements that would make two keys one. Every route's keys, so
+// decoded, pass one check; on the proxy's front (Config.RefuseReserved) it
+// refuses kvshadow's own keys, which the emulator, standing in for Workers KV,
+// serves as Workers KV does.
 //
 // # Answers
 //
@@ -52,7 +55,10 @@
 //	400 10028           a list limit outside 10..1000
 //	400 10033 / 10034   a bad expiration / expiration_ttl
 //	400 10041           a cursor the server did not issue
-//	400 10042, 414 10030  an illegal key; a key (or a list prefix) over 512 bytes
+//	400 10042, 414 10030  an illegal key; a key (or a list prefix) over 512 bytes; on a
+//	                    front for clients (Config.RefuseReserved: kvshadow-proxy's),
+//	                    any key or list prefix under kv.ReservedPrefix ("Illegal key
+//	                    name: keys under "__kvshadow:" are kvshadow's own; ...")
 //	400 10012           a bulk value that is not base64
 //	413 10047, 400 10047  metadata over 1024 bytes; not JSON, or over a store without metadata
 //	413 10024           a body, a value or a bulk/get answer over its limit

@@ -5,9 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -92,9 +90,6 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, req request) {
 	if err != nil {
 		writeError(w, storeError(err))
 		return
-	}
-	if s.reserved { // a prefix of kv.ReservedPrefix ("", "__kv") lists none of its keys
-		keys = slices.DeleteFunc(keys, func(k keyInfo) bool { return strings.HasPrefix(k.Name, kv.ReservedPrefix) })
 	}
 	info := &cursorInfo{Count: len(keys)}
 	if !res.Done {

@@ -12,8 +12,7 @@ import (
 
 // The emulator serves kvshadow's own keys as Workers KV does (the proxy
 // writes its stage key through it); a front for clients over the same store
-// refuses them with 400 10042 and lists none of them, also on a page by a
-// prefix of the reserved prefix.
+// refuses them, and a listing by a prefix under them, with 400 10042.
 func TestRefuseReservedIsTheFrontsAlone(t *testing.T) {
 	emulator := newAPI(t, nil)
 	const stage = kv.ReservedPrefix + "stage"
@@ -35,20 +34,7 @@ func TestRefuseReservedIsTheFrontsAlone(t *testing.T) {
 		t.Fatalf("the refusal says %q", r.message)
 	}
 	wantError(t, "the front's listing under the prefix", front.do("GET", nsPath("keys?prefix=__kvshadow%3A"), nil), http.StatusBadRequest, kvapi.CodeIllegalKey)
-	for _, a := range []*api{emulator, front} {
-		for _, prefix := range []string{"", "__kv"} {
-			r := a.do("GET", nsPath("keys?prefix="+prefix), nil)
-			wantOK(t, "a listing", r)
-			want := 0 // the stage key on the emulator alone, wordle:a without a prefix
-			if a == emulator {
-				want++
-			}
-			if prefix == "" {
-				want++
-			}
-			if strings.Contains(string(r.env.Result), stage) != (a == emulator) || r.env.ResultInfo.Count != want {
-				t.Fatalf("listing by %q (front %t): %s", prefix, a == front, r.body)
-			}
-		}
+	if r := emulator.do("GET", nsPath("keys?prefix=__kvshadow%3A"), nil); r.status != 200 || !strings.Contains(string(r.body), stage) {
+		t.Fatalf("the emulator's listing: %d %s", r.status, r.body)
 	}
 }

@@ -58,9 +58,9 @@ type Config struct {
 	Memory *membudget.Budget
 	// RefuseReserved makes the server a front for clients over namespaces
 	// where kvshadow keeps its own keys (kvshadow-proxy's): every key and list
-	// prefix under kv.ReservedPrefix is refused on every route (400 10042),
-	// and listings leave such keys out. Unset, the server stands in for
-	// Workers KV (the emulator) and serves them as Workers KV does:
+	// prefix under kv.ReservedPrefix is refused on every route (400 10042);
+	// the dual-write store lists none of them. Unset, the server stands in
+	// for Workers KV (the emulator) and serves them as Workers KV does:
 	// kvshadow-proxy writes its stage key through it.
 	RefuseReserved bool
 	// unguarded charges nothing to a memory budget: what the benchmark that
