@@ -1,8 +1,6 @@
 package report
 
 import (
-	"time"
-
 	"github.com/kvshadow/kvshadow/compare"
 )
 
@@ -22,27 +20,27 @@ func (e *engine) report() *Report {
 		Shadow:        SideInfo{Name: e.shadow.name, Budget: e.shadow.budget.String(), Requests: reqs[1], Expiries: e.shadow.expiries()},
 		Scope:         e.cfg.Scope,
 		Options: Options{
-			TTLToleranceSeconds: tolerance(e.cfg.TTLTolerance).Seconds(),
+			TTLToleranceSeconds: orDefault(e.cfg.TTLTolerance, compare.DefaultTTLTolerance).Seconds(),
 			KeyPolicy:           e.cfg.KeyPolicy,
 			ExpiriesCompared:    e.expiries,
 			MinParity:           e.cfg.MinParity,
 			StableHashes:        e.cfg.KeyPolicy == compare.KeyHMAC && len(e.cfg.Secret) > 0,
 		},
 		Truth:              e.truth(),
-		Modules:            sortedModules(e.modules),
-		Divergences:        append(e.records[:0:0], e.records...),
-		DivergencesOmitted: e.omitted,
-		BinaryInShadow:     append(e.binary[:0:0], e.binary...),
-		BinaryOmitted:      e.binOmit,
-		TooLargeForBot:     append(e.large[:0:0], e.large...),
-		TooLargeOmitted:    e.bigOmit,
+		Modules:            sortedModules(e.Modules),
+		Divergences:        append(e.Records[:0:0], e.Records...),
+		DivergencesOmitted: e.Omitted,
+		BinaryInShadow:     append(e.Binary[:0:0], e.Binary...),
+		BinaryOmitted:      e.BinOmitted,
+		TooLargeForBot:     append(e.Large[:0:0], e.Large...),
+		TooLargeOmitted:    e.LargeOmit,
 	}
 	r.Totals.Kinds = newKindCounts()
 	for _, m := range r.Modules {
 		r.Totals.add(&m.Counts)
 	}
 	r.Totals.finish()
-	r.Totals.Excluded = e.excluded
+	r.Totals.Excluded = e.Excluded
 	agree := r.Totals.agreeing()
 	r.Parity = r.Totals.Parity
 	gated := r.Totals.Compared
@@ -53,7 +51,7 @@ func (e *engine) report() *Report {
 		r.Parity = parity(agree, gated)
 	}
 	if e.cfg.Repair.Enabled {
-		t := e.repair
+		t := e.Repair
 		rep := &RepairReport{
 			Applied: e.cfg.Repair.Apply, Authoritative: e.cfg.Repair.Authoritative,
 			RepairCounts: t, ParityAfter: r.Parity,
@@ -71,15 +69,4 @@ func (e *engine) report() *Report {
 	}
 	r.Passed = passes(agree, gated, e.cfg.MinParity)
 	return r
-}
-
-// tolerance mirrors compare.Options: zero is the default, negative exact.
-func tolerance(d time.Duration) time.Duration {
-	switch {
-	case d == 0:
-		return compare.DefaultTTLTolerance
-	case d < 0:
-		return 0
-	}
-	return d
 }

@@ -22,24 +22,13 @@ const checkpointVersion = 1
 // checkpoint is what a run saves to resume: its position and everything it
 // has committed. It holds raw keys (the position), so it is written 0600.
 type checkpoint struct {
-	Version     int                `json:"version"`
-	Fingerprint string             `json:"fingerprint"`
-	Secret      []byte             `json:"secret,omitempty"`
-	StartedAt   time.Time          `json:"started_at"`
-	SavedAt     time.Time          `json:"saved_at"`
-	Position    position           `json:"position"`
-	Scanned     int64              `json:"scanned"`
-	Excluded    int64              `json:"excluded,omitempty"`
-	Module      string             `json:"module"`
-	Modules     map[string]*Counts `json:"modules"`
-	Records     []compare.Record   `json:"records"`
-	Omitted     int64              `json:"omitted"`
-	Binary      []compare.Record   `json:"binary,omitempty"`
-	BinOmitted  int64              `json:"binary_omitted,omitempty"`
-	Large       []compare.Record   `json:"too_large,omitempty"`
-	LargeOmit   int64              `json:"too_large_omitted,omitempty"`
-	Repair      RepairCounts       `json:"repair"`
-	Requests    [2]Requests        `json:"requests"`
+	Version     int         `json:"version"`
+	Fingerprint string      `json:"fingerprint"`
+	Secret      []byte      `json:"secret,omitempty"`
+	StartedAt   time.Time   `json:"started_at"`
+	SavedAt     time.Time   `json:"saved_at"`
+	Requests    [2]Requests `json:"requests"`
+	committed
 }
 
 // fingerprint identifies what a run computes, so that a checkpoint is only
@@ -116,22 +105,17 @@ func (e *engine) resume() error {
 	e.resumed = true
 	e.secret = cp.Secret
 	e.startedAt = cp.StartedAt
-	e.position = cp.Position
-	e.scanned, e.baseline, e.module, e.excluded = cp.Scanned, cp.Scanned, cp.Module, cp.Excluded
-	if cp.Modules != nil {
-		e.modules = cp.Modules
+	e.committed, e.baseline = cp.committed, cp.Scanned
+	if e.Modules == nil {
+		e.Modules = make(map[string]*Counts)
 	}
-	for _, m := range e.modules {
+	for _, m := range e.Modules {
 		if m.Kinds == nil {
 			m.Kinds = newKindCounts()
 		}
 	}
-	e.records, e.omitted = cp.Records, cp.Omitted
-	e.binary, e.binOmit = cp.Binary, cp.BinOmitted
-	e.large, e.bigOmit = cp.Large, cp.LargeOmit
-	e.repair = cp.Repair
-	if e.repair.After == nil {
-		e.repair.After = newKindCounts()
+	if e.Repair.After == nil {
+		e.Repair.After = newKindCounts()
 	}
 	e.priorRequests = cp.Requests
 	e.notice("resuming from checkpoint %s: %d keys done, saved %s", path, cp.Scanned, cp.SavedAt.UTC().Format(time.RFC3339))
@@ -151,10 +135,7 @@ func (e *engine) maybeSave(force bool) error {
 	e.mu.Lock()
 	cp := checkpoint{
 		Version: checkpointVersion, Fingerprint: e.fingerprint, Secret: e.secret,
-		StartedAt: e.startedAt, SavedAt: now, Position: e.position,
-		Scanned: e.scanned, Excluded: e.excluded, Module: e.module, Modules: e.modules,
-		Records: e.records, Omitted: e.omitted, Binary: e.binary, BinOmitted: e.binOmit, Large: e.large, LargeOmit: e.bigOmit, Repair: e.repair,
-		Requests: e.requests(),
+		StartedAt: e.startedAt, SavedAt: now, Requests: e.requests(), committed: e.committed,
 	}
 	raw, err := json.Marshal(cp)
 	e.mu.Unlock()

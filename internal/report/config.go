@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -229,8 +230,8 @@ func (cfg Config) normalized() (Config, error) {
 	if c.Primary.Store == nil || c.Shadow.Store == nil {
 		return c, fmt.Errorf("%w: both stores are required", ErrConfig)
 	}
-	c.Primary.Name = orString(c.Primary.Name, string(Primary))
-	c.Shadow.Name = orString(c.Shadow.Name, string(Shadow))
+	c.Primary.Name = cmp.Or(c.Primary.Name, string(Primary))
+	c.Shadow.Name = cmp.Or(c.Shadow.Name, string(Shadow))
 	if c.Primary.Budget == (Budget{}) {
 		c.Primary.Budget = DefaultBudget
 	}
@@ -250,33 +251,18 @@ func (cfg Config) normalized() (Config, error) {
 		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c.KeyPolicy = pol
-	c.BatchSize = orInt(c.BatchSize, DefaultBatchSize)
-	c.ListLimit = orInt(c.ListLimit, kv.MaxListLimit)
-	c.Concurrency = orInt(c.Concurrency, DefaultConcurrency)
-	c.MaxModules = orInt(c.MaxModules, DefaultMaxModules)
-	c.CheckpointEvery = orDuration(c.CheckpointEvery, DefaultCheckpointEvery)
-	c.Repair.RecheckWindow = orDuration(c.Repair.RecheckWindow, DefaultRecheckWindow)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.ListLimit = cmp.Or(c.ListLimit, kv.MaxListLimit)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxModules = cmp.Or(c.MaxModules, DefaultMaxModules)
+	c.CheckpointEvery = cmp.Or(c.CheckpointEvery, DefaultCheckpointEvery)
+	c.Repair.RecheckWindow = cmp.Or(c.Repair.RecheckWindow, DefaultRecheckWindow)
 	if c.Settle < 0 {
 		return c, fmt.Errorf("%w: Settle must not be negative", ErrConfig)
 	}
-	switch {
-	case c.Retries == 0:
-		c.Retries = DefaultRetries
-	case c.Retries < 0:
-		c.Retries = 0
-	}
-	switch {
-	case c.MaxRecords == 0:
-		c.MaxRecords = DefaultMaxRecords
-	case c.MaxRecords < 0:
-		c.MaxRecords = 0
-	}
-	switch {
-	case c.MinParity == 0:
-		c.MinParity = 100
-	case c.MinParity < 0:
-		c.MinParity = 0
-	}
+	c.Retries = orDefault(c.Retries, DefaultRetries)
+	c.MaxRecords = orDefault(c.MaxRecords, DefaultMaxRecords)
+	c.MinParity = orDefault(c.MinParity, 100)
 	if c.Repair.Authoritative == "" {
 		c.Repair.Authoritative = Primary
 	}
@@ -299,8 +285,8 @@ func (cfg Config) normalized() (Config, error) {
 	case c.MinParity > 100:
 		return c, fmt.Errorf("%w: minimum parity %g%% outside 0..100", ErrConfig, c.MinParity)
 	}
-	c.Primary.BulkLimit = orInt(c.Primary.BulkLimit, c.BatchSize)
-	c.Shadow.BulkLimit = orInt(c.Shadow.BulkLimit, c.BatchSize)
+	c.Primary.BulkLimit = cmp.Or(c.Primary.BulkLimit, c.BatchSize)
+	c.Shadow.BulkLimit = cmp.Or(c.Shadow.BulkLimit, c.BatchSize)
 	if c.Scope, err = c.Scope.normalized(); err != nil {
 		return c, err
 	}
@@ -430,23 +416,14 @@ func (s Scope) excluded(key, module string) bool {
 	return false
 }
 
-func orInt(v, def int) int {
-	if v == 0 {
+// orDefault reads a Config field whose zero means def and whose negative
+// means none.
+func orDefault[T ~int | ~int64 | ~float64](v, def T) T {
+	switch {
+	case v == 0:
 		return def
-	}
-	return v
-}
-
-func orDuration(v, def time.Duration) time.Duration {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-func orString(v, def string) string {
-	if v == "" {
-		return def
+	case v < 0:
+		return 0
 	}
 	return v
 }

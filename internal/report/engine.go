@@ -27,19 +27,8 @@ type engine struct {
 
 	// Committed state, owned by the committer; progress reads a copy of
 	// the two counters under mu.
-	mu       sync.Mutex
-	scanned  int64 // union keys in scope, committed
-	excluded int64 // union keys in the ranges left out, committed
-	module   string
-	modules  map[string]*Counts
-	records  []compare.Record
-	omitted  int64
-	binary   []compare.Record
-	binOmit  int64
-	large    []compare.Record
-	bigOmit  int64
-	repair   RepairCounts
-	position position
+	mu sync.Mutex
+	committed
 	started  time.Time // of this process's run, for the rate
 	baseline int64     // scanned when this process started
 
@@ -49,6 +38,23 @@ type engine struct {
 	settleOmitted int64
 	settled       *SettleReport
 	left          []LeftKey
+}
+
+// committed is what a run has committed, in key order: what the checkpoint
+// keeps (it holds raw keys, the position).
+type committed struct {
+	Position   position           `json:"position"`
+	Scanned    int64              `json:"scanned"`            // union keys in scope
+	Excluded   int64              `json:"excluded,omitempty"` // union keys in the ranges left out
+	Module     string             `json:"module"`
+	Modules    map[string]*Counts `json:"modules"`
+	Records    []compare.Record   `json:"records"`
+	Omitted    int64              `json:"omitted"`
+	Binary     []compare.Record   `json:"binary,omitempty"`
+	BinOmitted int64              `json:"binary_omitted,omitempty"`
+	Large      []compare.Record   `json:"too_large,omitempty"`
+	LargeOmit  int64              `json:"too_large_omitted,omitempty"`
+	Repair     RepairCounts       `json:"repair"`
 }
 
 // Run scans both stores as cfg says and returns the report. It stops when
@@ -61,14 +67,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{cfg: c, ranges: c.Scope.ranges(), modules: make(map[string]*Counts)}
+	e := &engine{cfg: c, ranges: c.Scope.ranges(), committed: committed{Modules: make(map[string]*Counts)}}
 	e.primary = newSide(Primary, c.Primary, c.Retries, c.Clock, e.notice)
 	e.shadow = newSide(Shadow, c.Shadow, c.Retries, c.Clock, e.notice)
 	e.expiries = e.primary.expiries() && e.shadow.expiries()
 	e.fingerprint = fingerprint(c, e.ranges)
 	e.started = c.Clock.Now()
 	e.startedAt = e.started
-	e.repair.After = newKindCounts()
+	e.Repair.After = newKindCounts()
 	if err := e.resume(); err != nil {
 		return nil, err
 	}
@@ -130,7 +136,7 @@ func (e *engine) scan(outer context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(batches)
-		n, err := e.produce(ctx, e.position, batches, window)
+		n, err := e.produce(ctx, e.Position, batches, window)
 		errMu.Lock()
 		sent = n
 		errMu.Unlock()
@@ -205,16 +211,16 @@ func (e *engine) interrupted(cause, saveErr error) error {
 	where := "no checkpoint was configured, so a new run starts over"
 	switch {
 	case saveErr != nil:
-		return fmt.Errorf("%w after %d keys, and the checkpoint could not be saved: %w", ErrInterrupted, e.scanned, saveErr)
+		return fmt.Errorf("%w after %d keys, and the checkpoint could not be saved: %w", ErrInterrupted, e.Scanned, saveErr)
 	case e.cfg.Checkpoint != "":
 		where = "run again with the same checkpoint to resume"
 	}
-	return fmt.Errorf("%w after %d keys (%s): %w", ErrInterrupted, e.scanned, where, cause)
+	return fmt.Errorf("%w after %d keys (%s): %w", ErrInterrupted, e.Scanned, where, cause)
 }
 
 func (e *engine) failed(cause error) error {
 	if e.cfg.Checkpoint != "" && !errors.Is(cause, ErrCheckpoint) {
-		return fmt.Errorf("%w (the %d keys committed are in the checkpoint)", cause, e.scanned)
+		return fmt.Errorf("%w (the %d keys committed are in the checkpoint)", cause, e.Scanned)
 	}
 	return cause
 }
@@ -226,23 +232,23 @@ func (e *engine) commit(b *batch) {
 	// In the order met, so that the module cap falls alike on every run.
 	for _, name := range b.order {
 		c := b.counts[name]
-		m := e.modules[name]
+		m := e.Modules[name]
 		if m == nil {
-			if len(e.modules) >= e.cfg.MaxModules {
+			if len(e.Modules) >= e.cfg.MaxModules {
 				name = OtherModules
-				m = e.modules[name]
+				m = e.Modules[name]
 			}
 			if m == nil {
 				m = &Counts{Kinds: newKindCounts()}
-				e.modules[name] = m
+				e.Modules[name] = m
 			}
 		}
 		m.add(c)
 	}
-	e.records = keepRecords(e.records, &e.omitted, b.records, e.cfg.MaxRecords)
-	e.binary = keepRecords(e.binary, &e.binOmit, b.binary, e.cfg.MaxRecords)
-	e.large = keepRecords(e.large, &e.bigOmit, b.large, e.cfg.MaxRecords)
-	e.repair.add(&b.repair)
+	e.Records = keepRecords(e.Records, &e.Omitted, b.records, e.cfg.MaxRecords)
+	e.Binary = keepRecords(e.Binary, &e.BinOmitted, b.binary, e.cfg.MaxRecords)
+	e.Large = keepRecords(e.Large, &e.LargeOmit, b.large, e.cfg.MaxRecords)
+	e.Repair.add(&b.repair)
 	for _, d := range b.differing {
 		if len(e.differing) < DefaultMaxSettle {
 			e.differing = append(e.differing, d)
@@ -250,12 +256,12 @@ func (e *engine) commit(b *batch) {
 			e.settleOmitted++
 		}
 	}
-	e.scanned += b.consumed
-	e.excluded += b.excluded
+	e.Scanned += b.consumed
+	e.Excluded += b.excluded
 	if b.last != "" || b.consumed > 0 {
-		e.module = b.last
+		e.Module = b.last
 	}
-	e.position = b.pos
+	e.Position = b.pos
 }
 
 // keepRecords appends add to kept up to max records, and counts the rest in

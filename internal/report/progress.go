@@ -46,7 +46,7 @@ func (e *engine) startProgress() (stop func()) {
 // after releasing it.
 func (e *engine) drawProgress(w io.Writer) {
 	e.mu.Lock()
-	scanned, module := e.scanned, e.module
+	scanned, module := e.Scanned, e.Module
 	e.mu.Unlock()
 	line := e.progressLine(scanned, module, e.cfg.Clock.Now())
 	if e.cfg.ProgressLines {

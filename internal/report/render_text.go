@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +71,7 @@ func recordPart(title, note string, records []compare.Record, withError bool) pa
 	for _, d := range records {
 		row := []string{string(d.Kind), d.Key, digest(d.Primary), digest(d.Shadow)}
 		if withError {
-			row = append(row, orString(d.Error, "-"))
+			row = append(row, cmp.Or(d.Error, "-"))
 		}
 		p.rows = append(p.rows, row)
 	}

@@ -151,9 +151,9 @@ func (e *engine) settle(ctx context.Context) error {
 				e.left = append(e.left, LeftKey{Namespace: d.module, Key: e.redact.Key(d.key), Kind: d.kind, Reason: ReasonChanged})
 			}
 		}
-		m := e.modules[d.module]
+		m := e.Modules[d.module]
 		if m == nil {
-			m = e.modules[OtherModules]
+			m = e.Modules[OtherModules]
 		}
 		if m != nil {
 			m.Kinds[d.kind]--
@@ -161,8 +161,8 @@ func (e *engine) settle(ctx context.Context) error {
 		}
 		moved[e.redact.Key(d.key)] = kind
 	}
-	kept := e.records[:0]
-	for _, r := range e.records {
+	kept := e.Records[:0]
+	for _, r := range e.Records {
 		if k, ok := moved[r.Key]; ok && r.Kind.Divergent() {
 			if agrees(k) {
 				continue
@@ -171,7 +171,7 @@ func (e *engine) settle(ctx context.Context) error {
 		}
 		kept = append(kept, r)
 	}
-	e.records = kept
+	e.Records = kept
 	return nil
 }
 

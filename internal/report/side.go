@@ -136,32 +136,32 @@ func (s *side) fetch(ctx context.Context, keys []string) ([]compare.Observation,
 		return obs, nil
 	}
 	for i, k := range keys {
-		var e kv.Entry
-		err := s.do(ctx, &s.get, func(ctx context.Context) error {
-			var err error
-			if s.entries != nil {
-				e, err = s.entries.GetEntry(ctx, k)
-			} else {
-				e.Value, err = s.store.Get(ctx, k)
-			}
-			if errors.Is(err, kv.ErrNotFound) {
-				return nil
-			}
-			if err == nil {
-				e.Key = k
-			}
-			return err
-		})
+		e, err := s.getOne(ctx, k)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, kv.ErrNotFound):
 		case err != nil:
 			obs[i] = compare.Observation{Err: err}
-		case e.Key == k:
+		default:
 			obs[i] = compare.Observation{Found: true, Value: e.Value, Expiration: utc(e.Expiration), Metadata: e.Metadata}
 		}
 	}
 	return obs, nil
+}
+
+// getOne reads one key, with its expiry when the store gives it.
+func (s *side) getOne(ctx context.Context, key string) (e kv.Entry, err error) {
+	err = s.do(ctx, &s.get, func(ctx context.Context) error {
+		if s.entries != nil {
+			e, err = s.entries.GetEntry(ctx, key)
+		} else {
+			e = kv.Entry{Key: key}
+			e.Value, err = s.store.Get(ctx, key)
+		}
+		return err
+	})
+	return e, err
 }
 
 // fetchBulk reads keys in one bulk request when the answer fits in one
@@ -176,19 +176,8 @@ func (s *side) fetchBulk(ctx context.Context, keys []string, obs []compare.Obser
 		})
 		return got, err
 	}
-	one := func(ctx context.Context, key string) (e kv.Entry, err error) {
-		err = s.do(ctx, &s.get, func(ctx context.Context) error {
-			if s.entries != nil {
-				e, err = s.entries.GetEntry(ctx, key)
-			} else {
-				e.Value, err = s.store.Get(ctx, key)
-			}
-			return err
-		})
-		return e, err
-	}
 	lo := 0
-	return kv.ReadSplit(ctx, keys, many, one, func(part []string, got []kv.Entry, err error) error {
+	return kv.ReadSplit(ctx, keys, many, s.getOne, func(part []string, got []kv.Entry, err error) error {
 		at := lo
 		lo += len(part)
 		if err != nil {
@@ -213,58 +202,40 @@ func (s *side) fetchBulk(ctx context.Context, keys []string, obs []compare.Obser
 // writeAll puts entries (each with its absolute expiry, zero for none),
 // in bulk when the store can, and returns the keys that failed.
 func (s *side) writeAll(ctx context.Context, entries []kv.Entry) (failed []string, err error) {
+	write, size := func(ctx context.Context, c []kv.Entry) error { return kv.PutEntry(ctx, s.store, c[0]) }, 1
 	if s.puts != nil {
-		for lo := 0; lo < len(entries); lo += s.bulkLimit {
-			chunk := entries[lo:min(lo+s.bulkLimit, len(entries))]
-			werr := s.do(ctx, &s.put, func(ctx context.Context) error { return s.puts.PutMany(ctx, chunk) })
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if werr != nil {
-				for _, e := range chunk {
-					failed = append(failed, e.Key)
-				}
-			}
-		}
-		return failed, nil
+		write, size = s.puts.PutMany, s.bulkLimit
 	}
-	for _, e := range entries {
-		werr := s.do(ctx, &s.put, func(ctx context.Context) error {
-			return kv.PutEntry(ctx, s.store, e)
-		})
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if werr != nil {
-			failed = append(failed, e.Key)
-		}
-	}
-	return failed, nil
+	return chunked(ctx, entries, size, func(ctx context.Context, c []kv.Entry) error {
+		return s.do(ctx, &s.put, func(ctx context.Context) error { return write(ctx, c) })
+	}, func(e kv.Entry) string { return e.Key })
 }
 
 // deleteAll deletes keys, in bulk when the store can, and returns the keys
 // that failed.
 func (s *side) deleteAll(ctx context.Context, keys []string) (failed []string, err error) {
+	del, size := func(ctx context.Context, c []string) error { return s.store.Delete(ctx, c[0]) }, 1
 	if s.deletes != nil {
-		for lo := 0; lo < len(keys); lo += s.bulkLimit {
-			chunk := keys[lo:min(lo+s.bulkLimit, len(keys))]
-			derr := s.do(ctx, &s.del, func(ctx context.Context) error { return s.deletes.DeleteMany(ctx, chunk) })
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if derr != nil {
-				failed = append(failed, chunk...)
-			}
-		}
-		return failed, nil
+		del, size = s.deletes.DeleteMany, s.bulkLimit
 	}
-	for _, k := range keys {
-		derr := s.do(ctx, &s.del, func(ctx context.Context) error { return s.store.Delete(ctx, k) })
+	return chunked(ctx, keys, size, func(ctx context.Context, c []string) error {
+		return s.do(ctx, &s.del, func(ctx context.Context) error { return del(ctx, c) })
+	}, func(k string) string { return k })
+}
+
+// chunked writes items size at a time and returns the keys of the chunks
+// that failed; only the end of ctx fails the whole.
+func chunked[T any](ctx context.Context, items []T, size int, write func(context.Context, []T) error, key func(T) string) (failed []string, err error) {
+	for lo := 0; lo < len(items); lo += size {
+		chunk := items[lo:min(lo+size, len(items))]
+		werr := write(ctx, chunk)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if derr != nil {
-			failed = append(failed, k)
+		if werr != nil {
+			for _, it := range chunk {
+				failed = append(failed, key(it))
+			}
 		}
 	}
 	return failed, nil
