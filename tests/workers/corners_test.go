@@ -583,3 +583,61 @@ func TestCornerTwoReplicasOneLagging(t *testing.T) {
 func parseProxy(args []string, env map[string]string) (*service.Config, error) {
 	return service.Parse(args, func(k string) string { return env[k] })
 }
+
+// TestCornerAClientTampersWithTheStageKey: in handover, a client with the
+// clients' token tries to delete or rewrite __kvshadow:stage through the
+// proxy's front (each way issue 41 measured: DELETE, PUT "shadow" in another
+// encoding, both bulk deletes, a bulk write, a multipart write) and a copy
+// of it through the tee's endpoint: each is refused with 400, and the key the
+// proxy wrote through the bridge stays. After the flip an isolate cut off
+// from the proxy reads it from its binding and refuses its calls: nothing
+// acknowledged is lost.
+func TestCornerAClientTampersWithTheStageKey(t *testing.T) {
+	flags, lease := fenceFlags(t, shortFence, time.Second)
+	r := newRig(t, rigConfig{bots: 2, flags: flags})
+	r.must(r.put("bot1", "tamper:k", "in shadow"))
+	r.must(r.incr("bot1"))
+	r.must(r.incr("bot2"))
+	r.flip("handover")
+	const stageKey = "__kvshadow:stage"
+	ns := r.link.URL + "/client/v4/accounts/" + r.env["CLOUDFLARE_ACCOUNT_ID"] + "/storage/kv/namespaces/" + r.env["CLOUDFLARE_KV_NAMESPACE_ID"] + "/"
+	form := "--b\r\nContent-Disposition: form-data; name=\"value\"\r\n\r\nshadow\r\n--b--\r\n"
+	for _, c := range []struct{ method, url, ctype, body string }{
+		{"DELETE", ns + "values/" + stageKey, "", ""},
+		{"PUT", ns + "values/%5F%5Fkvshadow%3astage", "application/octet-stream", "shadow"},
+		{"PUT", ns + "values/__kvshadow%3Astage", "multipart/form-data; boundary=b", form},
+		{"DELETE", ns + "bulk", "application/json", `["` + stageKey + `"]`},
+		{"POST", ns + "bulk/delete", "application/json", `["` + stageKey + `"]`},
+		{"PUT", ns + "bulk", "application/json", `[{"key":"` + stageKey + `","value":"off"}]`},
+		{"POST", r.link.URL + service.TeePath + "ingest", "application/json",
+			fmt.Sprintf(`{"copies":[{"key":%q,"deleted":true,"acked_at":%d}]}`, stageKey, time.Now().UnixMilli())},
+	} {
+		req, _ := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+r.env["KVSHADOW_TOKEN"])
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("%s %s with the clients' token: %d, want 400", c.method, c.url, resp.StatusCode)
+		}
+	}
+	if v, err := r.primary.Get(t.Context(), stageKey); err != nil || string(v) != "handover" {
+		t.Fatalf("Workers KV's %s after the clients' calls: %q, %v", stageKey, v, err)
+	}
+	r.must(r.incr("bot1"))
+	r.flip("live")
+	r.must(r.incr("bot1"))
+	time.Sleep(lease + 100*time.Millisecond) // bot2's lease ends: it asks the proxy next
+	r.link.down.Store(true)
+	r.refusedCalls("bot2", "tamper:k", "kvshadow-proxy unreachable")
+	r.link.down.Store(false)
+	r.must(r.incr("bot2"))
+	r.must(r.put("bot1", "tamper:k", "in live"))
+	r.lost("MongoDB", "Workers KV")
+	r.report("a client tampers with the stage key")
+}
