@@ -11,44 +11,34 @@ import (
 
 // injection is a divergence the demo makes by writing around the dual-write
 // layer, as a forgotten script or a manual fix would; the report must find
-// exactly these.
+// exactly these. An empty value leaves that side alone.
 type injection struct {
-	key  string
-	kind compare.Kind
-	// primary and shadow write the key on each side; nil leaves that side
-	// alone.
-	primary, shadow func(ctx context.Context, s kv.Store, key string) error
-}
-
-func put(v string, opts kv.PutOptions) func(context.Context, kv.Store, string) error {
-	return func(ctx context.Context, s kv.Store, key string) error { return s.Put(ctx, key, []byte(v), opts) }
+	key             string
+	kind            compare.Kind
+	primary, shadow string
+	ttl             time.Duration // of the primary's value
 }
 
 // injections use keys the workload never touches, so no later write of the
 // bot's repairs them.
 var injections = []injection{
-	{key: "wordle:injected:value", kind: compare.ValueMismatch,
-		primary: put(`{"word":"apple"}`, kv.PutOptions{}), shadow: put(`{"word":"mango"}`, kv.PutOptions{})},
-	{key: "trading:injected:missing", kind: compare.MissingInShadow,
-		primary: put(`{"balance":10}`, kv.PutOptions{})},
-	{key: "loldle-emoji:injected:extra", kind: compare.ExtraInShadow,
-		shadow: put(`{"emoji":"🦊"}`, kv.PutOptions{})},
-	{key: "xo:injected:json", kind: compare.JSONEquivalent,
-		primary: put(`{"a":1,"b":[1,2]}`, kv.PutOptions{}), shadow: put(`{"b":[1,2.0], "a":1}`, kv.PutOptions{})},
-	{key: "misc:injected:ttl", kind: compare.TTLMismatch,
-		primary: put("x", kv.PutOptions{TTL: 2 * time.Hour}), shadow: put("x", kv.PutOptions{})},
+	{key: "wordle:injected:value", kind: compare.ValueMismatch, primary: `{"word":"apple"}`, shadow: `{"word":"mango"}`},
+	{key: "trading:injected:missing", kind: compare.MissingInShadow, primary: `{"balance":10}`},
+	{key: "loldle-emoji:injected:extra", kind: compare.ExtraInShadow, shadow: `{"emoji":"🦊"}`},
+	{key: "xo:injected:json", kind: compare.JSONEquivalent, primary: `{"a":1,"b":[1,2]}`, shadow: `{"b":[1,2.0], "a":1}`},
+	{key: "misc:injected:ttl", kind: compare.TTLMismatch, primary: "x", shadow: "x", ttl: 2 * time.Hour},
 }
 
 // inject writes every injection straight to the two stores.
 func inject(ctx context.Context, primary, shadow kv.Store) error {
 	for _, in := range injections {
-		if in.primary != nil {
-			if err := in.primary(ctx, primary, in.key); err != nil {
+		if in.primary != "" {
+			if err := primary.Put(ctx, in.key, []byte(in.primary), kv.PutOptions{TTL: in.ttl}); err != nil {
 				return fmt.Errorf("inject %s into the primary: %w", in.key, err)
 			}
 		}
-		if in.shadow != nil {
-			if err := in.shadow(ctx, shadow, in.key); err != nil {
+		if in.shadow != "" {
+			if err := shadow.Put(ctx, in.key, []byte(in.shadow), kv.PutOptions{}); err != nil {
 				return fmt.Errorf("inject %s into the shadow: %w", in.key, err)
 			}
 		}

@@ -21,13 +21,12 @@ func main() {
 // exitCode is 0 on success and on -help, 2 for a command line the demo
 // cannot run, 1 when the demo ran and something did not behave as designed.
 func exitCode(err error, stderr io.Writer) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "demo:", err)
-		return 2
 	}
 	fmt.Fprintln(stderr, "demo:", err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
 	return 1
 }

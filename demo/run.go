@@ -155,14 +155,7 @@ type demo struct {
 func (d *demo) timeline(ctx context.Context) error {
 	cfg, px, shadow, primary, mongo, st := d.cfg, d.px, d.shadow, d.primary, d.mongo, d.st
 	at := func(share float64) error {
-		t := time.NewTimer(time.Until(st.start.Add(time.Duration(share * float64(cfg.duration)))))
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return pause(ctx, time.Until(st.start.Add(time.Duration(share*float64(cfg.duration)))))
 	}
 	st.event("stage dualwrite: every write goes to Workers KV, then is copied to MongoDB")
 	if err := at(0.15); err != nil {
@@ -196,7 +189,7 @@ func (d *demo) timeline(ctx context.Context) error {
 	}
 	// The flip waits for the outage's dirty keys to be repaired, so live
 	// gets a span of its own from the moment it began.
-	if err := hold(ctx, cfg.duration/8); err != nil {
+	if err := pause(ctx, cfg.duration/8); err != nil {
 		return err
 	}
 	if err := walk(ctx, px, st,
@@ -208,7 +201,7 @@ func (d *demo) timeline(ctx context.Context) error {
 	if err := at(0.8); err != nil {
 		return err
 	}
-	if err := hold(ctx, cfg.duration/20); err != nil {
+	if err := pause(ctx, cfg.duration/20); err != nil {
 		return err
 	}
 	if err := inject(context.WithoutCancel(ctx), primary, mongo); err != nil {
@@ -235,18 +228,6 @@ func walk(ctx context.Context, px *proxy, st *status, moves ...move) error {
 		}
 	}
 	return nil
-}
-
-// hold waits d, or until ctx ends.
-func hold(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // flip moves the stage; one the proxy holds back (409: dirty keys left by

@@ -19,21 +19,8 @@
 // hardening as the proxy: timeouts, a bound on concurrent requests, body
 // limits, envelopes on every refusal.
 //
-// Flags:
-//
-//	-addr                 listen address; loopback only (default 127.0.0.1:8787)
-//	-account              the only account ID served; empty serves any
-//	-namespace            namespace IDs served from the start, comma-separated (default kv-emulator)
-//	-token-file           file holding the client token (else $KV_EMULATOR_TOKEN)
-//	-unauthenticated      serve without a client token (loopback only)
-//	-memory-budget SIZE   the process's memory budget (512MiB): past it a
-//	                      request gets 503 with Retry-After
-//	-latency              added to every request
-//	-write-rate-limit     refuse a second write to a key within a second (429)
-//	-fail-rate            share of requests answered with -fail-status (0..1)
-//	-fail-status          status of injected failures, 500..599 (default 503)
-//	-consistency-window   how long an edge location (X-Kvapi-Location header) serves what it cached
-//	-empty-pages          answer each list page that is not the last with an empty page first
+// Its flags (latency, a write rate limit, injected failures, a consistency
+// window, empty list pages, a memory budget) are listed by -help.
 //
 // -help prints this and exits 0; a mistake on the command line exits 2, any
 // other failure 1.
