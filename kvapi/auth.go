@@ -59,7 +59,8 @@ func CheckToken(tok string) error {
 // Authorization header (nor the legacy X-Auth-Key) is 400 with code
 // CodeMissingAuth; a header that is not a bearer token is 400 with
 // CodeInvalidHeaders and the error chain CodeBadAuthFormat; a token that is
-// not the server's is 403 with CodeAuthentication.
+// not the server's is 403 with CodeAuthentication (401 with
+// Config.WrongToken's message when set).
 func (s *Server) authorize(r *http.Request) *apiError {
 	if !s.RequiresToken() {
 		return nil
@@ -67,7 +68,7 @@ func (s *Server) authorize(r *http.Request) *apiError {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		if r.Header.Get("X-Auth-Key") != "" {
-			return errorf(http.StatusForbidden, CodeAuthentication, "Authentication error")
+			return s.refuseToken()
 		}
 		return errorf(http.StatusBadRequest, CodeMissingAuth, "Missing X-Auth-Key, X-Auth-Email or Authorization headers")
 	}
@@ -78,7 +79,14 @@ func (s *Server) authorize(r *http.Request) *apiError {
 		return e
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), s.token) != 1 {
-		return errorf(http.StatusForbidden, CodeAuthentication, "Authentication error")
+		return s.refuseToken()
 	}
 	return nil
+}
+
+func (s *Server) refuseToken() *apiError {
+	if s.refusal != "" {
+		return &apiError{status: http.StatusUnauthorized, code: CodeAuthentication, message: s.refusal}
+	}
+	return errorf(http.StatusForbidden, CodeAuthentication, "Authentication error")
 }

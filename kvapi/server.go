@@ -44,6 +44,11 @@ type Config struct {
 	// Server without a token unless told that it runs unauthenticated on
 	// loopback (ServeConfig.Unauthenticated).
 	Token string
+	// WrongToken, when set, is what a client whose token is not Token is
+	// told, answered 401 with code CodeAuthentication: a proxy's own reason,
+	// which Cloudflare's 403 "Authentication error" would hide. Empty
+	// answers as Cloudflare does.
+	WrongToken string
 	// Clock checks expirations and paces the faults; nil is the system
 	// clock. Share it with the stores' clock so both agree on "now".
 	Clock clock.Clock
@@ -81,6 +86,7 @@ type namespace struct {
 type Server struct {
 	account  string
 	token    []byte
+	refusal  string // Config.WrongToken
 	newStore func() kv.Store
 	fixed    string // FixedNamespaces, resolved
 	clock    clock.Clock
@@ -135,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	return &Server{
 		account:    cfg.AccountID,
 		token:      []byte(cfg.Token),
+		refusal:    cfg.WrongToken,
 		newStore:   cfg.NewStore,
 		fixed:      fixedMessage(cfg),
 		clock:      clock.OrReal(cfg.Clock),

@@ -244,7 +244,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
-		FixedNamespaces: fixedNamespaces(c), Memory: mem, RefuseReserved: true})
+		FixedNamespaces: fixedNamespaces(c), Memory: mem, RefuseReserved: true,
+		WrongToken: "kvshadow-proxy refused the token: it is not the proxy's clients' token (" + EnvToken + ")"})
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -640,4 +643,56 @@ func TestCornerAClientTampersWithTheStageKey(t *testing.T) {
 	r.must(r.put("bot1", "tamper:k", "in live"))
 	r.lost("MongoDB", "Workers KV")
 	r.report("a client tampers with the stage key")
+}
+
+// TestCornerWrongToken: a bot deployed with a token that is not the
+// proxy's clients' token. In shadow its writes are served by the binding
+// and every copy is refused: the proxy counts them (GET /stats and
+// kvshadow_ingest_refused_total, reason unauthorized), not only the
+// Worker's log. From the handover on, an isolate that routes through the
+// proxy when its token stops being the proxy's (the proxy restarted with
+// another) is told the proxy's own reason, a 401, not Cloudflare's 403
+// "Authentication error".
+func TestCornerWrongToken(t *testing.T) {
+	flags, _ := fenceFlags(t, shortFence, time.Second)
+	r := newRig(t, rigConfig{bots: 2, botVars: map[string]map[string]string{"bot2": {"KVSHADOW_TOKEN": "not-the-token"}}, flags: flags})
+	r.must(r.put("bot2", "wrong:k", "copy refused"))
+	var st admin.StatsView
+	if !until(30*time.Second, func() bool {
+		st, _ = r.adm.Stats(context.Background())
+		return st.Total.IngestRefused["unauthorized"] > 0
+	}) {
+		t.Fatalf("the proxy counted no refused copy: ingest_refused %v", st.Total.IngestRefused)
+	}
+	req, _ := http.NewRequest("GET", strings.TrimSuffix(r.adm.URL, "/")+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+r.adm.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if code := resp.StatusCode; err != nil || code != http.StatusOK || !regexp.MustCompile(`kvshadow_ingest_refused_total\{[^}]*kvshadow_refusal_reason="unauthorized"[^}]*\} [1-9]`).Match(metrics) {
+		t.Fatalf("GET /metrics: %d %v; no refused copy counted:\n%s", code, err, metrics)
+	}
+
+	r.flip("handover")
+	r.must(r.put("bot1", "wrong:k", "through the proxy"))
+	env := maps.Clone(r.env)
+	env["KVSHADOW_TOKEN"] = newToken()
+	api, _ := startProxy(t, env, "--instance", "replica-2", "--stage", "shadow", "--consistency-window", "0", "--poll-interval", "100ms")
+	r.link.mu.Lock()
+	r.link.targets = nil
+	r.link.mu.Unlock()
+	r.link.add(t, api)
+	const why = "401 kvshadow-proxy refused the token: it is not the proxy's clients' token (KVSHADOW_TOKEN)"
+	for _, call := range []func() error{
+		func() error { _, err := r.get("bot1", "wrong:k"); return err },
+		func() error { return r.put("bot1", "wrong:k", "refused") },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), why) {
+			t.Fatalf("bot1 with a token the proxy no longer takes: %v; want %q", err, why)
+		}
+	}
+	r.report("wrong token")
 }
