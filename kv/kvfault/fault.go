@@ -181,46 +181,41 @@ func clampRate(p float64) float64 {
 // SetLatency sets the added latency and its jitter; negative values count
 // as zero.
 func (s *Store) SetLatency(latency, jitter time.Duration) {
-	s.mu.Lock()
-	s.knobs.latency, s.knobs.jitter = max(latency, 0), max(jitter, 0)
-	s.mu.Unlock()
+	s.set(func(k *knobs) { k.latency, k.jitter = max(latency, 0), max(jitter, 0) })
 }
 
 // SetReplyLatency sets the delay of the answer after the wrapped store has
 // acted, and its jitter; negative values count as zero.
 func (s *Store) SetReplyLatency(latency, jitter time.Duration) {
-	s.mu.Lock()
-	s.knobs.reply, s.knobs.replyJit = max(latency, 0), max(jitter, 0)
-	s.mu.Unlock()
+	s.set(func(k *knobs) { k.reply, k.replyJit = max(latency, 0), max(jitter, 0) })
 }
 
 // SetErrorRate sets the probability that a call fails, clamped to 0..1.
 func (s *Store) SetErrorRate(p float64) {
-	s.mu.Lock()
-	s.knobs.errorRate = clampRate(p)
-	s.mu.Unlock()
+	s.set(func(k *knobs) { k.errorRate = clampRate(p) })
 }
 
 // SetOutage turns the outage on or off.
 func (s *Store) SetOutage(on bool) {
-	s.mu.Lock()
-	s.knobs.outage = on
-	s.mu.Unlock()
+	s.set(func(k *knobs) { k.outage = on })
 }
 
 // SetStaleRate sets the probability that a read returns the older value,
 // clamped to 0..1.
 func (s *Store) SetStaleRate(p float64) {
-	s.mu.Lock()
-	s.knobs.staleRate = clampRate(p)
-	s.mu.Unlock()
+	s.set(func(k *knobs) { k.staleRate = clampRate(p) })
 }
 
 // SetStaleWindow sets how long after a key's write its reads may be stale
 // (Config.StaleWindow); zero means at any age.
 func (s *Store) SetStaleWindow(d time.Duration) {
+	s.set(func(k *knobs) { k.staleWindow = max(d, 0) })
+}
+
+// set turns knobs under the lock.
+func (s *Store) set(turn func(*knobs)) {
 	s.mu.Lock()
-	s.knobs.staleWindow = max(d, 0)
+	turn(&s.knobs)
 	s.mu.Unlock()
 }
 

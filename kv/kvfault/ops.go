@@ -49,41 +49,57 @@ func (s *Store) read(ctx context.Context, key string, get func(context.Context) 
 	return get(ctx)
 }
 
-// Put implements kv.Store.
-func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+// write makes one write call (invalid: its input's refusal) with the faults
+// of any write, and remembers the versions of the keys a call the wrapped
+// store accepted wrote.
+func (s *Store) write(ctx context.Context, invalid error, call func(context.Context) error, versions []version) error {
 	s.writes.Add(1)
-	now := s.clock.Now()
-	if err := kv.ValidatePut(key, value, opts, now); err != nil {
-		return err
+	if invalid != nil {
+		return invalid
 	}
 	p, err := s.begin(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer s.end(p)
-	if err := s.inner.Put(ctx, key, value, opts); err != nil {
+	if err := call(ctx); err != nil {
 		return err
 	}
-	s.remember(key, version{found: true, entry: kv.Entry{Key: key, Value: append([]byte{}, value...), Expiration: opts.ExpiresAt(now)}})
+	for _, v := range versions {
+		v.entry = cloneEntry(v.entry)
+		s.remember(v.entry.Key, v)
+	}
 	return nil
+}
+
+// puts and deletes are the versions write remembers of the keys written.
+func puts(entries ...kv.Entry) []version {
+	out := make([]version, len(entries))
+	for i, e := range entries {
+		out[i] = version{found: true, entry: e}
+	}
+	return out
+}
+
+func deletes(keys ...string) []version {
+	out := make([]version, len(keys))
+	for i, k := range keys {
+		out[i] = version{entry: kv.Entry{Key: k}}
+	}
+	return out
+}
+
+// Put implements kv.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
+	now := s.clock.Now()
+	put := func(ctx context.Context) error { return s.inner.Put(ctx, key, value, opts) }
+	return s.write(ctx, kv.ValidatePut(key, value, opts, now), put, puts(kv.Entry{Key: key, Value: value, Expiration: opts.ExpiresAt(now)}))
 }
 
 // Delete implements kv.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	s.writes.Add(1)
-	if err := kv.ValidateKey(key); err != nil {
-		return err
-	}
-	p, err := s.begin(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer s.end(p)
-	if err := s.inner.Delete(ctx, key); err != nil {
-		return err
-	}
-	s.remember(key, version{})
-	return nil
+	del := func(ctx context.Context) error { return s.inner.Delete(ctx, key) }
+	return s.write(ctx, kv.ValidateKey(key), del, deletes(key))
 }
 
 // List implements kv.Store. Listings are never stale.
@@ -173,20 +189,8 @@ func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, e
 // putEntry writes e through the wrapped store's kv.MetadataStore. Only the
 // store Exact returns has it, exactly when the wrapped store does.
 func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
-	s.writes.Add(1)
-	if err := kv.ValidateEntry(e, s.clock.Now()); err != nil {
-		return err
-	}
-	p, err := s.begin(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer s.end(p)
-	if err := s.inner.(kv.MetadataStore).PutEntry(ctx, e); err != nil {
-		return err
-	}
-	s.remember(e.Key, version{found: true, entry: cloneEntry(e)})
-	return nil
+	put := func(ctx context.Context) error { return s.inner.(kv.MetadataStore).PutEntry(ctx, e) }
+	return s.write(ctx, kv.ValidateEntry(e, s.clock.Now()), put, puts(e))
 }
 
 func cloneEntry(e kv.Entry) kv.Entry {
@@ -214,22 +218,8 @@ func (s *Store) putMany(ctx context.Context, entries []kv.Entry) error {
 	if !ok {
 		return ErrUnsupported
 	}
-	s.writes.Add(1)
-	if err := kv.ValidateEntries(entries, s.clock.Now()); err != nil {
-		return err
-	}
-	p, err := s.begin(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer s.end(p)
-	if err := bp.PutMany(ctx, entries); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s.remember(e.Key, version{found: true, entry: cloneEntry(e)})
-	}
-	return nil
+	put := func(ctx context.Context) error { return bp.PutMany(ctx, entries) }
+	return s.write(ctx, kv.ValidateEntries(entries, s.clock.Now()), put, puts(entries...))
 }
 
 // DeleteMany implements kv.BulkDeleter when the wrapped store does.
@@ -238,20 +228,6 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if !ok {
 		return ErrUnsupported
 	}
-	s.writes.Add(1)
-	if err := kv.ValidateKeys(keys); err != nil {
-		return err
-	}
-	p, err := s.begin(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer s.end(p)
-	if err := bd.DeleteMany(ctx, keys); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		s.remember(k, version{})
-	}
-	return nil
+	del := func(ctx context.Context) error { return bd.DeleteMany(ctx, keys) }
+	return s.write(ctx, kv.ValidateKeys(keys), del, deletes(keys...))
 }
