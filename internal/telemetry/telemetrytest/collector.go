@@ -45,24 +45,16 @@ func StartHTTPCollector(t testing.TB) *Collector {
 	c := &Collector{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
-		req := &coltracepb.ExportTraceServiceRequest{}
-		if !c.decode(w, r, req) {
-			return
+		if req := (&coltracepb.ExportTraceServiceRequest{}); c.decode(w, r, req) {
+			c.add(req)
+			reply(w, &coltracepb.ExportTraceServiceResponse{})
 		}
-		c.mu.Lock()
-		c.traces = append(c.traces, req)
-		c.mu.Unlock()
-		reply(w, &coltracepb.ExportTraceServiceResponse{})
 	})
 	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
-		req := &colmetricpb.ExportMetricsServiceRequest{}
-		if !c.decode(w, r, req) {
-			return
+		if req := (&colmetricpb.ExportMetricsServiceRequest{}); c.decode(w, r, req) {
+			c.add(req)
+			reply(w, &colmetricpb.ExportMetricsServiceResponse{})
 		}
-		c.mu.Lock()
-		c.metrics = append(c.metrics, req)
-		c.mu.Unlock()
-		reply(w, &colmetricpb.ExportMetricsServiceResponse{})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -95,6 +87,18 @@ func (c *Collector) decode(w http.ResponseWriter, r *http.Request, m proto.Messa
 	return true
 }
 
+// add keeps a request, of traces or of metrics.
+func (c *Collector) add(m proto.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch req := m.(type) {
+	case *coltracepb.ExportTraceServiceRequest:
+		c.traces = append(c.traces, req)
+	case *colmetricpb.ExportMetricsServiceRequest:
+		c.metrics = append(c.metrics, req)
+	}
+}
+
 func reply(w http.ResponseWriter, m proto.Message) {
 	b, _ := proto.Marshal(m)
 	w.Header().Set("Content-Type", "application/x-protobuf")
@@ -124,9 +128,6 @@ type grpcTraces struct {
 
 func (g grpcTraces) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	g.c.keep(ctx, req)
-	g.c.mu.Lock()
-	g.c.traces = append(g.c.traces, req)
-	g.c.mu.Unlock()
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
@@ -137,14 +138,11 @@ type grpcMetrics struct {
 
 func (g grpcMetrics) Export(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
 	g.c.keep(ctx, req)
-	g.c.mu.Lock()
-	g.c.metrics = append(g.c.metrics, req)
-	g.c.mu.Unlock()
 	return &colmetricpb.ExportMetricsServiceResponse{}, nil
 }
 
-// keep records a gRPC request's metadata as headers and its encoding as the
-// raw body.
+// keep records a gRPC request: its metadata as headers, its encoding as
+// the raw body.
 func (c *Collector) keep(ctx context.Context, m proto.Message) {
 	h := http.Header{}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
@@ -159,6 +157,7 @@ func (c *Collector) keep(ctx context.Context, m proto.Message) {
 	c.headers = append(c.headers, h)
 	c.raw = append(c.raw, b)
 	c.mu.Unlock()
+	c.add(m)
 }
 
 // Spans returns every span received.
