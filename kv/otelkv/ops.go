@@ -75,21 +75,21 @@ func (s *Store) putEntry(ctx context.Context, e kv.Entry) error {
 }
 
 func (s *Store) getMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
-	c := s.begin(ctx, opGetMany, moduleOfKeys(keys), "")
+	c := s.begin(ctx, opGetMany, moduleOf(keys, keyOf), "")
 	es, err := s.inner.(kv.BulkGetter).GetMany(c.ctx, keys)
 	s.end(c, err, semconv.DBOperationBatchSize(len(keys)), semconv.DBResponseReturnedRows(len(es)))
 	return es, err
 }
 
 func (s *Store) putMany(ctx context.Context, entries []kv.Entry) error {
-	c := s.begin(ctx, opPutMany, moduleOfEntries(entries), "")
+	c := s.begin(ctx, opPutMany, moduleOf(entries, entryKey), "")
 	err := s.inner.(kv.BulkPutter).PutMany(c.ctx, entries)
 	s.end(c, err, semconv.DBOperationBatchSize(len(entries)))
 	return err
 }
 
 func (s *Store) deleteMany(ctx context.Context, keys []string) error {
-	c := s.begin(ctx, opDeleteMany, moduleOfKeys(keys), "")
+	c := s.begin(ctx, opDeleteMany, moduleOf(keys, keyOf), "")
 	err := s.inner.(kv.BulkDeleter).DeleteMany(c.ctx, keys)
 	s.end(c, err, semconv.DBOperationBatchSize(len(keys)))
 	return err

@@ -1,6 +1,7 @@
 package otelkv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -137,10 +138,7 @@ func newStore(s kv.Store, cfg Config, opts []Option) (*Store, error) {
 			return nil, fmt.Errorf("otelkv: %w", err)
 		}
 	}
-	system := cfg.System
-	if system == "" {
-		system = "other"
-	}
+	system := cmp.Or(cfg.System, "other")
 	st := &Store{
 		inner:    s,
 		cfg:      cfg,

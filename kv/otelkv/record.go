@@ -90,29 +90,20 @@ func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
 	c.span.End()
 }
 
-// moduleOfKeys is the module all keys share, or "" when they span several.
-func moduleOfKeys(keys []string) string {
-	if len(keys) == 0 {
+// moduleOf is the module the keys of all items share, or "" when they span
+// several.
+func moduleOf[T any](items []T, key func(T) string) string {
+	if len(items) == 0 {
 		return ""
 	}
-	mod := kv.ModuleOf(keys[0])
-	for _, k := range keys[1:] {
-		if kv.ModuleOf(k) != mod {
+	mod := kv.ModuleOf(key(items[0]))
+	for _, it := range items[1:] {
+		if kv.ModuleOf(key(it)) != mod {
 			return ""
 		}
 	}
 	return mod
 }
 
-func moduleOfEntries(entries []kv.Entry) string {
-	if len(entries) == 0 {
-		return ""
-	}
-	mod := kv.ModuleOf(entries[0].Key)
-	for _, e := range entries[1:] {
-		if kv.ModuleOf(e.Key) != mod {
-			return ""
-		}
-	}
-	return mod
-}
+func keyOf(k string) string      { return k }
+func entryKey(e kv.Entry) string { return e.Key }
