@@ -279,14 +279,6 @@ func (h *Hold) Err() error {
 	return h.err
 }
 
-// GrowTo takes what the request needs beyond what it holds to hold n.
-func (h *Hold) GrowTo(n int64) error {
-	if h == nil {
-		return nil
-	}
-	return h.Grow(n - h.n)
-}
-
 // Release gives back all the request holds.
 func (h *Hold) Release() {
 	if h == nil {

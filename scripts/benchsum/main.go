@@ -33,32 +33,32 @@ func main() {
 	var pairs diffs
 	flag.Var(&pairs, "diff", "A=B: also print A's metrics less B's, run by run (repeatable)")
 	flag.Parse()
+	if err := run(flag.Args(), pairs); err != nil {
+		fmt.Fprintln(os.Stderr, "benchsum:", err)
+		os.Exit(2)
+	}
+}
+
+func run(inputs []string, pairs diffs) error {
 	set := newResults()
-	inputs := flag.Args()
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
 	}
 	for _, name := range inputs {
 		if err := readInput(set, name); err != nil {
-			fmt.Fprintln(os.Stderr, "benchsum:", err)
-			os.Exit(2)
+			return err
 		}
 	}
 	for _, p := range pairs {
 		a, b, ok := strings.Cut(p, "=")
 		if !ok {
-			fmt.Fprintf(os.Stderr, "benchsum: -diff %q: want A=B\n", p)
-			os.Exit(2)
+			return fmt.Errorf("-diff %q: want A=B", p)
 		}
 		if err := set.diff(a, b); err != nil {
-			fmt.Fprintln(os.Stderr, "benchsum:", err)
-			os.Exit(2)
+			return err
 		}
 	}
-	if err := set.print(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "benchsum:", err)
-		os.Exit(2)
-	}
+	return set.print(os.Stdout)
 }
 
 func readInput(set *results, name string) error {
