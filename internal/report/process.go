@@ -103,14 +103,12 @@ func (e *engine) observe(ctx context.Context, keys []candidate) ([]observed, err
 		if c.inShadow {
 			out[i].shadow, so = so[0], so[1:]
 		}
-		if !e.expiries {
-			out[i].primary.Expiration, out[i].shadow.Expiration = time.Time{}, time.Time{}
-		}
 	}
 	return out, nil
 }
 
-// fetchBoth reads pk from the primary and sk from the shadow concurrently.
+// fetchBoth reads pk from the primary and sk from the shadow concurrently;
+// without expiries on both sides, none is kept.
 func (e *engine) fetchBoth(ctx context.Context, pk, sk []string) (po, so []compare.Observation, err error) {
 	done := make(chan error, 1)
 	go func() {
@@ -125,6 +123,13 @@ func (e *engine) fetchBoth(ctx context.Context, pk, sk []string) (po, so []compa
 	}
 	if serr != nil {
 		return nil, nil, serr
+	}
+	if !e.expiries {
+		for _, o := range [][]compare.Observation{po, so} {
+			for i := range o {
+				o[i].Expiration = time.Time{}
+			}
+		}
 	}
 	return po, so, nil
 }

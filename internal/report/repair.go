@@ -112,11 +112,7 @@ func (e *engine) recheck(ctx context.Context, keys []string, written Role, t *Re
 		t.After = newKindCounts()
 	}
 	for i := range keys {
-		p, s := po[i], so[i]
-		if !e.expiries {
-			p.Expiration, s.Expiration = time.Time{}, time.Time{}
-		}
-		kind := compare.Classify(p, s, opts)
+		kind := compare.Classify(po[i], so[i], opts)
 		t.Rechecked++
 		t.After[kind]++
 		switch {

@@ -130,9 +130,6 @@ func (e *engine) settle(ctx context.Context) error {
 	moved := map[string]compare.Kind{} // redacted key: its kind now
 	for i, d := range keys {
 		p, s := po[i], so[i]
-		if !e.expiries {
-			p.Expiration, s.Expiration = time.Time{}, time.Time{}
-		}
 		rep.Rechecked++
 		kind := compare.Classify(p, s, opts)
 		switch {
