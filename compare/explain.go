@@ -39,11 +39,48 @@ var explanations = map[Kind]Explanation{
 		"wait for verification: it becomes a divergence (the same difference a window later) or goes away"},
 }
 
-// Explain returns what k means and what to do about it; an unknown kind
-// gets an explanation that says so.
-func Explain(k Kind) Explanation {
-	if e, ok := explanations[k]; ok {
-		return e
+// Authority is which store the advice takes as the truth, as the stage
+// says: what a repair copies from, and what a difference means.
+type Authority uint8
+
+const (
+	// PrimaryAuthority: Workers KV is authoritative and MongoDB its copy
+	// (off to handover).
+	PrimaryAuthority Authority = iota
+	// ShadowAuthority: MongoDB is authoritative and Workers KV its copy
+	// (live, rampdown).
+	ShadowAuthority
+	// ShadowAlone: MongoDB alone is written (complete); Workers KV falls
+	// behind, as expected.
+	ShadowAlone
+)
+
+// shadowTruth replaces the kinds whose meaning and repair turn round when
+// MongoDB is authoritative.
+var shadowTruth = map[Kind]Explanation{
+	MissingInShadow: {"Workers KV has a key MongoDB (authoritative) does not: a delete's copy did not reach Workers KV, or something wrote Workers KV around the proxy",
+		"repair (deletes it from Workers KV); if it comes back, find what writes Workers KV around the proxy"},
+	ExtraInShadow: {"MongoDB (authoritative) has a key Workers KV does not: its copy to Workers KV never arrived",
+		"repair (copies it into Workers KV), which the way back needs"},
+	ValueMismatch: {"both stores have the key with different values: a copy to Workers KV was lost, or a writer went around the proxy",
+		"repair (copies MongoDB's value into Workers KV); if the same keys come back, find the other writer"},
+}
+
+// behind is every difference's advice after complete.
+const behind = "nothing: after complete Workers KV is no longer written and falls behind MongoDB, as expected (a repair would copy MongoDB over it, which nothing reads)"
+
+// Explain returns what k means and what to do about it, a being the store
+// taken as the truth; an unknown kind gets an explanation that says so.
+func Explain(k Kind, a Authority) Explanation {
+	e, ok := explanations[k]
+	if !ok {
+		return Explanation{Meaning: "a kind this version does not know", Action: "upgrade the tool that reads it"}
 	}
-	return Explanation{Meaning: "a kind this version does not know", Action: "upgrade the tool that reads it"}
+	if s, ok := shadowTruth[k]; ok && a != PrimaryAuthority {
+		e = s
+	}
+	if a == ShadowAlone && (k.Divergent() || k == PrimaryError) {
+		e.Action = behind
+	}
+	return e
 }

@@ -12,21 +12,78 @@ import (
 )
 
 // Every kind is explained, in one line with what to do, in the same words
-// in every format (compare.Explain) and the runbook's table, so that the
-// reader of any format finds the same advice.
+// in every format (compare.Explain) and the runbook's tables (one for each
+// store as the truth, and the line after complete), so that the reader of
+// any format finds the same advice.
 func TestKindsExplainedAlike(t *testing.T) {
 	runbook, err := os.ReadFile("../../docs/runbook.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range compare.Kinds {
-		e := compare.Explain(k)
-		if e.Meaning == "" || e.Action == "" || strings.Contains(e.Meaning, "does not know") {
-			t.Errorf("%s is not explained: %+v", k, e)
-			continue
+	for _, a := range []compare.Authority{compare.PrimaryAuthority, compare.ShadowAuthority, compare.ShadowAlone} {
+		for _, k := range compare.Kinds {
+			e := compare.Explain(k, a)
+			if e.Meaning == "" || e.Action == "" || strings.Contains(e.Meaning, "does not know") {
+				t.Errorf("%s is not explained: %+v", k, e)
+				continue
+			}
+			want := fmt.Sprintf("| `%s` | %s | %s |", k, e.Meaning, e.Action)
+			if a == compare.ShadowAlone {
+				want = e.Action
+			}
+			if !bytes.Contains(runbook, []byte(want)) {
+				t.Errorf("docs/runbook.md does not explain %s (authority %d) as %q", k, a, want)
+			}
 		}
-		if want := fmt.Sprintf("| `%s` | %s | %s |", k, e.Meaning, e.Action); !bytes.Contains(runbook, []byte(want)) {
-			t.Errorf("docs/runbook.md's table does not explain %s as %q", k, want)
+	}
+}
+
+// The advice follows the stage: while Workers KV is authoritative a key
+// only in MongoDB is deleted from it by a repair; in live and rampdown it
+// is copied into Workers KV, and a key only in Workers KV deleted there;
+// after complete every difference is expected and the run passes. Every
+// stage says what its gate decides.
+func TestAdviceInEveryStage(t *testing.T) {
+	f := newFixture(t)
+	for stage, want := range map[string]struct {
+		side    report.Role
+		advice  []string
+		gate    string
+		passed  bool
+		verdict string
+	}{
+		"off":       {report.Primary, []string{"extra_in_shadow: MongoDB has a key Workers KV does not", "repair (deletes it from MongoDB)", "repair (shadow-report --repair --apply copies it)"}, "none yet: MongoDB is not written in off", false, "FAIL"},
+		"dualwrite": {report.Primary, []string{"repair (deletes it from MongoDB)"}, "the step to the handover", false, "FAIL"},
+		"shadow":    {report.Primary, []string{"repair (deletes it from MongoDB)"}, "the step to the handover", false, "FAIL"},
+		"handover":  {report.Primary, []string{"repair (deletes it from MongoDB)"}, "the flip to live", false, "FAIL"},
+		"live":      {report.Shadow, []string{"repair (copies it into Workers KV)", "repair (deletes it from Workers KV)", "repair (copies MongoDB's value into Workers KV)"}, "the way back: Workers KV must hold what MongoDB holds before a step back to handover", false, "FAIL"},
+		"rampdown":  {report.Shadow, []string{"extra_in_shadow: MongoDB (authoritative) has a key Workers KV does not", "repair (copies it into Workers KV)"}, "the way back: Workers KV must hold what MongoDB holds before a step back to live", false, "FAIL"},
+		"complete":  {report.Shadow, []string{"value_mismatch: both stores have the key with different values: a copy to Workers KV was lost, or a writer went around the proxy. Do: nothing: after complete Workers KV is no longer written"}, "none: Workers KV is no longer written", true, "PASS: no gate after complete; parity 46.15%: Workers KV, no longer written, falls behind MongoDB as expected"},
+	} {
+		cfg := f.config()
+		cfg.MinParity = 100
+		cfg.Repair.Authoritative = want.side
+		cfg.Truth = report.Truth{Source: report.TruthStage, Stage: stage, Generation: 3, Reason: "the stage document says " + stage}
+		r := run(t, cfg)
+		var b bytes.Buffer
+		if err := report.Render(&b, r, report.FormatTable); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, s := range append(want.advice, "the gate: "+want.gate, want.verdict) {
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: the report does not say %q:\n%s", stage, s, out)
+			}
+		}
+		wrong := "repair (deletes it from MongoDB)"
+		if want.side == report.Primary {
+			wrong = "Workers KV)"
+		}
+		if strings.Contains(out, wrong) || r.Passed != want.passed {
+			t.Errorf("%s: passed %v (want %v), or advice for the other store as the truth (%q):\n%s", stage, r.Passed, want.passed, wrong, out)
+		}
+		if stage == "complete" && strings.Count(out, "Do: nothing: after complete") != 5 {
+			t.Errorf("complete: not every difference is said to be expected:\n%s", out)
 		}
 	}
 }
@@ -62,7 +119,7 @@ func TestHTMLScaleAndLegend(t *testing.T) {
 		t.Errorf("the bar does not say the share:\n%s", where)
 	}
 	legend := section(t, page, `id="legend"`)
-	e := compare.Explain(compare.ValueMismatch)
+	e := compare.Explain(compare.ValueMismatch, compare.PrimaryAuthority)
 	if !strings.Contains(legend, `<span class="swatch k-value_mismatch"></span>value_mismatch`) || !strings.Contains(legend, e.Action) {
 		t.Errorf("the legend does not show value_mismatch's colour and what to do:\n%s", legend)
 	}

@@ -281,6 +281,9 @@ func verdict(r *Report) string {
 	}
 	m, decimals := minimum(r.Options.MinParity)
 	s := fmt.Sprintf("%s: %s %s %s minimum %s", word, which, percentN(r.Parity, decimals), op, m)
+	if r.authority() == compare.ShadowAlone {
+		s = fmt.Sprintf("PASS: no gate after complete; %s %s: Workers KV, no longer written, falls behind MongoDB as expected", which, percentN(r.Parity, decimals))
+	}
 	if n := r.Totals.BinaryInShadow; n > 0 {
 		s += fmt.Sprintf("; %s in the shadow not UTF-8 text, which the JavaScript bot cannot read as a string", plural(n, "value"))
 	}
@@ -306,7 +309,7 @@ func kindLines(r *Report) []string {
 		if k == compare.Match || n == 0 {
 			continue
 		}
-		e := compare.Explain(k)
+		e := compare.Explain(k, r.authority())
 		lines = append(lines, fmt.Sprintf("%s: %s. Do: %s.", k, e.Meaning, e.Action))
 	}
 	return lines

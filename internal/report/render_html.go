@@ -22,7 +22,6 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"keys":      keysText,
 	"printable": printable,
 	"digest":    digest,
-	"explain":   compare.Explain,
 }).Parse(htmlSource))
 
 // chartKinds are the kinds the charts draw, in the table's order, errors
@@ -139,11 +138,11 @@ type legendEntry struct {
 }
 
 // legend lists the kinds the charts draw, in their order, explained.
-func legend(k KindCounts) []legendEntry {
+func legend(k KindCounts, a compare.Authority) []legendEntry {
 	var out []legendEntry
 	for _, kind := range chartKinds {
 		if k[kind] > 0 {
-			out = append(out, legendEntry{Kind: kind, Explanation: compare.Explain(kind)})
+			out = append(out, legendEntry{Kind: kind, Explanation: compare.Explain(kind, a)})
 		}
 	}
 	return out
@@ -279,7 +278,7 @@ func renderHTML(w io.Writer, r *Report) error {
 	}{
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
-		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds),
+		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds, r.authority()),
 		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
 		Sides:    []SideInfo{r.Primary, r.Shadow},

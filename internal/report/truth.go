@@ -1,6 +1,10 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kvshadow/kvshadow/compare"
+)
 
 // TruthSource says where a run's choice of the authoritative store came
 // from.
@@ -51,11 +55,38 @@ func (e *engine) truth() Truth {
 	return t
 }
 
-// truthLine is the line every format prints.
+// truthLine is the line every format prints: the truth, and what the
+// gate decides in the run's stage.
 func truthLine(r *Report) string {
 	t := r.Truth
 	if t.Side == "" {
 		return ""
 	}
-	return fmt.Sprintf("truth: %s (the %s), %s: %s", t.Store, t.Side, t.Source, t.Reason)
+	gate, ok := gates[t.Stage]
+	if !ok {
+		gate = "the other store must hold what " + t.Store + " holds"
+	}
+	return fmt.Sprintf("truth: %s (the %s), %s: %s; the gate: %s", t.Store, t.Side, t.Source, t.Reason, gate)
+}
+
+// gates say what the parity gate decides in each stage.
+var gates = map[string]string{
+	"off":       "none yet: MongoDB is not written in off, and parity says how much a backfill has to copy",
+	"dualwrite": "the step to the handover: MongoDB must hold what Workers KV holds",
+	"shadow":    "the step to the handover: MongoDB must hold what Workers KV holds",
+	"handover":  "the flip to live: MongoDB must hold what Workers KV holds (the proxy's own full comparison holds the flip too)",
+	"live":      "the way back: Workers KV must hold what MongoDB holds before a step back to handover",
+	"rampdown":  "the way back: Workers KV must hold what MongoDB holds before a step back to live (complete does not need it)",
+	"complete":  "none: Workers KV is no longer written and falls behind MongoDB, as expected; the run passes whatever its parity",
+}
+
+// authority is the truth the advice takes: MongoDB alone after complete.
+func (r *Report) authority() compare.Authority {
+	switch {
+	case r.Truth.Side != Shadow:
+		return compare.PrimaryAuthority
+	case r.Truth.Stage == "complete":
+		return compare.ShadowAlone
+	}
+	return compare.ShadowAuthority
 }
