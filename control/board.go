@@ -23,11 +23,6 @@ var (
 	ErrConfig = errors.New("control: invalid config")
 	// ErrNoRecord: the Ledger holds no report run of that ID.
 	ErrNoRecord = errors.New("control: no such report run")
-	// ErrNoConflict: the conflict ledger has no record of that ID (never
-	// recorded, or past the ledger's limit).
-	ErrNoConflict = errors.New("control: no such conflict record")
-	// ErrDecided: the conflict record has a decision already.
-	ErrDecided = errors.New("control: the conflict is decided already")
 	// ErrNotReconciled: a report run that cannot clear an overflow (not
 	// full, not passed, of another store, or started before the overflow
 	// last grew); the message says which.
@@ -71,8 +66,7 @@ type Heartbeat struct {
 	Dirty                int
 	Unsettled            int
 	ReconciliationNeeded bool
-	// QuietUntil is when the instance's handover fence interval ends (no
-	// copy of a binding write since, and the stage's own interval over);
+	// QuietUntil is when the instance's handover fence interval ends;
 	// IngestUnverified counts its keys last written by such a copy and not
 	// verified yet; FenceRemaining is its estimate of the time until its
 	// fence clears (dualwrite.FenceStatus). A flip between handover and

@@ -23,9 +23,9 @@
 //     drained lanes, no dirty key and no pending reconciliation, and run
 //     the current generation; its unsettled keys (copies sent, not yet
 //     verified) it verifies itself after the consistency window;
-//   - any instance whose heartbeat says its fence holds: a copy of a binding
-//     write arrived less than its fence interval ago (QuietUntil), or keys
-//     such a copy wrote last are not verified yet (IngestUnverified);
+//   - any instance whose heartbeat says its fence holds: it entered
+//     handover less than its fence interval ago (QuietUntil), or keys a
+//     binding copy wrote last are not verified yet (IngestUnverified);
 //     Follower.FlipHold says which, and for how long, for GET /stage;
 //   - an instance that stopped blocks a flip if its last report had dirty
 //     or unsettled keys: its journal still holds keys to settle, and
@@ -68,10 +68,8 @@
 // store of this instance confirms a divergence another's copy explains,
 // and one difference is reported once (a Claimer board keeps the claims;
 // see dualwrite's Confirmation). Beside the Board, a Ledger keeps the
-// report runs and the settle sets' overflows, and a ConflictLedger every
-// instance's late-copy conflicts and the operator's decision for each,
-// taken once (package keep carries them out): MongoBoard and MemoryLedger
-// are both, and package ledgertest checks them alike.
+// report runs and the settle sets' overflows: MongoBoard and MemoryLedger
+// are ones.
 //
 // # Starting without the Board
 //

@@ -120,10 +120,7 @@ func CheckClears(run ReportRun, o Overflow, namespace, database string) error {
 type MemoryLedger struct {
 	mu        sync.Mutex
 	runs      map[string]ReportRun
-	overflows []Overflow       // in the order raised
-	conflicts []ConflictRecord // in the order recorded (conflicts.go)
-	kept      map[string]int   // conflicts by Workers KV namespace
-	ids       map[string]bool  // the conflicts' IDs
+	overflows []Overflow // in the order raised
 }
 
 var _ Ledger = (*MemoryLedger)(nil)

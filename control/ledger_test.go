@@ -9,7 +9,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/control/ledgertest"
-	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
 func TestCheckClears(t *testing.T) {
@@ -76,47 +75,6 @@ func TestMemoryLedger(t *testing.T) {
 		t.Fatalf("last overflow of i: %+v %v %v", last, ok, err)
 	}
 }
-
-// The memory ledger lists a namespace's conflicts newest first, up to a
-// limit, with how many it keeps, refuses an ID twice, and keeps the latest
-// MaxConflictRecords of a namespace.
-func TestMemoryLedgerConflicts(t *testing.T) {
-	ctx := context.Background()
-	l := control.NewMemoryLedger()
-	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	rec := func(i int, ns string) control.ConflictRecord {
-		c := control.ConflictRecord{ID: control.NewID(), Instance: "a", KVNamespace: ns}
-		c.Namespace, c.Key, c.Outcome, c.Received = "wordle", "wordle:#ab", dualwrite.LateConflict, at.Add(time.Duration(i)*time.Second)
-		return c
-	}
-	first := rec(0, "wordle")
-	for _, c := range []control.ConflictRecord{first, rec(1, "other"), rec(2, "wordle")} {
-		if err := l.RecordConflict(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.RecordConflict(ctx, first); !errors.Is(err, control.ErrConflict) {
-		t.Fatalf("an ID twice: %v", err)
-	}
-	got, total, err := l.Conflicts(ctx, "wordle", 1)
-	if err != nil || total != 2 || len(got) != 1 || !got[0].Received.Equal(at.Add(2*time.Second)) {
-		t.Fatalf("Conflicts(wordle, 1) = %+v, %d, %v", got, total, err)
-	}
-	for i := range control.MaxConflictRecords {
-		if err := l.RecordConflict(ctx, rec(3+i, "wordle")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, total, err = l.Conflicts(ctx, "wordle", control.MaxConflictRecords+5)
-	if err != nil || total != control.MaxConflictRecords || len(got) != control.MaxConflictRecords || got[len(got)-1].ID == first.ID {
-		t.Fatalf("past the limit: %d listed, %d kept, %v", len(got), total, err)
-	}
-	if _, total, _ := l.Conflicts(ctx, "other", 10); total != 1 {
-		t.Fatalf("another namespace lost records to wordle's limit: %d", total)
-	}
-}
-
-func TestMemoryLedgerDecisions(t *testing.T) { ledgertest.Decisions(t, control.NewMemoryLedger()) }
 
 func TestMemoryBoardSwaps(t *testing.T) { ledgertest.Swaps(t, control.NewMemoryBoard(), 8, 20) }
 

@@ -31,8 +31,7 @@ const (
 // MongoBoard is a Board in a MongoDB database: the Document is one document
 // of ControlCollection, each heartbeat one document of InstancesCollection.
 type MongoBoard struct {
-	db            *mongo.Database
-	conflictLimit int64 // see SetConflictLimit
+	db *mongo.Database
 }
 
 var (
@@ -42,16 +41,7 @@ var (
 
 // NewMongoBoard returns a Board in db.
 func NewMongoBoard(db *mongo.Database) *MongoBoard {
-	return &MongoBoard{db: db, conflictLimit: MaxConflictRecords}
-}
-
-// SetConflictLimit sets how many ConflictRecords the board keeps for a
-// Workers KV namespace, in place of MaxConflictRecords; n must be positive. Set it
-// before the board is used.
-func (b *MongoBoard) SetConflictLimit(n int) {
-	if n > 0 {
-		b.conflictLimit = int64(n)
-	}
+	return &MongoBoard{db: db}
 }
 
 type controlDoc struct {

@@ -222,17 +222,19 @@ type TeeWrite struct {
 //
 // Each copy's acknowledged-at time is trusted only within IngestMaxAge
 // before and IngestMaxLead after its arrival, and never later than its
-// arrival; a copy outside is refused (Stats.IngestRefused) and its key
-// recorded for verification. While the primary is authoritative (dualwrite,
-// shadow, handover) a copy is queued on its key's lane to the shadow,
-// unless a newer write of the key is known, and its key recorded as
-// unsettled. From live on the copy is late: it is counted
-// (Stats.LateCopies), ordered against the last write of its key this Store
-// saw, and applied to the authoritative store when it came last, or
-// reported as a Conflict when the order is not known; its key stays in the
-// settle set either way. A copy of an excluded key (Config.ExcludePrefixes)
-// is dropped and counted (Stats.Excluded). In off, where the shadow is not
-// written, Ingest refuses (ErrIngestStage).
+// arrival; a copy is credible only while an isolate may still write its
+// binding, by the Store's clock (see credible). A copy outside either is
+// refused (Stats.IngestRefused) and its key recorded for verification.
+// While the primary is authoritative (dualwrite, shadow, handover) a copy
+// is queued on its key's lane to the shadow, unless a newer write of the
+// key is known, and its key recorded as unsettled. From live on the copy
+// is late: it is counted (Stats.LateCopies), ordered against the last
+// write of its key this Store saw, and applied to the authoritative store
+// when it came last; its key stays in the settle set either way. A batch
+// with copies refused or not applied is logged once, with the counts. A
+// copy of an excluded key (Config.ExcludePrefixes) is dropped and counted
+// (Stats.Excluded). In off, where the shadow is not written, Ingest
+// refuses (ErrIngestStage).
 func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for _, w := range writes {
 		if err := validateTee(w); err != nil {
@@ -253,30 +255,31 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 		return ErrIngestStage
 	}
 	now := s.clock.Now()
-	s.lastCopy.Store(now.UnixNano())
 	outs := make([]markOutcome, len(writes))
-	var conflicts []Conflict
+	var tally ingestTally
 	for i, w := range writes {
 		at, refused := s.trustAcked(w.At, now)
-		if refused == "" && st.authority() == RoleShadow {
-			refused = s.credible(at)
+		if refused == "" {
+			refused = s.credible(st, now)
 		}
 		switch {
 		case s.excludes(w.Key):
 			s.ctr.excluded.copies.Add(1) // the binding's alone
 		case refused != "":
 			s.ctr.refused[refusalIndex[refused]].Add(1)
+			tally.refused[refusalIndex[refused]]++
+			tally.notable = true
 			outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)
 		case st.authority() == RolePrimary:
+			s.lastCopy.Store(now.UnixNano())
 			outs[i] = s.ingest(ctx, w, at, now)
 		default:
+			s.lastCopy.Store(now.UnixNano())
 			var outcome LateOutcome
-			var c *Conflict
-			outs[i], outcome, c = s.late(ctx, st, w, at, now)
+			outs[i], outcome = s.late(ctx, st, w, at, now)
 			s.ctr.late[lateIndex[outcome]].Add(1)
-			if c != nil {
-				conflicts = append(conflicts, *c)
-			}
+			tally.late[lateIndex[outcome]]++
+			tally.notable = tally.notable || outcome == LateConflict || outcome == LateFailed
 		}
 	}
 	s.gate.RUnlock()
@@ -284,9 +287,7 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for i, o := range outs {
 		s.report(ctx, teeOp(writes[i]), target, o)
 	}
-	for _, c := range conflicts {
-		s.reportConflict(ctx, c)
-	}
+	s.logBatch(ctx, tally, len(writes))
 	return nil
 }
 

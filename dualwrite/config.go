@@ -185,11 +185,6 @@ type Config struct {
 	// each is counted (Stats.Excluded). An empty prefix is refused.
 	ExcludePrefixes []string
 
-	// Keeper keeps the side of each late copy's Conflict that the
-	// authoritative store does not hold after it, so that the operator's
-	// decision can restore it (see Late copies). Nil keeps none: the
-	// record has both sides' digests alone.
-	Keeper Keeper
 	// Fleet tells the Store what the other instances over the same two
 	// stores still have on its way, and makes one difference reported
 	// once by them all (see Confirmation); package control supplies it

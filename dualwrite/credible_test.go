@@ -2,6 +2,7 @@ package dualwrite_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,47 +10,63 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// A late copy acknowledged more than a fence interval after MongoDB became
-// authoritative is not credible: no isolate can write its binding then, so
-// it is refused and counted, its key left for verification, and it opens
-// no conflict and is never applied, whatever value it carries. One
-// acknowledged before is ordered as a late copy.
-func TestLateCopiesAfterTheFlipAreNotCredible(t *testing.T) {
+// A copy's credibility rests on its arrival, by the Store's clock: a late
+// copy that arrives more than a fence interval after MongoDB became
+// authoritative is refused whatever acknowledged-at time it claims (a
+// back-dated forgery included), counted, logged once for its batch and
+// its key verified; it is never applied and opens no conflict. A flood of
+// them leaves a real late copy's conflict counted and its key held for
+// verification, and holds the way back no longer than one verification
+// pass; nothing keeps complete from being reached.
+func TestABackDatedCopyAfterTheFlipIsRefused(t *testing.T) {
 	const fence = time.Minute
-	clkStart := start
-	p := newPair(t, dualwrite.Config{Stage: dualwrite.Live, FenceInterval: fence, AuthoritativeSince: clkStart})
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Live, FenceInterval: fence, AuthoritativeSince: start})
 	ctx := context.Background()
-	p.clk.Advance(fence + 2*window)
-	must(t, p.store.Put(ctx, "wordle:k", []byte("through-the-proxy"), kv.PutOptions{}))
-	p.clk.Advance(10 * time.Second)
-	// "Now", with another value: a forgery or a bot version that ignores
-	// the stage.
-	for i := range 20 {
-		must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:k", Value: []byte("forged"), At: p.clk.Now().Add(-time.Duration(i) * time.Second)}}))
+	for _, s := range []*counted{p.primary, p.shadow} {
+		must(t, s.Store.Put(ctx, "wordle:real", []byte("before the flip"), kv.PutOptions{}))
 	}
+	// Within the fence: a real late copy whose order is not known.
+	p.clk.Advance(fence / 2)
+	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:real", Value: []byte("binding"), At: start.Add(time.Second)}}))
+
+	// Past it: 1,000 copies, back-dated into the window, in one batch.
+	p.clk.Advance(fence)
+	must(t, p.store.Put(ctx, "wordle:proxy", []byte("through-the-proxy"), kv.PutOptions{}))
+	forged := make([]dualwrite.TeeWrite, 1000)
+	for i := range forged {
+		forged[i] = dualwrite.TeeWrite{Key: fmt.Sprintf("wordle:f%d", i%999), Value: []byte("forged"), At: start.Add(fence / 4)}
+	}
+	forged[999].Key = "wordle:proxy"
+	must(t, p.store.Ingest(ctx, forged))
 	p.flush()
+
 	st := p.store.Stats()
-	if st.IngestRefused[dualwrite.RefusedAckedAfterFlip] != 20 || len(st.LateCopies) > 0 && st.LateCopies[dualwrite.LateConflict]+st.LateCopies[dualwrite.LateApplied] != 0 {
-		t.Fatalf("refused %v, late %v; want 20 refused as acked after the flip", st.IngestRefused, st.LateCopies)
+	if st.IngestRefused[dualwrite.RefusedAckedAfterFlip] != 1000 || st.LateCopies[dualwrite.LateConflict] != 1 || st.LateCopies[dualwrite.LateApplied] != 0 {
+		t.Fatalf("refused %v, late %v; want 1000 refused as after the flip and the real conflict", st.IngestRefused, st.LateCopies)
 	}
-	if _, total := p.store.Conflicts(); total != 0 {
-		t.Fatalf("%d conflicts from copies no isolate could have written", total)
-	}
-	if v := valueOf(t, p.shadow, "wordle:k"); v != "through-the-proxy" {
+	if v := valueOf(t, p.shadow, "wordle:proxy"); v != "through-the-proxy" {
 		t.Fatalf("MongoDB holds %q", v)
 	}
-
-	// Acknowledged within the fence after the flip: a late copy, ordered.
-	must(t, p.shadow.Store.Put(ctx, "wordle:early", []byte("old"), kv.PutOptions{}))
-	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:early", Value: []byte("binding"), At: clkStart.Add(fence / 2)}}))
-	p.flush()
-	if st := p.store.Stats(); st.IngestRefused[dualwrite.RefusedAckedAfterFlip] != 20 || st.LateCopies[dualwrite.LateConflict] != 1 {
-		t.Fatalf("a copy acked within the fence: refused %v, late %v", st.IngestRefused, st.LateCopies)
+	if v := valueOf(t, p.shadow, "wordle:f1"); v != "<none>" {
+		t.Fatalf("a forged copy reached MongoDB: %q", v)
 	}
+	if lines := p.logs.lines("tee copies refused or not applied"); len(lines) != 2 {
+		t.Fatalf("%d log lines for two batches, want one each:\n%v", len(lines), lines)
+	}
+	// The real conflict's key and the forged keys wait for one pass.
+	if f := p.store.Fence(); f.Clear() || f.IngestUnverified < 1000 {
+		t.Fatalf("fence before verification: %+v", f)
+	}
+	p.settle()
+	if f := p.store.Fence(); !f.Clear() {
+		t.Fatalf("the way back is held after one verification pass: %+v", f)
+	}
+	must(t, p.store.SetStage(ctx, dualwrite.Rampdown))
+	must(t, p.store.SetStage(ctx, dualwrite.Complete))
 }
 
-// A Store that flips to live itself knows when: a copy acknowledged a
-// fence interval after its flip is refused; back in handover, none is.
+// A Store that flips to live itself knows when: a copy that arrives a
+// fence interval after its flip is refused, whatever it claims.
 func TestTheFlipSetsWhenCopiesStopBeingCredible(t *testing.T) {
 	const fence = time.Second
 	p := newPair(t, dualwrite.Config{Stage: dualwrite.Handover, FenceInterval: fence})
@@ -58,8 +75,37 @@ func TestTheFlipSetsWhenCopiesStopBeingCredible(t *testing.T) {
 	waitFor(t, "the flip, once the full comparison ran", func() bool { return p.store.SetStage(ctx, dualwrite.Live) == nil })
 	flipped := p.clk.Now()
 	p.clk.Advance(time.Minute)
-	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:k", Value: []byte("late"), At: flipped.Add(30 * time.Second)}}))
+	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:k", Value: []byte("late"), At: flipped}}))
 	if n := p.store.Stats().IngestRefused[dualwrite.RefusedAckedAfterFlip]; n != 1 {
 		t.Fatalf("refused %d after the flip, want 1", n)
 	}
+}
+
+// In handover, a copy that arrives after the stage's fence interval (no
+// isolate writes its binding then) never reaches MongoDB and holds the
+// flip only until one verification pass finds its key equal: a forged
+// copy costs the flip no more.
+func TestAForgedCopyInHandoverHoldsTheFlipOnePass(t *testing.T) {
+	const fence = time.Second
+	p := newPair(t, dualwrite.Config{Stage: dualwrite.Handover, FenceInterval: fence})
+	ctx := context.Background()
+	must(t, p.store.Put(ctx, "wordle:k", []byte("through-the-proxy"), kv.PutOptions{}))
+	p.flush()
+	p.clk.Advance(time.Hour)
+	waitFor(t, "the full comparison", func() bool { p.store.RepairDirty(); return p.store.Fence().Compared })
+	p.settle()
+	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:k", Value: []byte("forged"), At: p.clk.Now().Add(-time.Hour)}}))
+	must(t, p.store.Ingest(ctx, []dualwrite.TeeWrite{{Key: "wordle:k", Value: []byte("forged"), At: p.clk.Now()}}))
+	p.flush()
+	if v := valueOf(t, p.shadow, "wordle:k"); v != "through-the-proxy" {
+		t.Fatalf("MongoDB holds %q", v)
+	}
+	if st := p.store.Stats(); st.IngestRefused[dualwrite.RefusedAfterFence] != 1 || st.IngestRefused[dualwrite.RefusedAckedPast] != 1 {
+		t.Fatalf("refused %v", st.IngestRefused)
+	}
+	if err := p.store.SetStage(ctx, dualwrite.Live); err == nil {
+		t.Fatal("the flip went with the copy's key unverified")
+	}
+	p.settle()
+	must(t, p.store.SetStage(ctx, dualwrite.Live))
 }

@@ -12,13 +12,12 @@ import (
 type FenceStatus struct {
 	// Stage is the Store's stage when the status was taken.
 	Stage Stage
-	// LastBindingCopy is when the latest ingested copy of a binding write
+	// LastBindingCopy is when the latest credible copy of a binding write
 	// arrived; zero when none arrived since New.
 	LastBindingCopy time.Time
-	// QuietUntil is when the fence interval after that copy ends, and in
-	// Handover also the interval after the Store entered it (an isolate
-	// may still route a write by a stage it read before); zero when
-	// neither holds.
+	// QuietUntil is, in Handover, when the fence interval after the Store
+	// entered it ends (an isolate may still route a write by a stage it
+	// read before); zero in Live.
 	QuietUntil time.Time
 	// IngestUnverified counts the keys whose last write came through
 	// Ingest (or is unknown: loaded from the journal) and that no
@@ -64,22 +63,15 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	}
 	n, latest := s.set.ingestPending()
 	f.IngestUnverified = n
-	if s.cfg.fence > 0 {
-		quiet := f.LastBindingCopy
-		if since := time.Unix(0, s.stageSince.Load()); from == Handover && since.After(quiet) {
-			quiet = since
-		}
-		if !quiet.IsZero() {
-			f.QuietUntil = quiet.Add(s.cfg.fence)
-		}
+	// A copy does not restart the interval: one that arrives after it is
+	// refused (credible), so that no client holds the flip for longer
+	// than the verification of what it sent.
+	if s.cfg.fence > 0 && from == Handover {
+		f.QuietUntil = time.Unix(0, s.stageSince.Load()).Add(s.cfg.fence)
 	}
 	if wait := f.QuietUntil.Sub(now); wait > 0 {
-		what := "the stage began"
-		if !f.LastBindingCopy.IsZero() && !f.LastBindingCopy.Before(time.Unix(0, s.stageSince.Load())) || from == Live {
-			what = "the last copy of a binding write arrived"
-		}
-		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%s %s ago: the fence waits %s more, so that no isolate still writes its binding",
-			what, now.Sub(f.QuietUntil.Add(-s.cfg.fence)).Round(time.Second), wait.Round(time.Second)))
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("the stage began %s ago: the fence waits %s more, so that no isolate still writes its binding",
+			now.Sub(f.QuietUntil.Add(-s.cfg.fence)).Round(time.Second), wait.Round(time.Second)))
 		f.Remaining = wait
 	}
 	if n > 0 {

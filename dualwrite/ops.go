@@ -173,7 +173,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
 		return err
 	}
-	return s.write(ctx, write{op: OpPut, key: key, value: value, exp: expiryFor(opts, now)}, nil)
+	return s.write(ctx, write{op: OpPut, key: key, value: value, exp: expiryFor(opts, now)})
 }
 
 // PutEntry implements kv.MetadataStore: e.Value with e.Expiration and
@@ -188,7 +188,7 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	if e.Metadata != nil && !s.metadata {
 		return errNoMetadata
 	}
-	return s.write(ctx, write{op: OpPut, key: e.Key, value: e.Value, exp: expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), md: e.Metadata}, nil)
+	return s.write(ctx, write{op: OpPut, key: e.Key, value: e.Value, exp: expiryFor(kv.PutOptions{Expiration: e.Expiration}, now), md: e.Metadata})
 }
 
 // expiryClock reads the clock for a write's expiry, which only a TTL or an
@@ -206,7 +206,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := kv.ValidateKey(key); err != nil {
 		return err
 	}
-	return s.write(ctx, write{op: OpDelete, key: key}, nil)
+	return s.write(ctx, write{op: OpDelete, key: key})
 }
 
 // write is one write on its way through the Store: what was written (op,
@@ -241,10 +241,8 @@ func writeOf(op Op, e kv.Entry, h uint64) write {
 
 // write applies a write to the authoritative store and enqueues its copy.
 // The caller gets the authoritative store's result and never waits for the
-// other store. check, when not nil, runs first under the key's lock (see
-// WriteIf), given the authoritative store: its error is returned with
-// nothing written.
-func (s *Store) write(ctx context.Context, w write, check func(auth Role) error) error {
+// other store.
+func (s *Store) write(ctx context.Context, w write) error {
 	w.hash = hashKey(w.key)
 	s.gate.RLock()
 	if s.closed.Load() {
@@ -255,13 +253,6 @@ func (s *Store) write(ctx context.Context, w write, check func(auth Role) error)
 	auth := st.authority()
 	sl := s.slotOf(w.hash)
 	sl.mu.Lock()
-	if check != nil {
-		if err := check(auth); err != nil {
-			sl.mu.Unlock()
-			s.gate.RUnlock()
-			return err
-		}
-	}
 	mirrors := st.mirrors() && !s.excluded(w.key) // counted only when written
 	sl.seq.Add(1)
 	var out markOutcome

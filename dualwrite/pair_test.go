@@ -2,6 +2,9 @@ package dualwrite_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +79,31 @@ type pair struct {
 	primary, shadow *counted
 	store           *dualwrite.Store
 	sink            *sinkRecorder
+	logs            lockedBuffer // the Store's warnings, one line each
+}
+
+// lockedBuffer is an io.Writer that goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the lines written that contain s.
+func (l *lockedBuffer) lines(s string) (out []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 const window = time.Minute
@@ -111,7 +139,7 @@ func (p *pair) open(cfg dualwrite.Config) {
 	if cfg.Sink == nil {
 		cfg.Sink = p.sink
 	}
-	s, err := dualwrite.New(cfg, dualwrite.WithClock(p.clk), dualwrite.WithLogger(discardLogger()))
+	s, err := dualwrite.New(cfg, dualwrite.WithClock(p.clk), dualwrite.WithLogger(slog.New(slog.NewTextHandler(&p.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		p.t.Fatal(err)
 	}

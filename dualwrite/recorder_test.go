@@ -141,21 +141,8 @@ func (r *recorder) check() {
 
 // sinkRecorder keeps the divergence records.
 type sinkRecorder struct {
-	mu        sync.Mutex
-	recs      []compare.Record
-	conflicts []dualwrite.Conflict
-}
-
-func (s *sinkRecorder) Conflict(_ context.Context, c dualwrite.Conflict) {
-	s.mu.Lock()
-	s.conflicts = append(s.conflicts, c)
-	s.mu.Unlock()
-}
-
-func (s *sinkRecorder) conflictRecords() []dualwrite.Conflict {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]dualwrite.Conflict(nil), s.conflicts...)
+	mu   sync.Mutex
+	recs []compare.Record
 }
 
 func (s *sinkRecorder) Divergence(_ context.Context, rec compare.Record) {

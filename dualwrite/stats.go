@@ -85,13 +85,11 @@ type Stats struct {
 	// IngestStale counts ingested writes older than one already known for
 	// their key, not applied.
 	IngestStale uint64
-	// IngestRefused counts the ingested writes whose acknowledged-at time
-	// was out of bounds, by refusal; LateCopies the ingested writes that
-	// arrived while MongoDB was authoritative, by outcome; Conflicts the
-	// Conflict records since New (the latest are in Store.Conflicts).
+	// IngestRefused counts the ingested writes not trusted, by refusal;
+	// LateCopies the ingested writes that arrived while MongoDB was
+	// authoritative, by outcome.
 	IngestRefused map[IngestRefusal]uint64
 	LateCopies    map[LateOutcome]uint64
-	Conflicts     uint64
 	// Fence is what holds the flip between handover and live back
 	// (Store.Fence), in those two stages.
 	Fence FenceStatus
@@ -249,7 +247,6 @@ func (s *Store) Stats() Stats {
 	for o, i := range lateIndex {
 		st.LateCopies[o] = s.ctr.late[i].Load()
 	}
-	_, st.Conflicts = s.conflictCount()
 	st.ShadowPacing = ShadowPacing{Delayed: s.ctr.paceDelayed.Load(), Waited: time.Duration(s.ctr.paceWaited.Load()), Deferred: s.ctr.paceDeferred.Load()}
 	x := &s.ctr.excluded
 	st.Excluded = Excluded{Writes: x.writes.Load(), Copies: x.copies.Load(), Reads: x.reads.Load(), Journal: x.journal.Load()}

@@ -41,7 +41,6 @@ type Store struct {
 	// peersUntil is until when other instances may have written, in Unix
 	// nanoseconds (SetPeersUntil); 0: none.
 	peersUntil atomic.Int64
-	conflicts  conflictLog
 	handover   handoverCheck // the fence's full comparison (handover.go)
 	// gate orders writes against stage flips and Close: a write holds it
 	// shared from reading the stage until its copy is enqueued, so that

@@ -17,7 +17,6 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite/dualwriteotel"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
-	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -97,10 +96,10 @@ type fleetWith struct {
 
 // newFleet builds one instrumented dual-write store per namespace, all in
 // cfg.Stage. Each has an Observer of its own (span attributes follow its
-// store) and, when sinks is set, the Sink it gives for the store's
-// namespace and logger; one callback reports the gauges of the whole
-// fleet, summed, so that several namespaces never observe one series twice.
-func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dualwrite.Sink, all []Sides, journals []dualwrite.Journal, with fleetWith) (*fleet, error) {
+// store) and its logger names its namespace; one callback reports the
+// gauges of the whole fleet, summed, so that several namespaces never
+// observe one series twice.
+func newFleet(cfg dualwrite.Config, all []Sides, journals []dualwrite.Journal, with fleetWith) (*fleet, error) {
 	tp, mp, log, opts := with.tp, with.mp, with.log, with.opts
 	f := &fleet{}
 	var first *dualwriteotel.Observer
@@ -128,9 +127,6 @@ func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dual
 			return nil, errors.Join(err, f.close(context.Background()))
 		}
 		nlog := log.With(slog.String("kv_namespace", sd.ID))
-		if sinks != nil {
-			c.Sink = sinks(sd.ID, nlog)
-		}
 		dual, err := dualwrite.New(c, append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(nlog)}, opts...)...)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("namespace %s: %w", sd.ID, err), f.close(context.Background()))
@@ -150,17 +146,6 @@ func newFleet(cfg dualwrite.Config, sinks func(id string, log *slog.Logger) dual
 	}
 	f.reg = reg
 	return f, nil
-}
-
-// target is the dual-write store of Workers KV namespace id, which a
-// decision for one of its conflicts writes through.
-func (f *fleet) target(id string) (keep.Target, bool) {
-	for _, s := range f.ns {
-		if s.id == id {
-			return s.dual, true
-		}
-	}
-	return nil, false
 }
 
 // stores maps each namespace ID to what the front serves.

@@ -143,7 +143,7 @@ TEE MODE (the bot keeps its binding as the primary; copies come after its respon
 
 ADMIN API (Authorization: Bearer $KVSHADOW_ADMIN_TOKEN)
   GET /stage, PUT /stage {"stage":"live"}, GET /stats, GET /dirty[?keys=plain], GET /unsettled,
-  POST /repair, POST /reconciliation, GET /conflicts, POST /conflicts/ID {"keep":"copy"},
+  POST /repair, POST /reconciliation,
   DELETE /instances/ID, GET /metrics (Prometheus); GET /healthz and GET /readyz need no token.
 
 TELEMETRY

@@ -42,14 +42,6 @@ const (
 	MetricMongoConnectionsInUse = "kvshadow.mongodb.connections.in_use"
 )
 
-// MetricConflictsUnrecorded counts the late copies' conflicts logged and
-// not recorded in the control ledger (conflicts.go).
-const MetricConflictsUnrecorded = "kvshadow.conflicts.unrecorded"
-
-// MetricConflictsUnkept counts the late copies' conflicts whose losing side
-// could not be kept for a decision (the record's keep_error).
-const MetricConflictsUnkept = "kvshadow.conflicts.unkept"
-
 // meterName is the instrumentation scope of the gauges.
 const meterName = "github.com/kvshadow/kvshadow/service"
 
@@ -118,31 +110,6 @@ func watchMemory(mp metric.MeterProvider, b *membudget.Budget) (metric.Registrat
 		o.ObserveInt64(refused, int64(b.Refused()))
 		return nil
 	}, inUse, limit, refused)
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	return reg, nil
-}
-
-// watchConflicts registers the recorder's count, read at each collection;
-// Unregister the result at shutdown.
-func watchConflicts(mp metric.MeterProvider, r *conflictRecorder) (metric.Registration, error) {
-	m := mp.Meter(meterName)
-	unrecorded, err := m.Int64ObservableCounter(MetricConflictsUnrecorded, metric.WithUnit("{conflict}"),
-		metric.WithDescription("Late tee copies' conflicts logged but not recorded in the control ledger (GET /conflicts lists the recorded ones of every instance): the ledger could not be reached, or its queue was full."))
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	unkept, err := m.Int64ObservableCounter(MetricConflictsUnkept, metric.WithUnit("{conflict}"),
-		metric.WithDescription("Late tee copies' conflicts whose losing side could not be kept for a decision (keep_error in GET /conflicts): once verification has run, that side survives in neither store."))
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(unrecorded, int64(r.Unrecorded()))
-		o.ObserveInt64(unkept, int64(r.unkept.Load()))
-		return nil
-	}, unrecorded, unkept)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

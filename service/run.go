@@ -22,7 +22,6 @@ import (
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
-	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -155,26 +154,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		// acknowledged a fence interval after it is not credible.
 		dcfg.AuthoritativeSince = o.clock.Now()
 	}
-	if b.Kept != nil {
-		dcfg.Keeper = b.Kept
-	}
 	// The other instances' watermarks, from the heartbeats the Follower
 	// reads: no store confirms a divergence another's copy explains.
 	peers := control.NewFleet(b.Board)
 	dcfg.Fleet = peers
-	// Late copies' conflicts go to the ledger beside the stage document;
-	// the recorder stops after the stores, whose last conflicts it takes.
-	recorder := startConflictRecorder(b.Ledger, c.Instance, log)
-	var sinks func(string, *slog.Logger) dualwrite.Sink
-	if recorder != nil {
-		sinks = recorder.sink
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), control.DefaultBoardTimeout)
-			defer cancel()
-			recorder.Close(ctx)
-		}()
-	}
-	fl, err := newFleet(dcfg, sinks, b.Sides, journals, fleetWith{tp: tel.TracerProvider, mp: tel.MeterProvider, log: log, opts: []dualwrite.Option{dualwrite.WithClock(o.clock)}})
+	fl, err := newFleet(dcfg, b.Sides, journals, fleetWith{tp: tel.TracerProvider, mp: tel.MeterProvider, log: log, opts: []dualwrite.Option{dualwrite.WithClock(o.clock)}})
 	if err != nil {
 		return err
 	}
@@ -228,13 +212,6 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer func() { _ = memGauges.Unregister() }()
-	if recorder != nil {
-		confGauges, err := watchConflicts(tel.MeterProvider, recorder)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = confGauges.Unregister() }()
-	}
 	if b.Pool != nil {
 		poolGauges, err := watchPool(tel.MeterProvider, b.Pool)
 		if err != nil {
@@ -256,13 +233,6 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	var ops opCounter
 	acfg := admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
 		Ready: ready.reasons, Metrics: tel.MetricsHandler(), Operations: ops.counts, TeeRefused: fl.teeRefused}
-	if recorder != nil {
-		acfg.Recorded, acfg.Unrecorded = recorder.ledger, recorder.Unrecorded
-		if b.Kept != nil {
-			acfg.Decider = &keep.Decider{Ledger: recorder.ledger, Kept: b.Kept, Target: fl.target,
-				Instance: c.Instance, Clock: o.clock, Logger: log}
-		}
-	}
 	if b.Ledger != nil {
 		// Observed once before the admin API serves, so that an overflow
 		// kept by the journal is recorded (and grown) before any clear.

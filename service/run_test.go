@@ -478,7 +478,7 @@ func TestTeeIngestFeedsTheShadow(t *testing.T) {
 	if code, body := post(TeePath+"ingest", batch); code != http.StatusOK {
 		t.Fatalf("ingest in live: %d %s", code, body)
 	}
-	if s := r.stats(t).Total; s.LateCopies["applied"]+s.LateCopies["conflict"]+s.LateCopies["superseded"] != 2 || s.Fence.IngestUnverified != 2 {
+	if s := r.stats(t).Total; s.LateCopies["applied"]+s.LateCopies["conflict"]+s.LateCopies["superseded"]+s.LateCopies["held"] != 2 || s.Fence.IngestUnverified != 2 {
 		t.Fatalf("late copies: %v, fence %+v", s.LateCopies, s.Fence)
 	}
 	// Without the clients' token: refused.

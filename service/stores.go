@@ -21,7 +21,6 @@ import (
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
-	"github.com/kvshadow/kvshadow/keep"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/kvapi"
@@ -49,10 +48,6 @@ type Backends struct {
 	// Ledger keeps the report runs and the settle sets' overflows, beside
 	// the Board; nil keeps none (POST /reconciliation answers 404).
 	Ledger control.Ledger
-	// Kept keeps the side of each late copy's conflict that lost, beside
-	// the Ledger, for POST /conflicts/ID; nil keeps none (the records have
-	// digests alone, and a decision can only keep the side that stands).
-	Kept keep.Store
 	// Pool counts the MongoDB connections of every driver client opened
 	// (the shadow's, the board's), for the connection gauges; nil reports
 	// none.
@@ -148,7 +143,6 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	db := cmp.Or(c.ControlDB, c.Namespaces[0].Database, mongokv.DefaultDatabase)
 	board := control.NewMongoBoard(boardClient.Database(db))
 	b.Board, b.Ledger = board, board
-	b.Kept = keep.NewMongoStore(boardClient.Database(db), keep.Config{Clock: clk})
 	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
 	return b, nil
 }
@@ -182,12 +176,10 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/client/v4/"
-	kept := keep.NewMemoryStore(keep.Config{Clock: clk, Memory: p.Memory})
 	// No MongoDB: the connection gauges say 0.
-	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Kept: kept, Pool: &mongokv.Pool{},
-		Note: fmt.Sprintf("demo: the primary is an emulated Workers KV account at %s; the shadow, the stage, the conflicts and the losing sides of late copies "+
-			"(at most %d MiB of the memory budget, %d sides or MiB a minute) are kept in memory and lost at exit. "+
-			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker", url, kept.MaxKeptBytes()>>20, keep.DefaultRate)}
+	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Pool: &mongokv.Pool{},
+		Note: "demo: the primary is an emulated Workers KV account at " + url + "; the shadow and the stage are kept in memory and lost at exit. " +
+			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker"}
 	b.Closers = append(b.Closers, srv.Shutdown)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,

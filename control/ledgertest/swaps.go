@@ -1,3 +1,7 @@
+// Package ledgertest is the conformance suite of control.Board's stage
+// changes under races: control's tests run it on the memory board,
+// tests/proxy on MongoBoard over an embedded FerretDB (and any MongoDB at
+// MONGODB_URI).
 package ledgertest
 
 import (

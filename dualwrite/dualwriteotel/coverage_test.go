@@ -185,11 +185,11 @@ func TestDashboardAndDocsCoverEveryMetric(t *testing.T) {
 		}
 	}
 	// The dashboard names nothing that does not exist. The instance's own
-	// metrics (service, its memory budget, its conflicts recorder, its
-	// MongoDB connections) are checked against a scrape of the running
+	// metrics (service, its memory budget, its MongoDB connections) are
+	// checked against a scrape of the running
 	// service, by service's TestMetricsServeTheDashboardSeries.
 	for _, id := range regexp.MustCompile(`\bkvshadow_[a-z_]+`).FindAllString(exprs.String(), -1) {
-		if !known[id] && !slices.ContainsFunc([]string{"kvshadow_service_", "kvshadow_control_", "kvshadow_memory_", "kvshadow_conflicts_", "kvshadow_mongodb_"},
+		if !known[id] && !slices.ContainsFunc([]string{"kvshadow_service_", "kvshadow_control_", "kvshadow_memory_", "kvshadow_mongodb_"},
 			func(p string) bool { return strings.HasPrefix(id, p) }) {
 			t.Errorf("the dashboard queries %s, which is neither a metric nor a label", id)
 		}

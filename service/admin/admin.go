@@ -40,7 +40,6 @@ type Store interface {
 	DirtyKeys() []string
 	UnsettledKeys() []string
 	RepairDirty() int
-	Conflicts() ([]dualwrite.Conflict, uint64)
 }
 
 // Namespace is one served namespace.
@@ -73,14 +72,6 @@ type Config struct {
 	// error code, added to total.ingest_refused of GET /stats; nil adds
 	// none.
 	TeeRefused func() map[string]uint64
-	// Recorded lists every instance's conflicts, as recorded in the
-	// control ledger, for the recorded part of GET /conflicts; Unrecorded
-	// counts this instance's that were logged and not recorded. Nil lists
-	// none.
-	Recorded   control.ConflictLedger
-	Unrecorded func() uint64
-	// Decider carries out POST /conflicts/ID; nil answers 404 there.
-	Decider Decider
 }
 
 // Reason is one reason an instance is not ready. /readyz needs no token
@@ -131,15 +122,13 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /dirty", h.auth(h.keys(Store.DirtyKeys)))
 	h.mux.HandleFunc("GET /unsettled", h.auth(h.keys(Store.UnsettledKeys)))
 	h.mux.HandleFunc("POST /repair", h.auth(changes(h.repair)))
-	h.mux.HandleFunc("GET /conflicts", h.auth(h.conflicts))
-	h.mux.HandleFunc("POST /conflicts/{id}", h.auth(changes(h.decide)))
 	h.mux.HandleFunc("DELETE /instances/{id}", h.auth(changes(h.forget)))
 	h.mux.HandleFunc("POST /reconciliation", h.auth(changes(h.clearReconciliation)))
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", h.auth(cfg.Metrics.ServeHTTP))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /conflicts, POST /conflicts/ID, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see GET /stage, PUT /stage, GET /stats, GET /dirty, GET /unsettled, POST /repair, POST /reconciliation, GET /metrics, GET /healthz, GET /readyz", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
@@ -244,7 +233,6 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Stage               string `json:"stage"`
-		AcceptUndecided     bool   `json:"accept_undecided"`
 		ConfirmIrreversible bool   `json:"confirm_irreversible"`
 	}
 	if err := decodeStrict(r, &req); err != nil {
@@ -259,11 +247,6 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	if to == dualwrite.Complete && !req.ConfirmIrreversible && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
 		writeError(w, http.StatusBadRequest, completeUnconfirmed)
 		return
-	}
-	if to == dualwrite.Complete && !req.AcceptUndecided && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
-		if !h.decidedAll(r.Context(), w) {
-			return
-		}
 	}
 	c, err := h.cfg.Stager.SetStage(r.Context(), to)
 	switch {

@@ -51,11 +51,6 @@ type fakeStore struct {
 	dirty     []string
 	unsettled []string
 	repaired  int
-	conflicts []dualwrite.Conflict
-}
-
-func (f *fakeStore) Conflicts() ([]dualwrite.Conflict, uint64) {
-	return f.conflicts, uint64(len(f.conflicts))
 }
 
 func (f *fakeStore) Stats() dualwrite.Stats  { return f.stats }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/keep"
 )
 
 // Client calls an admin API: for operators' tools, the demo and tests.
@@ -111,19 +109,4 @@ func (c *Client) Stats(ctx context.Context) (StatsView, error) {
 func (c *Client) Repair(ctx context.Context) error {
 	_, err := c.Do(ctx, http.MethodPost, "repair", "", nil)
 	return err
-}
-
-// Decide asks for a decision for a recorded conflict (POST /conflicts/ID):
-// keep "copy" or "shadow", over a key written since only with force. The
-// record comes back with its decision, or as it stands with the refusal.
-func (c *Client) Decide(ctx context.Context, id string, side keep.Side, force bool) (RecordedConflict, error) {
-	var v struct {
-		Conflict RecordedConflict `json:"conflict"`
-	}
-	body, err := json.Marshal(map[string]any{"keep": side, "force": force})
-	if err != nil {
-		return RecordedConflict{}, err
-	}
-	_, err = c.Do(ctx, http.MethodPost, "conflicts/"+url.PathEscape(id), string(body), &v)
-	return v.Conflict, err
 }

@@ -16,10 +16,10 @@ func TestAdminJSONFieldsOnceAndExact(t *testing.T) {
 	st := &fakeStager{change: control.Change{Document: control.Document{Stage: dualwrite.Shadow, Generation: 2}, Changed: true, Applied: true}}
 	h := newHandler(t, st, &fakeStore{})
 	for body, want := range map[string]string{
-		`{"stage":"off","stage":"shadow"}`:           `stage\" is given twice`,
-		`{"STAGE":"shadow"}`:                         `unknown field \"STAGE`,
-		`{"Stage":"shadow"}`:                         `unknown field \"Stage`,
-		`{"stage":"shadow","Accept_Undecided":true}`: `unknown field \"Accept_Undecided`,
+		`{"stage":"off","stage":"shadow"}`:               `stage\" is given twice`,
+		`{"STAGE":"shadow"}`:                             `unknown field \"STAGE`,
+		`{"Stage":"shadow"}`:                             `unknown field \"Stage`,
+		`{"stage":"shadow","Confirm_Irreversible":true}`: `unknown field \"Confirm_Irreversible`,
 	} {
 		w := do(h, "PUT", "/stage", body, true)
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), want) {
@@ -31,16 +31,5 @@ func TestAdminJSONFieldsOnceAndExact(t *testing.T) {
 	}
 	if w := do(h, "PUT", "/stage", `{"stage":"shadow"}`, true); w.Code != http.StatusOK {
 		t.Fatalf("PUT /stage as documented: %d %s", w.Code, w.Body.String())
-	}
-}
-
-// A recorded conflict names the Workers KV namespace its copy went to,
-// whatever its key's module: a key without one has none.
-func TestRecordedConflictsNameTheirNamespace(t *testing.T) {
-	h := newHandler(t, &fakeStager{}, &fakeStore{})
-	h.cfg.Decider = &fakeDecider{}
-	w := do(h, "POST", "/conflicts/c1", `{"keep":"copy"}`, true)
-	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"kv_namespace": "ns0"`) {
-		t.Fatalf("a decided record: %d %s", w.Code, w.Body.String())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/keep"
 )
 
 // The JSON the API answers with; field names are part of the API, and
@@ -120,13 +119,10 @@ type StoreStats struct {
 	Excluded dualwrite.Excluded `json:"excluded"`
 	// ShadowPacing: what the budget toward MongoDB (--shadow-rate) held back.
 	ShadowPacing dualwrite.ShadowPacing `json:"shadow_pacing"`
-	// IngestRefused: copies whose acked_at was out of bounds, by reason;
-	// LateCopies: copies that arrived while MongoDB was authoritative, by
-	// outcome; Conflicts: the late copies reported as conflicts (GET
-	// /conflicts lists the latest).
+	// IngestRefused: copies not trusted, by reason; LateCopies: copies
+	// that arrived while MongoDB was authoritative, by outcome.
 	IngestRefused map[string]uint64 `json:"ingest_refused"`
 	LateCopies    map[string]uint64 `json:"late_copies"`
-	Conflicts     uint64            `json:"conflicts"`
 	Fence         FenceView         `json:"fence"`
 	Breaker       string            `json:"breaker"`
 	Breakers      map[string]string `json:"breakers"`
@@ -159,46 +155,6 @@ type FlipView struct {
 	Clear            bool     `json:"clear"`
 	RemainingSeconds float64  `json:"remaining_seconds"`
 	HeldBy           []string `json:"held_by,omitempty"`
-}
-
-// ConflictList is one namespace's latest conflicts (GET /conflicts): this
-// instance's since it started, and every instance's in the control ledger.
-type ConflictList struct {
-	Total     uint64               `json:"total"`
-	Conflicts []dualwrite.Conflict `json:"conflicts"`
-	Recorded  *RecordedConflicts   `json:"recorded,omitempty"`
-}
-
-// RecordedConflicts are a namespace's conflicts in the control ledger,
-// newest first: Total kept (the latest control.MaxConflictRecords), the
-// latest ?limit= listed, Error when the ledger could not be read.
-type RecordedConflicts struct {
-	Total     int64              `json:"total"`
-	Undecided int64              `json:"undecided"`
-	Conflicts []RecordedConflict `json:"conflicts"`
-	Error     string             `json:"error,omitempty"`
-}
-
-// RecordedConflict is a conflict with the instance that took the copy,
-// the side that stands in the authoritative store since (POST
-// /conflicts/ID restores the other, kept), and the decision once made.
-type RecordedConflict struct {
-	ID       string `json:"id"`
-	Instance string `json:"instance"`
-	// KVNamespace is the Workers KV namespace ID of the store the copy
-	// went to; Conflict.Namespace is the key's module, its prefix.
-	KVNamespace string `json:"kv_namespace"`
-	dualwrite.Conflict
-	Stands   keep.Side         `json:"stands"`
-	Decision *control.Decision `json:"decision,omitempty"`
-}
-
-// ConflictsView answers GET /conflicts. Unrecorded counts this instance's
-// conflicts logged and not recorded in the ledger (it could not be reached,
-// or its queue was full).
-type ConflictsView struct {
-	Namespaces map[string]ConflictList `json:"namespaces"`
-	Unrecorded uint64                  `json:"unrecorded"`
 }
 
 func fenceOf(f dualwrite.FenceStatus) FenceView {
@@ -245,7 +201,7 @@ type SummaryView struct {
 	Divergences DivergenceSummary `json:"divergences"`
 	// LateCopies are the tee's copies that arrived while MongoDB was
 	// authoritative (every outcome); Conflicts those whose order could not
-	// be known, for the operator (GET /conflicts).
+	// be known, where MongoDB's value stood.
 	LateCopies           uint64 `json:"late_copies"`
 	Conflicts            uint64 `json:"conflicts"`
 	ReconciliationNeeded bool   `json:"reconciliation_needed"`
@@ -320,7 +276,7 @@ func summaryOf(st control.Status, total dualwrite.Stats, ops Operations) Summary
 			SuspectedTotal: total.Comparisons[compare.Suspected] + total.Verifications[compare.Suspected],
 			Recovered:      total.Recovered,
 		},
-		LateCopies: sumCounts(total.LateCopies), Conflicts: total.Conflicts,
+		LateCopies: sumCounts(total.LateCopies), Conflicts: total.LateCopies[dualwrite.LateConflict],
 		ReconciliationNeeded: total.ReconciliationNeeded,
 	}
 }
@@ -347,7 +303,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Held: s.Held, ReportedElsewhere: s.ReportedElsewhere, ClaimErrors: s.ClaimErrors, Recovered: s.Recovered,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
-		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Conflicts: s.Conflicts, Fence: fenceOf(s.Fence),
+		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Fence: fenceOf(s.Fence),
 		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
 	}
 }
@@ -406,7 +362,6 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 			Waited: sum.ShadowPacing.Waited + st.ShadowPacing.Waited, Deferred: sum.ShadowPacing.Deferred + st.ShadowPacing.Deferred}
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
-		sum.Conflicts += st.Conflicts
 		sum.Fence = addFence(sum.Fence, st.Fence)
 		for r, b := range st.Breakers {
 			sum.Breakers[r] = worse(sum.Breakers[r], b)

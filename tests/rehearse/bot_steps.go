@@ -261,7 +261,7 @@ func keysOf(m map[string]bool) []string {
 // cleanup is step 14's list of kvshadow's collections to drop, as the guide
 // gives it (TestPlanFollowsTheGuide); chunks, their generations and the
 // default collection are dropped when empty, as the guide says.
-var cleanup = []string{"kvshadow.control", "kvshadow.instances", "kvshadow.reports", "kvshadow.overflows", "kvshadow.conflicts", "kvshadow.decisions", "kvshadow.kept"}
+var cleanup = []string{"kvshadow.control", "kvshadow.instances", "kvshadow.reports", "kvshadow.overflows"}
 
 var dropWhenEmpty = []string{"kvshadow.chunks", "kvshadow.chunkgens", "kvshadow.default"}
 

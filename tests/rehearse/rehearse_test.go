@@ -11,7 +11,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/keep"
 )
 
 // The rehearsal runs the guide's own commands: every admin call and
@@ -98,7 +97,6 @@ func TestCleanupFollowsTheGuide(t *testing.T) {
 	// Every collection of kvshadow's own that the code names is dropped,
 	// or dropped once empty as the guide says.
 	for _, c := range []string{control.ControlCollection, control.InstancesCollection, control.ReportsCollection, control.OverflowsCollection,
-		control.ConflictsCollection, control.DecisionsCollection, keep.KeptCollection,
 		mongokv.DefaultCollection, mongokv.ChunkCollection, mongokv.GenerationCollection} {
 		if !slices.Contains(cleanup, c) && !slices.Contains(dropWhenEmpty, c) {
 			t.Errorf("the cleanup leaves %s", c)

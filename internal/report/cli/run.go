@@ -97,7 +97,6 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "shadow-report: the truth is the %s: %s\n", auth, truth.Reason)
-	noticeConflicts(sv, stderr)
 
 	cfg := report.Config{
 		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget, Spent: stores.spent},

@@ -29,12 +29,7 @@ type stageView struct {
 	// ledger records the run; overflows are those open at the start.
 	ledger    control.Ledger
 	overflows []control.Overflow
-	// conflicts is how many late tee copies kvshadow-proxy reported for
-	// the namespace (control.ConflictLedger), the latest received at
-	// lastConflict.
-	conflicts, undecided int64
-	lastConflict         time.Time
-	close                func()
+	close     func()
 }
 
 // readStage reads the stage document and the namespace's open overflows
@@ -62,26 +57,7 @@ func readStage(ctx context.Context, o *options) *stageView {
 		sv.ledger = nil
 		return sv
 	}
-	// The report does without them: they only add a notice.
-	if latest, n, err := board.Conflicts(cctx, o.cfNamespace, 1); err == nil && len(latest) > 0 {
-		sv.conflicts, sv.lastConflict = n, latest[0].Received
-		if sv.undecided, err = board.Undecided(cctx, o.cfNamespace); err != nil {
-			sv.undecided = n // not known: as if none were decided
-		}
-	}
 	return sv
-}
-
-// noticeConflicts says, when kvshadow-proxy reported late tee copies for
-// the namespace, that a parity cannot show which of those writes should
-// have won.
-func noticeConflicts(sv *stageView, w io.Writer) {
-	if sv == nil || sv.undecided == 0 {
-		return
-	}
-	fmt.Fprintf(w, "shadow-report: kvshadow-proxy reported %d late tee copies of this namespace, %d undecided (the latest received %s): "+
-		"the stores can agree and still hold the wrong one of two writes; decide each listed by GET /conflicts (recorded) with POST /conflicts/ID on the admin API\n",
-		sv.conflicts, sv.undecided, sv.lastConflict.UTC().Format(time.RFC3339))
 }
 
 // decideTruth picks the authoritative side: the stage document's when it
