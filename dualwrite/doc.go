@@ -389,11 +389,12 @@
 // fenced; SetStage refuses it (ErrUnsynced, saying what holds it; Fence
 // and Stats.Fence say so at any time) until
 //
-//   - no copy of a binding write has arrived for FenceInterval, and, from
-//     Handover, the Store has been in it for as long (DefaultFenceInterval
-//     is the tee's lease, its stage read timeout and the longest
-//     invocation, waitUntil included, with a margin): no isolate can still
-//     write its binding on a stage read before;
+//   - from Handover, the Store has been in it for FenceInterval
+//     (DefaultFenceInterval is the tee's lease, its stage read timeout and
+//     the longest invocation, waitUntil included, with a margin): no
+//     isolate can still write its binding on a stage read before. A copy
+//     does not restart the interval, so that no client holds the flip by
+//     sending copies: one that arrives after it is refused (below);
 //   - from Handover, the full comparison has finished clean: FenceInterval
 //     and two consistency windows after the Store entered Handover (an
 //     isolate cut off from the proxy may read StageKey a window late, and
@@ -419,64 +420,73 @@
 // copy arrived. A copy's acknowledged-at time is the client's; it is
 // trusted only within IngestMaxAge before and IngestMaxLead after the
 // copy's arrival, and never later than the arrival (no write was
-// acknowledged after its copy was received). A copy outside those bounds
-// is refused (Stats.IngestRefused), applies nothing, and its key is
-// verified instead: a replayed copy cannot overwrite a newer write, nor
-// one stamped in the future make the real copy be dropped as stale. Copies
-// of one key are ordered by those bounded times against the last write of
-// the key the Store knows, its own included.
+// acknowledged after its copy was received), and it only orders copies:
+// whether a copy is credible at all rests on its arrival alone. A copy
+// outside those bounds is refused (Stats.IngestRefused), applies nothing,
+// and its key is verified instead: a replayed copy cannot overwrite a newer
+// write, nor one stamped in the future make the real copy be dropped as
+// stale. Copies of one key are ordered by those bounded times against the
+// last write of the key the Store knows, its own included.
 //
-// Late copies. A copy that arrives from Live on (an isolate that missed
-// every signal, a batch delayed past the fence) is never dropped. One
-// acknowledged more than a fence interval after MongoDB became
-// authoritative (the Store's own flip, or Config.AuthoritativeSince) is not
-// credible, since no isolate writes its binding then: it is refused
-// (RefusedAckedAfterFlip), counted, and its key verified, so that copies
-// forged with the clients' token open no conflict and keep nothing. Any
-// other is counted (Stats.LateCopies), its key stays in the settle set (in complete,
-// where Workers KV is no longer written, MongoDB alone decides), and it is
-// ordered against the last write of its key that this Store saw: in the
-// settle set, its time there; not in the set, a write at least a
-// consistency window old (a key leaves the set only a window after its
-// last write), which orders a copy acknowledged since, once the Store has
-// run a window and its set never overflowed. A copy after that write by
-// more than IngestMaxLead is the last acknowledged write: it is written to
-// MongoDB and copied to Workers KV (LateApplied). One before it by as much
-// is superseded: MongoDB's newer value stands and verification brings
-// Workers KV level (LateSuperseded). A copy time cannot order (a batch
-// delayed past the fence is older than a window) is ordered by Workers KV,
-// authoritative until the flip: when its key is outside the settle set and
-// Workers KV holds exactly what the copy says, nothing written through the
-// Store came after it there (such a write reaches Workers KV after MongoDB
-// and holds its key in the set meanwhile), so it is the last acknowledged
-// write, and it is applied (LateApplied). Otherwise the order is not known: the
-// authoritative value stands and a Conflict record, with both sides'
-// digests and times, goes to the Sink (a ConflictSink) and to Conflicts,
-// for the operator (LateConflict); nothing is overwritten unreported. A
-// copy whose order is not known but whose content the authoritative store
-// already holds is counted LateHeld. When the Store's last write of its key
-// is that very copy (delivered twice), nothing is at stake and it is not
-// reported; otherwise the same value was also written through the Store,
-// which is what two read-modify-writes of one stale value look like (an
-// increment lost), and it is reported as a Conflict with Outcome LateHeld.
-// With several instances over the same stores, another may have written
-// the key after the copy's write, which this Store never saw. A Store told
-// (SetPeersUntil; package control does so from the heartbeats) that
-// another instance may have written since the copy was acknowledged, within
-// IngestMaxLead, never orders it by its own set's window: the copy is
-// superseded when this Store wrote the key after it; else, when Workers KV
-// holds exactly what the copy says, it is applied as above but reported
-// too (a Conflict with Outcome LateApplied and PeersUntil), since another
-// instance's newer write may still be on its way to Workers KV and the
-// record keeps the digest of what MongoDB held; else it is a conflict. No
-// instance's newer write is overwritten unreported.
-// With a Keeper (Config.Keeper) neither side of a reported copy is lost:
-// the one the authoritative store does not hold after it (the copy, for a
-// conflict or a failure, which verification then erases from Workers KV;
-// what MongoDB held, for a copy applied with PeersUntil) is kept before
-// anything is overwritten, and the record carries its reference
-// (Conflict.Kept), so that the operator's decision can restore it (package
-// keep does both).
+// Forged copies. The clients' token can send any copy. No isolate writes
+// its binding after the handover's fence interval, and the full
+// comparison holds every binding write made before it in MongoDB; so a
+// copy that arrives in Handover more than FenceInterval after the Store
+// entered it is refused (RefusedAfterFence) and never reaches MongoDB, and
+// one that arrives more than FenceInterval after MongoDB became
+// authoritative (the Store's own flip, or Config.AuthoritativeSince) is
+// refused (RefusedAckedAfterFlip), whatever time it claims. A refused copy
+// is counted and its key verified, which costs the flip one verification
+// pass; a batch with copies refused or late copies not applied is logged
+// once, with counts, never once a copy. What a client can still do with
+// copies is what the clients' token lets it do anyway: write keys.
+//
+// Late copies. A copy that arrives from Live on, within that interval (a
+// batch delayed past the fence, an isolate's copies kept for its next
+// batch), is never dropped: it is counted (Stats.LateCopies), its key stays
+// in the settle set (in complete, where Workers KV is no longer written,
+// MongoDB alone decides), and it is ordered against the last write of its
+// key that this Store saw: in the settle set, its time there; not in the
+// set, a write at least a consistency window old (a key leaves the set
+// only a window after its last write), which orders a copy acknowledged
+// since, once the Store has run a window and its set never overflowed. A
+// copy after that write by more than IngestMaxLead is the last
+// acknowledged write: it is written to MongoDB and copied to Workers KV
+// (LateApplied). One before it by as much is superseded: MongoDB's newer
+// value stands and verification brings Workers KV level (LateSuperseded).
+// A copy time cannot order is ordered by Workers KV, authoritative until
+// the flip: when its key is outside the settle set and Workers KV holds
+// exactly what the copy says, nothing written through the Store came after
+// it there (such a write reaches Workers KV after MongoDB and holds its key
+// in the set meanwhile), so it is the last acknowledged write, and it is
+// applied (LateApplied): the case kept for an instance cut off from
+// MongoDB less than LiveFor before the flip (its last heartbeat said clean,
+// so the flip went), whose binding copies reach another instance after it.
+// Otherwise the order is not known: MongoDB's value stands,
+// counted (LateConflict, or LateHeld when MongoDB holds exactly what the
+// copy says, as for a copy delivered twice), and verification brings
+// Workers KV level with it. A copy MongoDB fails to take is LateFailed,
+// its key left for repair. With several instances over the same stores,
+// another may have written the key after the copy's write, which this
+// Store never saw: a Store told (SetPeersUntil; package control does so
+// from the heartbeats) that another instance may have written since the
+// copy was acknowledged, within IngestMaxLead, never orders it by its own
+// set's window, only by its own newer write or by Workers KV.
+//
+// What each piece covers, and the test that shows it: the arrival bounds,
+// forged and back-dated copies (TestABackDatedCopyAfterTheFlipIsRefused,
+// TestAForgedCopyInHandoverHoldsTheFlipOnePass); the order by time, a copy
+// delayed past the fence over the Store's own writes (TestLateCopies); by
+// Workers KV, a copy time cannot order (TestLateCopyThatWorkersKVStillHolds);
+// the peers rule, another instance's newer write
+// (TestLateCopiesWithPeers, tests/proxy's
+// TestALateCopyNeverOverwritesAnotherInstancesWrite); the flip under
+// traffic with a copy held past it (tests/workers'
+// TestFlipUnderTrafficLosesNothing) and an isolate cut off right after the
+// handover (TestCornerCutOffRightAfterHandover) lose nothing. There are no
+// conflict records, kept sides or decisions: no workload test could make
+// one matter, since the handover's full comparison leaves MongoDB holding
+// every binding write before the flip.
 //
 // # Lifecycle
 //

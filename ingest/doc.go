@@ -36,8 +36,10 @@
 // sends), 401, 404 (unknown
 // namespace), 405, 409 (the stage takes no copies: the tee then reads the
 // stage again), 413 (over a cap), 415, or 503 with Retry-After. Every 4xx
-// is counted by its code (Handler.Refused). From live on a copy is late,
-// not refused: the dual-write store orders it and never drops it.
+// is counted by its code (Handler.Refused). From live on a copy is late:
+// the dual-write store orders it and never drops it, or, arriving more
+// than a fence interval after the flip, refuses it whatever its acked_at
+// says (dualwrite's Forged copies); either way the batch is answered 200.
 //
 //	GET <mount>/stage[?namespace=<ID>]
 //
