@@ -251,9 +251,9 @@ func renderHTML(w io.Writer, r *Report) error {
 		}
 		repair.Kinds, repair.Axis = kindChart(r.Repair.After, r.Totals.Compared)
 	}
-	rows := make([][]string, 0, len(r.Modules)+1)
-	for _, m := range r.Modules {
-		rows = append(rows, countsRow(printable(moduleLabel(m.Module)), m.Counts))
+	rows := countsRows(r)
+	for i, row := range rows {
+		rows[i] = escaped(row, printable)
 	}
 	return htmlPage.Execute(w, struct {
 		R                    *Report
@@ -279,7 +279,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
 		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds, r.authority()),
-		Columns: countColumns(), Rows: rows, Total: countsRow("TOTAL", r.Totals),
+		Columns: countColumns(), Rows: rows[:len(rows)-1], Total: rows[len(rows)-1],
 		Shown: int64(len(r.Divergences)), Listed: int64(len(r.Divergences)) + r.DivergencesOmitted,
 		Sides:    []SideInfo{r.Primary, r.Shadow},
 		CallOuts: callOuts(r),
