@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -244,21 +246,10 @@ func sortedModules(m map[string]*Counts) []ModuleCounts {
 	out := make([]ModuleCounts, 0, len(m))
 	for name, c := range m {
 		cc := *c
-		cc.Kinds = newKindCounts()
-		for k, n := range c.Kinds {
-			cc.Kinds[k] = n
-		}
+		cc.Kinds = maps.Clone(c.Kinds)
 		cc.finish()
 		out = append(out, ModuleCounts{Module: name, Counts: cc})
 	}
-	slices.SortFunc(out, func(a, b ModuleCounts) int {
-		switch {
-		case a.Module < b.Module:
-			return -1
-		case a.Module > b.Module:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ModuleCounts) int { return cmp.Compare(a.Module, b.Module) })
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -65,23 +66,18 @@ func (r *rig) today(ctx context.Context) error {
 	if err := r.burst(ctx, 8); err != nil {
 		return err
 	}
-	queued, err := r.count(ctx, retryPrefix)
+	queued, err := r.list(ctx, retryPrefix)
 	if err != nil {
 		return err
 	}
-	if queued == 0 {
+	if len(queued) == 0 {
 		return errors.New("the bot's dual write queued nothing while MongoDB was out of reach")
 	}
-	r.say("  the bot's retry queue holds %d keys under %s", queued, retryPrefix)
+	r.say("  the bot's retry queue holds %d keys under %s", len(queued), retryPrefix)
 	return nil
 }
 
-// count lists the keys of Workers KV under prefix, through the bridge.
-func (r *rig) count(ctx context.Context, prefix string) (int, error) {
-	keys, err := r.list(ctx, prefix)
-	return len(keys), err
-}
-
+// list lists the keys of Workers KV under prefix, through the bridge.
 func (r *rig) list(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
 	for cursor := ""; ; {
@@ -226,7 +222,7 @@ func (r *rig) checkEveryKey(how string) error {
 	for k, v := range r.last {
 		keys, want = append(keys, k), append(want, v)
 	}
-	present := append(slices.Clone(r.old), keysOf(r.shared)...)
+	present := append(slices.Clone(r.old), slices.Collect(maps.Keys(r.shared))...)
 	got, err := r.bot.read(append(keys, present...))
 	if err != nil {
 		return err
@@ -248,14 +244,6 @@ func (r *rig) checkEveryKey(how string) error {
 	}
 	r.say("  the bot, %s, reads every key it wrote: %d with the value it last wrote (deleted ones absent), %d written by several at once present, %d from before the migration", how, len(r.last), len(r.shared), len(r.old))
 	return nil
-}
-
-func keysOf(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // cleanup is step 14's list of kvshadow's collections to drop, as the guide

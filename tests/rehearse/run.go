@@ -323,11 +323,19 @@ func (r *rig) setStage(ctx context.Context, to dualwrite.Stage, confirmed bool) 
 		default:
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
+		if err := wait(ctx, time.Second); err != nil {
+			return err
 		}
+	}
+}
+
+// wait waits d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
 
@@ -372,10 +380,8 @@ func (r *rig) report(ctx context.Context, args []string) error {
 func (r *rig) settled(ctx context.Context) error {
 	// The tee sends an invocation's copies 250 ms after its last write,
 	// after the bot has answered: a quiet moment lets the last ones land.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(2 * time.Second):
+	if err := wait(ctx, 2*time.Second); err != nil {
+		return err
 	}
 	for range 240 {
 		st, err := r.admin.Stats(ctx)
@@ -388,10 +394,8 @@ func (r *rig) settled(ctx context.Context) error {
 		if s.Dirty == 0 && (s.Unsettled == 0 || s.Stage == dualwrite.Complete.String()) && st.Total.Queued == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if err := wait(ctx, 500*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return errors.New("the proxy's keys did not settle within 2 minutes")
