@@ -86,12 +86,9 @@ func (b budgetFlag) Set(v string) error {
 		return nil
 	}
 	n, per, ok := strings.Cut(v, "/")
-	reqs, err := strconv.Atoi(strings.TrimSpace(n))
-	if !ok || err != nil || reqs <= 0 {
-		return errors.New(`want "<requests>/<duration>", such as 1200/5m, or "unlimited"`)
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(per))
-	if err != nil || d <= 0 {
+	reqs, nerr := strconv.Atoi(strings.TrimSpace(n))
+	d, derr := time.ParseDuration(strings.TrimSpace(per))
+	if !ok || nerr != nil || reqs <= 0 || derr != nil || d <= 0 {
 		return errors.New(`want "<requests>/<duration>", such as 1200/5m, or "unlimited"`)
 	}
 	*b.dst = report.Budget{Requests: reqs, Per: d}
