@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // The proxy's tokens guard loopback listeners for the run; never printed.
@@ -54,7 +55,7 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 	if err := os.RemoveAll(journalDir); err != nil {
 		return nil, err
 	}
-	c, err := service.Parse([]string{
+	args := []string{
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "demo", "--stage", "dualwrite",
 		"--shadow-timeout", "2s", "--compare-rate", "0.25", "--consistency-window", (cfg.window + time.Second).String(),
 		"--repair-interval", "2s", "--breaker-failures", "5", "--breaker-open-timeout", "2s",
@@ -62,9 +63,6 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		// The bot goes through the proxy (no tee writes a binding), so the
 		// flip needs no fence interval.
 		"--fence-interval", "0",
-	}, func(k string) string { return env[k] })
-	if err != nil {
-		return nil, err
 	}
 	board, err := srv.mongo.Client()
 	if err != nil {
@@ -74,28 +72,11 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 		return &service.Backends{Sides: []service.Sides{{ID: demoNamespace, Primary: primary, Shadow: shadow}},
 			Board: control.NewMongoBoard(board.Database(database))}, nil
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	up := make(chan service.Listening, 1)
-	go func() {
-		done <- service.Run(rctx, c, io.Discard, io.Discard, service.WithBackends(open), service.WithLogger(log),
-			service.WithListening(func(l service.Listening) { up <- l }))
-	}()
-	p := &proxy{}
-	select {
-	case at := <-up:
-		p.api, p.admin = at.API, at.Admin
-	case err := <-done:
-		cancel()
-		return nil, fmt.Errorf("kvshadow-proxy did not start: %w", err)
+	at, stop, err := proxytest.Run(context.WithoutCancel(ctx), env, io.Discard, args, service.WithBackends(open), service.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("kvshadow-proxy: %w", err)
 	}
-	p.client = &admin.Client{URL: p.admin, Token: adminToken}
-	var once sync.Once
-	var result error
-	p.stop = func() error {
-		once.Do(func() { cancel(); result = <-done })
-		return result
-	}
+	p := &proxy{api: at.API, admin: at.Admin, stop: sync.OnceValue(stop), client: &admin.Client{URL: at.Admin, Token: adminToken}}
 	return p, nil
 }
 

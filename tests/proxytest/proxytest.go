@@ -5,7 +5,6 @@
 package proxytest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,10 +12,10 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
@@ -64,7 +63,7 @@ func (p *Primary) Environment(uri, db string) map[string]string {
 // Proxy is a running kvshadow-proxy.
 type Proxy struct {
 	service.Listening
-	out buffer
+	out syncbuf.Buffer // written by the service, read by the test
 }
 
 // Stdout is what the proxy has printed.
@@ -136,12 +135,3 @@ func FreeAddr() (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
-
-// buffer is written by the service and read by the test.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
-func (b *buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
