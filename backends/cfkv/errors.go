@@ -84,14 +84,15 @@ var errTryTimeout = fmt.Errorf("cfkv: the try's time is up: %w", context.Deadlin
 // outcomeOf classifies how one SDK call ended, in a try's context ctx:
 // resp is the answer the SDK saw, if any.
 func (s *Store) outcomeOf(ctx context.Context, op string, resp *http.Response, err error) outcome {
+	if err == nil {
+		return outcome{} // before the targets of errors.As, which live on the heap
+	}
 	var (
 		sdkErr *cf.Error
 		ours   *APIError
 		bad    notEnvelope
 	)
 	switch {
-	case err == nil:
-		return outcome{}
 	case errors.As(err, &sdkErr):
 		var header http.Header
 		if sdkErr.Response != nil {

@@ -77,7 +77,7 @@ type spacedSide struct {
 
 // spacedSides are the nethttp, sdk and cfkv clients of op (Get or Put) on
 // one key of a fresh rig, in that order.
-func spacedSides(b *testing.B, op string) []spacedSide {
+func spacedSides(b testing.TB, op string) []spacedSide {
 	client := &http.Client{Transport: cfkv.NewTransport()}
 	r := newRig(b, nil, func(c *cfkv.Config) { c.HTTPClient = client })
 	const key = "wordle:games:000042"
@@ -150,3 +150,20 @@ func processCPU() time.Duration {
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// TestCfkvAllocatesWhatItsTriesNeed holds cfkv's allocations a call to
+// what it adds to cloudflare-go's own (BenchmarkSpacedCall's sdk side, on
+// the same server in this process): for a value's GET, the try's context
+// with its timer (7), the options that hand the answer over raw (3) and
+// the value read whole (2); a PUT, whose answer cfkv reads once where the
+// SDK decodes it, allocates less than the SDK's own. Nothing per call is
+// left on the heap by a success's classification or the answer's type.
+func TestCfkvAllocatesWhatItsTriesNeed(t *testing.T) {
+	for op, over := range map[string]float64{"Get": 12, "Put": 0} {
+		sides := spacedSides(t, op)
+		sdk := testing.AllocsPerRun(100, func() { sides[1].call(t.Context()) })
+		if got := testing.AllocsPerRun(100, func() { sides[2].call(t.Context()) }); got > sdk+over {
+			t.Errorf("%s: cfkv allocates %v a call, the SDK's own %v: more than %v above it", op, got, sdk, over)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -235,10 +234,11 @@ func (s *Store) readValue(key string, resp *http.Response) (kv.Entry, error) {
 	return kv.Entry{Key: key, Value: body, Expiration: exp}, nil
 }
 
-// isJSONType reports whether a Content-Type is JSON.
+// isJSONType reports whether a Content-Type is JSON, on every value read:
+// its parameters are not parsed (mime.ParseMediaType makes them a map).
 func isJSONType(ct string) bool {
-	mt, _, _ := mime.ParseMediaType(ct)
-	return mt == "application/json"
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // parseExpiration reads the API's expiration: whole seconds since the epoch.

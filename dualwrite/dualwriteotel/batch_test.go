@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
@@ -70,5 +71,31 @@ func TestSampledCopiesKeepTheirExemplars(t *testing.T) {
 	}
 	if id := fmt.Sprintf("%x", h.DataPoints[0].Exemplars[0].TraceID); !traces[id] {
 		t.Errorf("exemplar's trace %s is none of the recorded spans'", id)
+	}
+}
+
+// TestUntracedCopiesCostWhatNoObserverCosts holds that a copy's context
+// allocates with tracing off what it does with no observer at all
+// (NopObserver: the caller's values without its cancellation), and that an
+// unsampled span allocates nothing for its options: the same as a bare
+// Start (the span kind and the attributes cost four allocations a copy).
+func TestUntracedCopiesCostWhatNoObserverCosts(t *testing.T) {
+	ctx := context.Background()
+	off, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tracenoop.NewTracerProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testing.AllocsPerRun(100, func() { _ = off.AsyncContext(ctx, dualwrite.OpPut) }); got > 1 {
+		t.Errorf("a copy's context with tracing off: %v allocations, want 1 (the caller's values without its cancellation)", got)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	unsampled, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := tp.Tracer(dualwriteotel.ScopeName)
+	bare := testing.AllocsPerRun(100, func() { _, _ = tracer.Start(context.WithoutCancel(ctx), dualwriteotel.SpanPut) })
+	if got := testing.AllocsPerRun(100, func() { _ = unsampled.AsyncContext(ctx, dualwrite.OpPut) }); got > bare {
+		t.Errorf("an unsampled copy's context: %v allocations, a bare Start %v", got, bare)
 	}
 }

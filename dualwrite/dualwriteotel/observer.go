@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -116,25 +117,29 @@ var spanNames = map[dualwrite.Op]string{
 	dualwrite.OpCompare: SpanCompare, dualwrite.OpRepair: SpanRepair,
 }
 
+// asyncStart starts every asynchronous operation's span. Its attributes
+// are set once it records, so that one that does not (tracing off, or not
+// sampled: samplers here read neither attributes nor links) costs nothing.
+var asyncStart = []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)}
+
 // AsyncContext implements dualwrite.Observer. The operation's span starts a
 // new trace linked to the caller's span: the caller has usually returned
 // and ended its span before the operation runs, and a child outliving its
 // parent would distort the caller's trace.
 func (o *Observer) AsyncContext(caller context.Context, op dualwrite.Op) context.Context {
+	ctx := context.WithoutCancel(caller)
+	if _, off := o.tracer.(tracenoop.Tracer); off {
+		return ctx // tracing off: its no-op span would cost two allocations
+	}
 	name, ok := spanNames[op]
 	if !ok {
 		name = "dualwrite." + string(op)
 	}
-	stage := dualwrite.Stage(o.stage.Load())
-	ctx, span := o.tracer.Start(context.WithoutCancel(caller), name,
-		trace.WithNewRoot(),
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(stage.String())))
+	ctx, span := o.tracer.Start(ctx, name, asyncStart...)
 	if !span.IsRecording() {
 		return ctx // nothing to end or annotate
 	}
-	// The link is added after the start so that an unsampled span costs
-	// no allocation for it; samplers here do not look at links.
+	span.SetAttributes(OperationKey.String(string(op)), otelkv.StageKey.String(o.Stage()))
 	if link := trace.LinkFromContext(caller); link.SpanContext.IsValid() {
 		span.AddLink(link)
 	}

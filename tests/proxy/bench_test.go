@@ -46,9 +46,12 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	if path := os.Getenv(profileEnv); path != "" { // a profile per rig
 		proxyEnv = append(proxyEnv, profileEnv+"="+path+"."+latency.String())
 	}
+	if path := os.Getenv(allocsEnv); path != "" {
+		proxyEnv = append(proxyEnv, allocsEnv+"="+path+"."+latency.String())
+	}
 	proxy := startChild(b, "proxy", proxyEnv...)
 	forwarder := startChild(b, "forwarder", primaryEnv+"="+primary)
-	sdkForwarder := startChild(b, "sdkforwarder", primaryEnv+"="+primary)
+	sdkForwarder := startChild(b, "sdkforwarder", proxyEnv...)
 	direct, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: primary, MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -175,6 +178,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(pcpu/fcpu, "cpu-ratio")
 				b.ReportMetric(float64(sAfter.cpuMicros-sBefore.cpuMicros)/n, "sdk-cpu-µs/req")
 				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
+				b.ReportMetric(float64(sAfter.allocs-sBefore.allocs)/n, "sdk-allocs/req")
 				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})
 		}

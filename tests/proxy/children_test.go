@@ -44,6 +44,11 @@ const (
 	// over its whole life: set it when running the benchmark to see where
 	// the proxy's time goes (go tool pprof FILE.3ms: a file per latency).
 	profileEnv = "KVSHADOW_BENCH_PROXY_PROFILE"
+	// allocsEnv names a file for the allocation profiles of the proxy
+	// child and the SDK forwarder's, every allocation recorded
+	// (MemProfileRate 1, which slows them): FILE.3ms.proxy and
+	// FILE.3ms.sdkforwarder, for go tool pprof -sample_index=alloc_objects.
+	allocsEnv = "KVSHADOW_BENCH_PROXY_ALLOCS"
 	// procsEnv, when set, is the proxy child's GOMAXPROCS (the others keep
 	// the machine's): set it to 1 to see what the wake of an idle
 	// processor costs a request at low load, the copy's worker on a Put
@@ -88,6 +93,9 @@ func serveChild() {
 	default:
 		err = fmt.Errorf("no role %q", role)
 	}
+	if path := os.Getenv(allocsEnv); err == nil && path != "" && (role == "proxy" || role == "sdkforwarder") {
+		stop = allocsProfiled(path+"."+role, stop)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchmark child %s: %v\n", role, err)
 		os.Exit(1)
@@ -108,6 +116,20 @@ func profiled(path string, stop func()) (func(), error) {
 		return nil, err
 	}
 	return func() { stop(); pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// allocsProfiled records every allocation from now on, and has stop write
+// them to path.
+func allocsProfiled(path string, stop func()) func() {
+	runtime.MemProfileRate = 1
+	return func() {
+		stop()
+		runtime.GC() // the profile holds what the last collection saw
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			_ = f.Close()
+		}
+	}
 }
 
 // serve answers h on a loopback port of its own.
