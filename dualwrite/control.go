@@ -25,8 +25,13 @@ func (s *Store) SetStage(ctx context.Context, to Stage) error {
 		return fmt.Errorf("%w: unknown stage %d", ErrInvalidConfig, to)
 	}
 	s.stageMu.Lock()
+	say := func() {}
+	if IsFlip(s.Stage(), to) {
+		say = s.checkStageKey(ctx) // read back before the flip; the fence holds until it reads as written
+	}
 	from, err := s.switchStage(ctx, to)
 	s.stageMu.Unlock()
+	say()
 	if err != nil || from == to {
 		return err
 	}

@@ -70,8 +70,12 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 		f.QuietUntil = time.Unix(0, s.stageSince.Load()).Add(s.cfg.fence)
 	}
 	if wait := f.QuietUntil.Sub(now); wait > 0 {
-		f.HeldBy = append(f.HeldBy, fmt.Sprintf("the stage began %s ago: the fence waits %s more, so that no isolate still writes its binding",
-			now.Sub(f.QuietUntil.Add(-s.cfg.fence)).Round(time.Second), wait.Round(time.Second)))
+		what := "the stage began"
+		if s.key.rewrote.Load() == s.stageSince.Load() {
+			what = StageKey + " was written again"
+		}
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%s %s ago: the fence waits %s more, so that no isolate still writes its binding",
+			what, now.Sub(f.QuietUntil.Add(-s.cfg.fence)).Round(time.Second), wait.Round(time.Second)))
 		f.Remaining = wait
 	}
 	if n > 0 {
@@ -85,8 +89,8 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	if from == Handover {
 		s.comparisonHold(&f, time.Unix(0, s.stageSince.Load()), now)
 	}
-	if s.mustMark() {
-		f.HeldBy = append(f.HeldBy, StageKey+" is not written to the primary yet: a tee cut off from the proxy would serve its binding")
+	if k := s.key.status(); s.cfg.fence > 0 && k.Found != KeyVerified && k.Found != KeyUnread {
+		f.HeldBy = append(f.HeldBy, StageKey+" "+keyWords[k.Found]+": the flip waits until it reads back as written (a Workers KV read may lag a write by up to a minute), so that a tee cut off from the proxy refuses its binding")
 		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
 	}
 	if f.Dirty > 0 || f.ReconciliationNeeded {
@@ -95,6 +99,9 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	}
 	return f
 }
+
+var keyWords = map[string]string{"": "is not read yet by this instance", KeyMissing: "read back missing and was written again",
+	KeyDifferent: "read back different and was written again", KeyUnreadable: "cannot be read back"}
 
 // fenceError is the refusal of a flip that the fence holds back.
 func fenceError(f FenceStatus, from, to Stage) error {

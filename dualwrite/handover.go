@@ -2,10 +2,12 @@ package dualwrite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
@@ -13,12 +15,52 @@ import (
 )
 
 // StageKey is the key of the primary (the bot's own namespace) where a
-// Store in tee mode (a positive FenceInterval) says that the handover began:
-// its value is "handover" from before the Store enters Handover until it
-// returns to Shadow, when it is deleted. A tee that cannot learn the stage
-// from the proxy reads it from its binding, and never serves its binding
-// once it says so.
+// Store in tee mode (a positive FenceInterval) says that the handover
+// began: its value is "handover" from before the Store enters Handover,
+// through every later stage, until it returns to Shadow, when it is
+// deleted. A tee that cannot learn the stage from the proxy reads it from
+// its binding, and never serves its binding once it says so. The Store
+// reads it back and writes it again when it is not what it wrote
+// (checkStageKey).
 const StageKey = kv.ReservedPrefix + "stage"
+
+// What the last read of StageKey found (StageKeyStatus.Found).
+const (
+	KeyUnread     = "unread"     // written on the way into Handover, not read back yet
+	KeyVerified   = "handover"   // read back as written
+	KeyMissing    = "missing"    // read back absent: written again
+	KeyDifferent  = "different"  // read back with another value: written again
+	KeyUnreadable = "unreadable" // the read failed: the next pass reads again
+)
+
+// StageKeyStatus is what the Store knows of StageKey in the primary, in tee
+// mode from Handover on (Found is empty otherwise). Rewrites counts the
+// reads that found it missing or different, each followed by a rewrite.
+type StageKeyStatus struct {
+	Found    string `json:"found,omitempty"`
+	Rewrites uint64 `json:"rewrites"`
+}
+
+// stageKeyCheck is the state of StageKey's checks: found and rewrites for
+// any reader, rewrote (when a rewrite restarted the handover's clock, Unix
+// nanoseconds), and under stageMu whether an episode of wrong reads is
+// under way (logged when it begins and when it ends).
+type stageKeyCheck struct {
+	found    atomic.Pointer[string]
+	rewrites atomic.Uint64
+	rewrote  atomic.Int64
+	episode  bool
+}
+
+func (c *stageKeyCheck) status() StageKeyStatus {
+	st := StageKeyStatus{Rewrites: c.rewrites.Load()}
+	if f := c.found.Load(); f != nil {
+		st.Found = *f
+	}
+	return st
+}
+
+func (c *stageKeyCheck) set(found string) { c.found.Store(&found) }
 
 // markStage writes StageKey before the Store enters Handover from Shadow,
 // and deletes it before it returns to Shadow (Workers KV is authoritative
@@ -35,8 +77,11 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 		if err := s.writeStageKey(ctx); err != nil {
 			return fmt.Errorf("dualwrite: stage %s to %s: writing %s to the primary, which tees cut off from the proxy read: %w", from, to, StageKey, err)
 		}
+		s.key.set(KeyUnread)
+		s.kickRepair() // read it back now
 	case from == Handover && to == Shadow:
-		s.marked.Store(false)
+		s.key.found.Store(nil)
+		s.key.episode = false
 		if err := s.stores[RolePrimary].Delete(ctx, StageKey); err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "dualwrite: back in shadow, but "+StageKey+" could not be deleted from the primary: tees cut off from the proxy refuse their calls until it is",
 				slog.String("error", compare.ErrorClass(err)))
@@ -45,52 +90,66 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	return nil
 }
 
-// writeStageKey writes StageKey to the primary and notes that it is there.
+// keyOwed reports whether StageKey must be in the primary: tee mode, from
+// Handover on.
+func (s *Store) keyOwed() bool { return s.cfg.fence > 0 && s.Stage() >= Handover }
+
 func (s *Store) writeStageKey(ctx context.Context) error {
-	if err := s.stores[RolePrimary].Put(ctx, StageKey, []byte(Handover.String()), kv.PutOptions{}); err != nil {
-		return err
-	}
-	s.marked.Store(true)
-	return nil
+	return s.stores[RolePrimary].Put(ctx, StageKey, []byte(Handover.String()), kv.PutOptions{})
 }
 
-// mustMark reports whether StageKey is owed: tee mode, a stage from
-// Handover on, and the key not written by this Store yet.
-func (s *Store) mustMark() bool {
-	return s.cfg.fence > 0 && s.Stage() >= Handover && !s.marked.Load()
-}
-
-// markBegun writes StageKey when the Store is past Shadow without having
-// written it: SetStage writes it on the way into Handover, but a Store that
-// began in Handover or later (the first instance started there, or one
-// restarted after the key was deleted behind the fleet's back) must not
-// leave an isolate cut off from the proxy reading a binding that says
-// nothing, which it would serve as authoritative. The repair loop calls
-// it, at once after New and then every RepairInterval until the key is
-// written; a failure is logged once, and holds the flip (fenceAt). It runs
-// under stageMu, as SetStage does, so that a return to Shadow (which
-// deletes the key) is never undone by it.
-func (s *Store) markBegun(ctx context.Context) {
-	if !s.mustMark() {
-		return
+// checkStageKey reads StageKey back from the primary, in tee mode from
+// Handover on: the repair loop calls it every pass (at once after New, then
+// every RepairInterval), and SetStage before the flip from Handover. A key
+// missing or different (deleted or rewritten behind the proxy's back, or
+// never written: a Store that began past Shadow) is counted and written
+// again; in Handover the rewrite also starts the handover's clock again
+// (the quiet interval and the full comparison), since an isolate cut off
+// from the proxy may have served its binding while the key said nothing.
+// Until a read finds what was written, the fence holds the flip. The
+// caller holds stageMu, so that a return to Shadow (which deletes the
+// key) is never undone by it, and calls the returned func, which logs the
+// start or the end of an episode of wrong reads, once it has let go.
+func (s *Store) checkStageKey(ctx context.Context) (say func()) {
+	if !s.keyOwed() {
+		return func() {}
 	}
-	s.stageMu.Lock()
-	defer s.stageMu.Unlock()
-	if !s.mustMark() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShadowTimeout)
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.ShadowTimeout)
 	defer cancel()
-	err := s.writeStageKey(ctx)
+	v, err := s.stores[RolePrimary].Get(rctx, StageKey)
+	found := KeyVerified
 	switch {
-	case err != nil && !s.markFailed:
-		s.markFailed = true
-		s.log.LogAttrs(ctx, slog.LevelWarn, "dualwrite: "+StageKey+" cannot be written to the primary: tees cut off from the proxy serve their binding until it is; retrying every repair interval",
-			slog.String("stage", s.Stage().String()), slog.String("error", compare.ErrorClass(err)))
-	case err == nil && s.markFailed:
-		s.markFailed = false
-		s.log.LogAttrs(ctx, slog.LevelInfo, "dualwrite: "+StageKey+" written to the primary", slog.String("stage", s.Stage().String()))
+	case errors.Is(err, kv.ErrNotFound):
+		found, err = KeyMissing, nil
+	case err != nil:
+		found = KeyUnreadable
+	case string(v) != Handover.String():
+		found = KeyDifferent
 	}
+	first := s.key.found.Swap(&found) == nil // the first read of a Store that began past Shadow: its clock started at New
+	if found == KeyMissing || found == KeyDifferent {
+		s.key.rewrites.Add(1)
+		if err = s.writeStageKey(rctx); err == nil && s.Stage() == Handover && !first {
+			now := s.clock.Now().UnixNano()
+			s.stageSince.Store(now)
+			s.key.rewrote.Store(now)
+		}
+	}
+	wrong := found != KeyVerified
+	if wrong == s.key.episode {
+		return func() {}
+	}
+	s.key.episode = wrong
+	attrs := []slog.Attr{slog.String("stage", s.Stage().String()), slog.String("found", found)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", compare.ErrorClass(err)))
+	}
+	level, msg := slog.LevelInfo, "dualwrite: "+StageKey+" reads back from the primary as written again"
+	if wrong {
+		level, msg = slog.LevelWarn, "dualwrite: "+StageKey+" does not read back from the primary as written (deleted or overwritten outside the proxy, or unreadable): "+
+			"it is written again, the flip waits until it reads back, and in handover the fence starts again from the rewrite; logged once until it reads back"
+	}
+	return func() { s.log.LogAttrs(ctx, level, msg, attrs...) }
 }
 
 // withoutReserved drops kvshadow's own keys (kv.ReservedPrefix) from a

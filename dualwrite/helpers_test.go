@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"sync"
 	"testing"
@@ -40,6 +42,7 @@ type env struct {
 type setup struct {
 	clk    *clock.Fake
 	pc, sc kvfault.Config
+	log    io.Writer // nil: discarded
 }
 
 type envOption func(*setup)
@@ -78,7 +81,11 @@ func newEnv(t *testing.T, cfg dualwrite.Config, opts ...envOption) *env {
 		cfg.Sink = e.sink
 	}
 	e.obs = newRecorder(t)
-	e.store, err = dualwrite.New(cfg, dualwrite.WithClock(e.clk), dualwrite.WithObserver(e.obs), dualwrite.WithLogger(discardLogger()))
+	logger := discardLogger()
+	if su.log != nil {
+		logger = slog.New(slog.NewTextHandler(su.log, nil))
+	}
+	e.store, err = dualwrite.New(cfg, dualwrite.WithClock(e.clk), dualwrite.WithObserver(e.obs), dualwrite.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,12 @@ func (s *Store) repairLoop() {
 			t.Stop()
 			return
 		}
-		s.markBegun(s.bg)
+		if s.keyOwed() {
+			s.stageMu.Lock()
+			say := s.checkStageKey(s.bg)
+			s.stageMu.Unlock()
+			say()
+		}
 		s.compareHandover(s.bg)
 		s.settlePass(s.bg)
 		if repair {

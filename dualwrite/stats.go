@@ -93,6 +93,9 @@ type Stats struct {
 	// Fence is what holds the flip between handover and live back
 	// (Store.Fence), in those two stages.
 	Fence FenceStatus
+	// StageKey is what the last read of StageKey in the primary found, in
+	// tee mode from Handover on, and how often it was written again.
+	StageKey StageKeyStatus
 	// TeeReads counts the reads made elsewhere that CompareReads took for
 	// comparison; their outcomes are counted in Comparisons (or
 	// ComparisonsSkipped) with the Store's own.
@@ -250,7 +253,7 @@ func (s *Store) Stats() Stats {
 	st.ShadowPacing = ShadowPacing{Delayed: s.ctr.paceDelayed.Load(), Waited: time.Duration(s.ctr.paceWaited.Load()), Deferred: s.ctr.paceDeferred.Load()}
 	x := &s.ctr.excluded
 	st.Excluded = Excluded{Writes: x.writes.Load(), Copies: x.copies.Load(), Reads: x.reads.Load(), Journal: x.journal.Load()}
-	st.Fence = s.fenceAt(st.Stage, now)
+	st.Fence, st.StageKey = s.fenceAt(st.Stage, now), s.key.status()
 	st.Breaker = BreakerClosed
 	if st.Stage.mirrors() {
 		st.Breaker = st.Breakers[st.Stage.authority().other()]

@@ -48,12 +48,8 @@ type Store struct {
 	// done.
 	gate    sync.RWMutex
 	closed  atomic.Bool
-	stageMu sync.Mutex // serializes SetStage
-	// marked: StageKey is known to be in the primary (tee mode, from
-	// Handover on); markFailed, under stageMu: the last try to write it
-	// failed (handover.go).
-	marked     atomic.Bool
-	markFailed bool
+	stageMu sync.Mutex    // serializes SetStage
+	key     stageKeyCheck // what the primary holds at StageKey (handover.go)
 
 	slots    []slot
 	lanes    []*lane
@@ -188,11 +184,8 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		s.background.Add(1)
 		go func() { defer s.background.Done(); s.commitLoop() }()
 	}
-	if s.mustMark() {
-		select { // the loop writes StageKey now (handover.go)
-		case s.repairKick <- struct{}{}:
-		default:
-		}
+	if s.keyOwed() {
+		s.kickRepair() // the loop checks StageKey now (handover.go)
 	}
 	return s, nil
 }

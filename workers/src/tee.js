@@ -58,6 +58,7 @@ export const REST_PATH = "/client/v4/";
  * @property {number} failedAt when the last read failed, 0 after an answer
  * @property {string} [reason] why the last read failed, as the caller is told it
  * @property {boolean} proxy the answer routes reads and writes through the proxy
+ * @property {boolean} [handover] this isolate saw the handover (a proxy answer routing through it, or STAGE_KEY in the binding) and no answer since said binding: a missing STAGE_KEY is then no reason to serve the binding
  * @property {number} [generation] the stage document's generation, when the proxy says it
  * @property {string[]} [excludePrefixes] the key prefixes the proxy leaves out (its answer's exclude_prefixes)
  * @property {string} [account]
@@ -90,13 +91,12 @@ export function forgetStages() {
 
 /**
  * The key of the bot's namespace where kvshadow-proxy says that the
- * handover began (dualwrite.StageKey): read from the binding by a tee that
- * cannot learn the stage from the proxy. Keys under "__kvshadow:" are
- * kvshadow's own.
+ * handover began (dualwrite.StageKey, "handover" from then until it goes
+ * back to shadow, when it deletes it): read from the binding by a tee that
+ * cannot learn the stage from the proxy. Any value means the binding may
+ * not be authoritative. Keys under "__kvshadow:" are kvshadow's own.
  */
 export const STAGE_KEY = "__kvshadow:stage";
-/** The stages in which Workers KV is authoritative and the binding serves. */
-const BINDING_STAGES = new Set(["off", "dualwrite", "shadow"]);
 
 /** The code of the error a write gets when the tee cannot learn where to route it. */
 export const STAGE_UNKNOWN = "kvshadow_stage_unknown";
@@ -182,10 +182,13 @@ export class TeeNamespace {
    * proxy goes there (the proxy serves the authoritative store of
    * whatever stage it is in). Any other call (the last stage known was the
    * binding, or none is: a fresh isolate) reads STAGE_KEY from the
-   * binding, which kvshadow-proxy writes before the handover begins:
-   * absent or a stage before the handover, Workers KV is authoritative and
-   * the binding serves the call, as without kvshadow; otherwise the stage
-   * is asked once more and, without an answer, the call is refused (503,
+   * binding, which kvshadow-proxy writes before the handover begins and
+   * keeps until it goes back to shadow: absent, and this isolate never saw
+   * the handover, Workers KV is authoritative and the binding serves the
+   * call, as without kvshadow; present (whatever it says), or absent once
+   * this isolate saw the handover (a key deleted behind the proxy's back:
+   * the proxy writes it again within its repair interval), the stage is
+   * asked once more and, without an answer, the call is refused (503,
    * code kvshadow_stage_unknown, with the proxy's reason: unreachable, the
    * token refused, no answer in time), never served from a binding that
    * may no longer be authoritative.
@@ -214,7 +217,7 @@ export class TeeNamespace {
         // No answer to route by, and the last one (if any) said binding:
         // the binding serves only if what the proxy left in it says that
         // Workers KV is still authoritative.
-        const mark = await this.stageMark();
+        const mark = await this.stageMark(s);
         if (mark !== null) {
           if (!asked) await (s.pending ?? this.readStage(s));
           if (!this.fresh(s)) this.refuse(op, s, mark);
@@ -238,14 +241,17 @@ export class TeeNamespace {
 
   /**
    * What kvshadow-proxy left in the binding at STAGE_KEY: null while
-   * Workers KV is authoritative (absent, or a stage before the handover),
-   * else what it says ("handover", or why it could not be read).
+   * Workers KV is authoritative (absent, and this isolate never saw the
+   * handover), else what it says ("handover", or why it is no reason to
+   * serve the binding).
+   * @param {StageSeen} s
    * @returns {Promise<string|null>}
    */
-  async stageMark() {
+  async stageMark(s) {
     try {
       const v = await this.kv.get(STAGE_KEY);
-      return v === null || BINDING_STAGES.has(v) ? null : String(v);
+      if (v !== null) s.handover = true;
+      return v !== null ? String(v).slice(0, 64) : s.handover ? "nothing, though this isolate saw the handover" : null;
     } catch (e) {
       return `unreadable (${String(/** @type {any} */ (e)?.message ?? e)})`;
     }
@@ -331,6 +337,7 @@ export class TeeNamespace {
           reason: undefined,
           lease,
           proxy: route === "proxy",
+          handover: route === "proxy",
           // 0 is a proxy that follows no stage document: no generation.
           generation: Number.isSafeInteger(body.generation) && body.generation > 0 ? body.generation : undefined,
           account: body.account || undefined,

@@ -208,15 +208,17 @@ describe("kvshadowTee", () => {
     assert.ok(warned.every((w) => !w.includes("down") && !w.includes("bad") && w.includes("kvshadow_tee_send_failed")));
   });
 
-  test("no stage answer: the binding serves while the stage key says Workers KV is authoritative; from the handover on every call is refused with the proxy's reason, logged once", async () => {
+  test("no stage answer: the binding serves while there is no stage key; from the handover on every call is refused with the proxy's reason, logged once", async () => {
     const dead = () => kvshadowTee(KV, { url: "http://127.0.0.1:1", token, sampleRate: 0 }, invocation());
     await KV.put("dead:r", "before");
     const d = dead();
     await d.put("dead:w", "v");
     assert.equal(await KV.get("dead:w"), "v", "no stage key: Workers KV is authoritative, the binding serves");
     assert.equal(await d.get("dead:r"), "before");
+    // The proxy never writes a stage before the handover there (it deletes
+    // the key on the way back to shadow): any value is one it did not write.
     await KV.put(STAGE_KEY, "shadow");
-    assert.equal(await dead().get("dead:r"), "before", "a stage key before the handover: the binding serves");
+    await assert.rejects(dead().get("dead:r"), (e) => e.code === "kvshadow_stage_unknown" && /binding says shadow/.test(e.message));
 
     await KV.put(STAGE_KEY, "handover");
     const warn = console.warn;
@@ -269,7 +271,11 @@ describe("kvshadowTee", () => {
     } finally {
       await KV.delete(STAGE_KEY);
     }
-    await t.put("lease:3", "v"); // no stage key: Workers KV is authoritative
+    // This isolate saw the handover: the key gone is no reason to serve the
+    // binding; the proxy's answer that the binding serves again is.
+    await assert.rejects(t.put("lease:3", "v"), (e) => e.code === "kvshadow_stage_unknown" && /says nothing, though this isolate saw the handover/.test(e.message));
+    rec.state.stageStatus = 200;
+    await t.put("lease:3", "v");
     assert.equal(await KV.get("lease:3"), "v");
     await ctx.done();
 
@@ -283,6 +289,44 @@ describe("kvshadowTee", () => {
     await p.put("lease:4", "still through the proxy");
     assert.equal(await KV.get("lease:4"), null);
     assert.equal(await p.get("lease:4"), "still through the proxy");
+  });
+
+  test("a stage key deleted behind the proxy's back: an isolate that saw the handover refuses rather than serve its binding; a fresh one serves it until the proxy writes the key again", async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding" };
+    const seen = tee(invocation(), { stageTtlMs: 50, now });
+    await seen.put("gone:1", "in shadow"); // the proxy said binding
+    rec.state.stageStatus = 503; // cut off from the proxy from here on
+    await KV.put(STAGE_KEY, "handover");
+    clock += 51;
+    const refused = (e) => e.code === "kvshadow_stage_unknown" && e.status === 503;
+    try {
+      await assert.rejects(seen.put("gone:2", "v"), refused, "the key says handover");
+      await KV.delete(STAGE_KEY); // through the bot's own binding, say
+      for (const call of [() => seen.put("gone:2", "v"), () => seen.get("gone:1"), () => seen.delete("gone:1")]) {
+        await assert.rejects(call(), (e) => refused(e) && /says nothing, though this isolate saw the handover/.test(e.message));
+      }
+      assert.equal(await KV.get("gone:2"), null, "the binding was written");
+      assert.equal(await KV.get("gone:1"), "in shadow");
+      assert.equal(seen.stats.refused, 4);
+      // A fresh isolate (no module state: here, another namespace's) has
+      // nothing to go by: what protects it is the proxy's rewrite of the
+      // key within its repair interval, after which it refuses too.
+      const fresh = tee(invocation(), { stageTtlMs: 50, now, namespaceId: "ns-fresh" });
+      await fresh.put("gone:3", "v");
+      assert.equal(await KV.get("gone:3"), "v");
+      await KV.put(STAGE_KEY, "handover");
+      clock += 51;
+      await assert.rejects(fresh.put("gone:3", "w"), refused);
+    } finally {
+      await KV.delete(STAGE_KEY);
+    }
+    // Once the proxy answers, its route decides.
+    rec.state.stageStatus = 200;
+    rec.state.stage = { stage: "live", authoritative: "shadow", route: "proxy" };
+    await seen.put("gone:4", "through the proxy");
+    assert.equal(await KV.get("gone:4"), null);
   });
 
   test("a proxy that never answers costs a call at most stageTimeoutMs; reads after it wait no more", async () => {
