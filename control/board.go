@@ -84,6 +84,10 @@ type Heartbeat struct {
 	// namespace with Workers KV has not finished clean yet
 	// (dualwrite.FenceStatus.Compared).
 	ComparePending bool
+	// StageKey is what the instance's last read of dualwrite.StageKey in
+	// Workers KV found when it holds the flip (dualwrite.StageKeyStatus.Holds);
+	// empty when it read back as written.
+	StageKey string
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool

@@ -70,6 +70,7 @@ type beatDoc struct {
 	IngestUnverified int64     `bson:"ingestUnverified,omitempty"`
 	FenceRemainingMS int64     `bson:"fenceRemainingMs,omitempty"`
 	ComparePending   bool      `bson:"comparePending,omitempty"`
+	StageKey         string    `bson:"stageKey,omitempty"`
 	// The watermarks, one a namespace; absent from the heartbeats of
 	// older versions, which then hold no other instance back.
 	Watermarks []markDoc `bson:"watermarks,omitempty"`
@@ -231,7 +232,7 @@ func (b *MongoBoard) Beat(ctx context.Context, h Heartbeat) error {
 		Drained: h.Drained, Dirty: int64(h.Dirty), Unsettled: int64(h.Unsettled), ReconciliationNeeded: h.ReconciliationNeeded,
 		Draining: h.Draining, Stopped: h.Stopped, Lag: h.Lag,
 		QuietUntil: h.QuietUntil.UTC(), IngestUnverified: int64(h.IngestUnverified), FenceRemainingMS: h.FenceRemaining.Milliseconds(),
-		ComparePending: h.ComparePending,
+		ComparePending: h.ComparePending, StageKey: h.StageKey,
 	}
 	for ns, at := range h.Watermarks {
 		d.Watermarks = append(d.Watermarks, markDoc{Namespace: ns, At: at.UTC()})
@@ -270,7 +271,7 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 			Drained: d.Drained, Dirty: int(d.Dirty), Unsettled: int(d.Unsettled), ReconciliationNeeded: d.ReconciliationNeeded,
 			Draining: d.Draining, Stopped: d.Stopped, Lag: d.Lag,
 			QuietUntil: d.QuietUntil, IngestUnverified: int(max(d.IngestUnverified, 0)), FenceRemaining: time.Duration(max(d.FenceRemainingMS, 0)) * time.Millisecond,
-			ComparePending: d.ComparePending,
+			ComparePending: d.ComparePending, StageKey: d.StageKey,
 		}
 		if len(d.Watermarks) > 0 {
 			h.Watermarks = make(map[string]time.Time, len(d.Watermarks))

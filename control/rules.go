@@ -62,6 +62,10 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			why = append(why, "its full comparison with Workers KV has not finished")
 			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
 		}
+		if h.StageKey != "" {
+			why = append(why, dualwrite.StageKey+" read back "+h.StageKey+" from Workers KV (written again; the flip waits until it reads back as written)")
+			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
+		}
 		if h.IngestUnverified > 0 {
 			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
 			hold.Remaining = max(hold.Remaining, h.FenceRemaining)

@@ -52,6 +52,12 @@ type stageKeyCheck struct {
 	episode  bool
 }
 
+// Holds reports whether what the last read found holds the flip: missing,
+// different or unreadable.
+func (k StageKeyStatus) Holds() bool {
+	return k.Found == KeyMissing || k.Found == KeyDifferent || k.Found == KeyUnreadable
+}
+
 func (c *stageKeyCheck) status() StageKeyStatus {
 	st := StageKeyStatus{Rewrites: c.rewrites.Load()}
 	if f := c.found.Load(); f != nil {

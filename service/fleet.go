@@ -203,6 +203,9 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 	}
 	st := f.Stats()
 	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
+	if st.StageKey.Holds() {
+		h.StageKey = st.StageKey.Found
+	}
 	h.Watermarks = make(map[string]time.Time, len(f.ns))
 	for _, s := range f.ns {
 		h.Watermarks[s.id] = s.dual.Watermark()

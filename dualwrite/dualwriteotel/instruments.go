@@ -27,7 +27,7 @@ type instruments struct {
 	overflow, skipped, lost, journalErrors, journalCommits                                             metric.Int64ObservableCounter
 	suspectOverflow, cleared, recovered, superseded, coalesced                                         metric.Int64ObservableCounter
 	lateCopies, refused                                                                                metric.Int64ObservableCounter
-	excluded, paceDelayed, paceDeferred                                                                metric.Int64ObservableCounter
+	excluded, paceDelayed, paceDeferred, keyRewrites                                                   metric.Int64ObservableCounter
 	fence                                                                                              metric.Float64ObservableGauge
 
 	sets setCache
@@ -95,6 +95,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.paceDelayed = observed(MetricShadowBudgetDelayed, "{operation}", "Operations toward the shadow (copies, comparisons, verification reads) that waited for its request budget (--shadow-rate).")
 	in.paceDeferred = observed(MetricShadowBudgetDeferred, "{key}", "Repairs toward the shadow put off to a later pass because its request budget (--shadow-rate) had no room.")
 	in.refused = observed(MetricIngestRefused, "{copy}", "Tee copies refused, by reason: an acknowledged-at time out of bounds (the key is verified instead), or a batch the ingest endpoint refused whole.")
+	in.keyRewrites = observed(MetricStageKeyRewrites, "{rewrite}", "Reads of __kvshadow:stage in Workers KV that found it missing or not as the proxy wrote it (deleted or overwritten around the proxy), each followed by a rewrite; per namespace.")
 	in.fence, err = m.Float64ObservableGauge(MetricFenceRemaining, metric.WithUnit("s"),
 		metric.WithDescription("Seconds until the handover fence lets the flip between handover and live go, per namespace; 0 when clear or in another stage."))
 	errs = append(errs, err)

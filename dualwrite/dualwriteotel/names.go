@@ -74,9 +74,10 @@ const (
 
 	// The handover's: the fence before the flip, and the tee copies it
 	// refused or that came late.
-	MetricFenceRemaining = "kvshadow.handover.fence_remaining"
-	MetricLateCopies     = "kvshadow.ingest.late_copies"
-	MetricIngestRefused  = "kvshadow.ingest.refused"
+	MetricFenceRemaining   = "kvshadow.handover.fence_remaining"
+	MetricStageKeyRewrites = "kvshadow.handover.stage_key.rewrites"
+	MetricLateCopies       = "kvshadow.ingest.late_copies"
+	MetricIngestRefused    = "kvshadow.ingest.refused"
 )
 
 // Span names of the asynchronous operations; each is a root of its own

@@ -94,13 +94,15 @@ func (o *Observer) Watch(src StatsSource) (metric.Registration, error) {
 		if ns, ok := src.(NamespacedSource); ok {
 			for id, s := range ns.NamespaceStats() {
 				obs.ObserveFloat64(in.fence, s.Fence.Remaining.Seconds(), metric.WithAttributes(semconv.DBNamespace(id)))
+				obs.ObserveInt64(in.keyRewrites, int64(s.StageKey.Rewrites), metric.WithAttributes(semconv.DBNamespace(id)))
 			}
 		} else {
 			obs.ObserveFloat64(in.fence, st.Fence.Remaining.Seconds())
+			obs.ObserveInt64(in.keyRewrites, int64(st.StageKey.Rewrites))
 		}
 		return nil
 	}, in.stage, in.breaker, in.queueDepth, in.queueBytes, in.laneDepth, in.laneCap, in.dirty, in.unsettled, in.reconcile,
-		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.paceDelayed, in.paceDeferred, in.fence,
+		in.overflow, in.skipped, in.lost, in.journalOK, in.journalErrors, in.lateCopies, in.refused, in.excluded, in.paceDelayed, in.paceDeferred, in.fence, in.keyRewrites,
 		in.suspects, in.suspectOverflow, in.cleared, in.recovered, in.superseded, in.coalesced, in.journalCommits, in.journalPending)
 	if err != nil {
 		return nil, fmt.Errorf("dualwriteotel: %w", err)

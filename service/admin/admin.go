@@ -219,6 +219,14 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 	for _, v := range views {
 		out.Instances = append(out.Instances, instanceOf(v))
 	}
+	for _, ns := range h.cfg.Namespaces {
+		if k := ns.Store.Stats().StageKey; k.Found != "" {
+			if out.StageKey == nil {
+				out.StageKey = map[string]dualwrite.StageKeyStatus{}
+			}
+			out.StageKey[ns.ID] = k
+		}
+	}
 	hold, ok, err := h.cfg.Stager.FlipHold(r.Context())
 	switch {
 	case err != nil:

@@ -69,6 +69,10 @@ type StageView struct {
 	// Flip is present in handover and live: what holds the flip to the
 	// other side back, and for how long.
 	Flip *FlipView `json:"flip,omitempty"`
+	// StageKey is, per namespace ID, what this instance's last read of
+	// __kvshadow:stage found and how often it wrote it again (tee mode,
+	// from handover on).
+	StageKey map[string]dualwrite.StageKeyStatus `json:"stage_key,omitempty"`
 }
 
 // ChangeView answers PUT /stage.
@@ -124,10 +128,13 @@ type StoreStats struct {
 	IngestRefused map[string]uint64 `json:"ingest_refused"`
 	LateCopies    map[string]uint64 `json:"late_copies"`
 	Fence         FenceView         `json:"fence"`
-	Breaker       string            `json:"breaker"`
-	Breakers      map[string]string `json:"breakers"`
-	LeftAtClose   uint64            `json:"left_at_close"`
-	LostEvents    uint64            `json:"lost_events"`
+	// StageKey: what the last read of __kvshadow:stage in Workers KV found
+	// (tee mode, from handover on), and how often it was written again.
+	StageKey    dualwrite.StageKeyStatus `json:"stage_key"`
+	Breaker     string                   `json:"breaker"`
+	Breakers    map[string]string        `json:"breakers"`
+	LeftAtClose uint64                   `json:"left_at_close"`
+	LostEvents  uint64                   `json:"lost_events"`
 }
 
 // FenceView is what holds the flip between handover and live back on this
@@ -303,7 +310,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Held: s.Held, ReportedElsewhere: s.ReportedElsewhere, ClaimErrors: s.ClaimErrors, Recovered: s.Recovered,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
 		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
-		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Fence: fenceOf(s.Fence),
+		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Fence: fenceOf(s.Fence), StageKey: s.StageKey,
 		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
 	}
 }
@@ -363,6 +370,10 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		addCounts(sum.IngestRefused, st.IngestRefused)
 		addCounts(sum.LateCopies, st.LateCopies)
 		sum.Fence = addFence(sum.Fence, st.Fence)
+		if st.StageKey.Holds() || sum.StageKey.Found == "" {
+			sum.StageKey.Found = st.StageKey.Found
+		}
+		sum.StageKey.Rewrites += st.StageKey.Rewrites
 		for r, b := range st.Breakers {
 			sum.Breakers[r] = worse(sum.Breakers[r], b)
 		}
