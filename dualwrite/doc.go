@@ -380,14 +380,26 @@
 // service refuses a fence shorter than that lease and the longest
 // invocation together). From Handover on the tee routes every read and
 // write through the proxy. Before the Store enters Handover it writes
-// StageKey ("__kvshadow:stage") to the primary, the bot's own namespace,
-// which a tee that cannot reach the proxy reads from its binding: it serves
-// from the binding only while that key is absent (it is deleted on the way
-// back to Shadow). A Store that begins in Handover or later writes it at
-// once, and every RepairInterval until it is written (the fence holds the
-// flip meanwhile). The flip from Handover to Live (and the way back) is
-// fenced; SetStage refuses it (ErrUnsynced, saying what holds it; Fence
-// and Stats.Fence say so at any time) until
+// StageKey ("__kvshadow:stage", value "handover" in every later stage) to
+// the primary, the bot's own namespace, which a tee that cannot reach the
+// proxy reads from its binding: it serves from the binding only while that
+// key is absent and it has not seen the handover (the key is deleted on
+// the way back to Shadow). The key is not assumed to stay: anyone with the
+// bot's binding can delete or overwrite it. From Handover to Complete the
+// repair loop reads it back (at once after New or the way into Handover,
+// then every RepairInterval), and SetStage before a flip; a read that
+// finds it missing or different counts it (Stats.StageKey), writes it
+// again, and logs once until a read finds it as written. In Handover that
+// rewrite also starts the handover's clock again, the quiet interval and
+// the full comparison below: an isolate cut off from the proxy may have
+// served its binding while the key was gone, and that write is then
+// compared before the flip. After the flip nothing can take such a write
+// back: a fresh isolate (no module state) cut off from the proxy between a
+// deletion and the rewrite, within a RepairInterval plus Workers KV's
+// propagation, serves its binding; an isolate that saw the handover does
+// not. The flip from Handover to Live (and the way back) is fenced;
+// SetStage refuses it (ErrUnsynced, saying what holds it; Fence and
+// Stats.Fence say so at any time) until
 //
 //   - from Handover, the Store has been in it for FenceInterval
 //     (DefaultFenceInterval is the tee's lease, its stage read timeout and
@@ -410,6 +422,8 @@
 //     unknown: loaded from the journal) was verified equal in both stores,
 //     after the consistency window; a key last written through the Store
 //     needs no wait, since the Store knows the value it wrote;
+//   - StageKey reads back from the primary as written (Workers KV reads
+//     may lag a write by up to a minute: the hold says so);
 //   - the lanes are drained and no key is dirty, as for any flip.
 //
 // Package control adds the same conditions for every instance, from the
