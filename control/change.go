@@ -66,8 +66,19 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 	return c, nil
 }
 
+// FlipChecker is the optional ability of a Target to check afresh, before
+// a flip between handover and live, what it otherwise checks only now and
+// then (dualwrite.Store.VerifyStageKey), so that its report holds the flip
+// when it must.
+type FlipChecker interface {
+	CheckBeforeFlip(ctx context.Context)
+}
+
 // flipAllowed checks every instance on the Board, and this one afresh.
 func (f *Follower) flipAllowed(ctx context.Context, doc Document) error {
+	if c, ok := f.cfg.Target.(FlipChecker); ok {
+		c.CheckBeforeFlip(ctx)
+	}
 	h, err := f.hold(ctx, doc)
 	if err != nil {
 		return err

@@ -96,6 +96,22 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	return nil
 }
 
+// VerifyStageKey reads StageKey back now, as the repair loop does every
+// RepairInterval and SetStage before a flip (see checkStageKey), and
+// returns what it found. Package control calls it before it lets the
+// fleet's flip go, so that a key changed since the last pass holds the
+// flip on every instance, not only on this Store once the stage document
+// says live.
+func (s *Store) VerifyStageKey(ctx context.Context) StageKeyStatus {
+	if s.keyOwed() {
+		s.stageMu.Lock()
+		say := s.checkStageKey(ctx)
+		s.stageMu.Unlock()
+		say()
+	}
+	return s.key.status()
+}
+
 // keyOwed reports whether StageKey must be in the primary: tee mode, from
 // Handover on.
 func (s *Store) keyOwed() bool { return s.cfg.fence > 0 && s.Stage() >= Handover }

@@ -26,12 +26,7 @@ func (s *Store) repairLoop() {
 			t.Stop()
 			return
 		}
-		if s.keyOwed() {
-			s.stageMu.Lock()
-			say := s.checkStageKey(s.bg)
-			s.stageMu.Unlock()
-			say()
-		}
+		s.VerifyStageKey(s.bg)
 		s.compareHandover(s.bg)
 		s.settlePass(s.bg)
 		if repair {

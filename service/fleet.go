@@ -180,6 +180,14 @@ func (f *fleet) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	return nil
 }
 
+// CheckBeforeFlip implements control.FlipChecker: every store reads
+// __kvshadow:stage back.
+func (f *fleet) CheckBeforeFlip(ctx context.Context) {
+	for _, s := range f.ns {
+		s.dual.VerifyStageKey(ctx)
+	}
+}
+
 // SetPeersUntil implements control.PeerAware: every store is told.
 func (f *fleet) SetPeersUntil(t time.Time) {
 	for _, s := range f.ns {

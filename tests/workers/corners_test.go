@@ -369,7 +369,7 @@ func heldBy(seen, refusal string) string {
 	for _, k := range []struct{ says, kind string }{
 		{"the fence waits", "the quiet interval"}, {"full comparison", "the full comparison"},
 		{"not verified", "copies' keys not verified"}, {"runs generation", "a replica's lagging generation"},
-		{"not drained", "lanes"}, {"dirty", "dirty keys"},
+		{"not drained", "lanes"}, {"dirty", "dirty keys"}, {"__kvshadow:stage", "the stage key read back"},
 	} {
 		if strings.Contains(refusal, k.says) && !strings.Contains(seen, k.kind) {
 			if seen != "" {
@@ -695,4 +695,91 @@ func TestCornerWrongToken(t *testing.T) {
 		}
 	}
 	r.report("wrong token")
+}
+
+// TestCornerStageKeyDeletedAroundTheProxy (issue 41): the bot's own code
+// deletes __kvshadow:stage through its binding in handover, once the fence
+// is clear. The proxy reads the key back (every repair interval, and before
+// the flip): it writes it again, counts it, and the fence starts again, so
+// the flip waits. After the flip an isolate idle since shadow, cut off from
+// the proxy, finds the key and refuses; the key deleted again in live, that
+// isolate (it saw the handover) still refuses, and a fresh isolate refuses
+// once the proxy has written the key again. No acknowledged write is lost.
+func TestCornerStageKeyDeletedAroundTheProxy(t *testing.T) {
+	flags, _ := fenceFlags(t, shortFence, time.Second)
+	r := newRig(t, rigConfig{bots: 3, flags: append(slices.Clip(flags), "--repair-interval", "2s")})
+	ctx := context.Background()
+	r.must(r.put("bot1", "tamper:k", "in shadow"))
+	r.must(r.incr("bot1"))
+	r.must(r.incr("bot2")) // bot2's last answer: binding
+	r.flip("handover")
+	if !until(time.Minute, func() bool {
+		var st admin.StageView
+		_, err := r.adm.Do(ctx, "GET", "stage", "", &st)
+		return err == nil && st.Flip != nil && st.Flip.Clear
+	}) {
+		t.Fatal("the fence never cleared in handover")
+	}
+	stageKey := func() (k struct {
+		Found    string `json:"found"`
+		Rewrites int    `json:"rewrites"`
+	}) {
+		var st struct {
+			Total struct {
+				StageKey struct {
+					Found    string `json:"found"`
+					Rewrites int    `json:"rewrites"`
+				} `json:"stage_key"`
+			} `json:"total"`
+		}
+		if _, err := r.adm.Do(ctx, "GET", "stats", "", &st); err != nil {
+			t.Fatal(err)
+		}
+		k.Found, k.Rewrites = st.Total.StageKey.Found, st.Total.StageKey.Rewrites
+		return k
+	}
+	deleteKey := func() {
+		r.b.mu.Lock()
+		defer r.b.mu.Unlock()
+		if _, err := r.b.do(map[string]any{"bot": "bot1", "op": "binding-delete", "key": kv.ReservedPrefix + "stage"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteKey()
+	r.flip("live")
+	if k := stageKey(); k.Rewrites != 1 || k.Found != "handover" {
+		t.Errorf("after the flip the stage key is %+v; want read back as written after 1 rewrite", k)
+	}
+	if !strings.Contains(r.flips[1], "the stage key") && !strings.Contains(r.flips[1], "the quiet interval") {
+		t.Errorf("the flip after the key was deleted: %s; want it held by the key or the fence it restarted", r.flips[1])
+	}
+
+	// A write served from the binding now is acknowledged and lost:
+	// counted, and found again by lost below.
+	served := 0
+	cutOff := func(bot, value string) {
+		t.Helper()
+		r.link.down.Store(true)
+		defer r.link.down.Store(false)
+		if err := r.put(bot, "tamper:cut", value); err == nil {
+			served++
+		} else {
+			r.refused(err, "kvshadow-proxy unreachable")
+		}
+	}
+	cutOff("bot2", "bot2, cut off in live")
+	deleteKey() // again, in live
+	cutOff("bot2", "bot2, cut off in live, the key gone")
+	if !until(time.Minute, func() bool { k := stageKey(); return k.Rewrites == 2 && k.Found == "handover" }) {
+		t.Errorf("the key deleted in live was not written again: %+v", stageKey())
+	}
+	cutOff("bot3", "bot3, fresh, cut off")
+	r.must(r.incr("bot3"))
+	r.must(r.incr("bot2"))
+	r.must(r.incr("bot1"))
+	r.lost("MongoDB", "Workers KV")
+	r.report("stage key deleted around the proxy")
+	if served > 0 {
+		t.Errorf("%d writes of isolates cut off from the proxy were served from the binding after the flip", served)
+	}
 }

@@ -62,7 +62,8 @@ function holding(url) {
 /**
  * The flip test's operations, one store call each through the tee:
  * put (its copy held back until op.hold answers, when given), get, and
- * incr, a read-modify-write of a counter.
+ * incr, a read-modify-write of a counter; and binding-delete, a delete of
+ * the binding itself, around the tee.
  * @param {any} op
  * @param {any} env
  * @param {ExecutionContext} ctx
@@ -80,6 +81,9 @@ async function operate(op, env, ctx) {
       await KV.put(op.key, String(n));
       return { ok: true, value: n };
     }
+    case "binding-delete": // the bot's own code deleting a key of its binding, around the tee
+      await env.KV.delete(op.key);
+      return { ok: true };
   }
   throw new Error(`unknown op ${op.op}`);
 }
