@@ -295,7 +295,8 @@ describe("kvshadowTee", () => {
     let clock = 1_000_000;
     const now = () => clock;
     rec.state.stage = { stage: "shadow", authoritative: "primary", route: "binding" };
-    const seen = tee(invocation(), { stageTtlMs: 50, now });
+    const ctx = invocation();
+    const seen = tee(ctx, { stageTtlMs: 50, now });
     await seen.put("gone:1", "in shadow"); // the proxy said binding
     rec.state.stageStatus = 503; // cut off from the proxy from here on
     await KV.put(STAGE_KEY, "handover");
@@ -313,7 +314,7 @@ describe("kvshadowTee", () => {
       // A fresh isolate (no module state: here, another namespace's) has
       // nothing to go by: what protects it is the proxy's rewrite of the
       // key within its repair interval, after which it refuses too.
-      const fresh = tee(invocation(), { stageTtlMs: 50, now, namespaceId: "ns-fresh" });
+      const fresh = tee(ctx, { stageTtlMs: 50, now, namespaceId: "ns-fresh" });
       await fresh.put("gone:3", "v");
       assert.equal(await KV.get("gone:3"), "v");
       await KV.put(STAGE_KEY, "handover");
@@ -327,6 +328,7 @@ describe("kvshadowTee", () => {
     rec.state.stage = { stage: "live", authoritative: "shadow", route: "proxy" };
     await seen.put("gone:4", "through the proxy");
     assert.equal(await KV.get("gone:4"), null);
+    await ctx.done(); // the copies sent, not left for the next test
   });
 
   test("a proxy that never answers costs a call at most stageTimeoutMs; reads after it wait no more", async () => {
