@@ -390,10 +390,12 @@
 // then every RepairInterval), and SetStage before a flip; a read that
 // finds it missing or different counts it (Stats.StageKey), writes it
 // again, and logs once until a read finds it as written. In Handover that
-// rewrite also starts the handover's clock again, the quiet interval and
-// the full comparison below: an isolate cut off from the proxy may have
-// served its binding while the key was gone, and that write is then
-// compared before the flip. After the flip nothing can take such a write
+// rewrite also starts the handover's clock again (where "entered
+// Handover" is said below, read "entered it or last rewrote StageKey"):
+// the quiet interval, the credible window of copies and the full
+// comparison, since an isolate cut off from the proxy may have served its
+// binding while the key was gone, and that write is then compared before
+// the flip. After the flip nothing can take such a write
 // back: a fresh isolate (no module state) cut off from the proxy between a
 // deletion and the rewrite, within a RepairInterval plus Workers KV's
 // propagation, serves its binding; an isolate that saw the handover does
