@@ -424,8 +424,9 @@
 //     unknown: loaded from the journal) was verified equal in both stores,
 //     after the consistency window; a key last written through the Store
 //     needs no wait, since the Store knows the value it wrote;
-//   - StageKey reads back from the primary as written (Workers KV reads
-//     may lag a write by up to a minute: the hold says so);
+//   - from Handover, StageKey reads back from the primary as written
+//     (Workers KV reads may lag a write by up to a minute: the hold says
+//     so);
 //   - the lanes are drained and no key is dirty, as for any flip.
 //
 // Package control adds the same conditions for every instance, from the

@@ -89,7 +89,7 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	if from == Handover {
 		s.comparisonHold(&f, time.Unix(0, s.stageSince.Load()), now)
 	}
-	if k := s.key.status(); s.cfg.fence > 0 && (k.Found == "" || k.Holds()) {
+	if k := s.key.status(); from == Handover && s.cfg.fence > 0 && (k.Found == "" || k.Holds()) {
 		f.HeldBy = append(f.HeldBy, StageKey+" "+keyWords[k.Found]+": the flip waits until it reads back as written (a Workers KV read may lag a write by up to a minute), so that a tee cut off from the proxy refuses its binding")
 		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
 	}

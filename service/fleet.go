@@ -211,7 +211,7 @@ func (f *fleet) Report(ctx context.Context) control.Heartbeat {
 	}
 	st := f.Stats()
 	h.Dirty, h.Unsettled, h.ReconciliationNeeded = st.Dirty, st.Unsettled, st.ReconciliationNeeded
-	if st.StageKey.Holds() {
+	if st.StageKey.Holds() && st.Stage == dualwrite.Handover {
 		h.StageKey = st.StageKey.Found
 	}
 	h.Watermarks = make(map[string]time.Time, len(f.ns))
