@@ -53,13 +53,6 @@ func (s *Store) runWrite(l *lane, j *job) {
 	}
 }
 
-// copyEnded settles a copy's account in the settle set: the key's copy is
-// no longer on its way, and it is dirty if the copy failed.
-func (s *Store) copyEnded(j *job, end time.Time, failed bool) {
-	first, changed := s.set.copied(j.key, end, failed)
-	s.report(j.ctx, j.op, j.target, markOutcome{overflow: first, changed: changed})
-}
-
 // copyTo makes w's key's state in store r what w says: a put of its value
 // with its expiry (see copyExpiry) and metadata, or a delete.
 func (s *Store) copyTo(ctx context.Context, r Role, w *write) (moved bool, err error) {
@@ -91,11 +84,6 @@ func dropReasonOf(err error) DropReason {
 		return DropBreakerOpen
 	}
 	return DropShadowError
-}
-
-func (s *Store) markDirty(key string, ready time.Time) {
-	first, changed := s.set.mark(key, MarkDirty, ready, time.Time{}, 0)
-	s.report(context.Background(), "", 0, markOutcome{overflow: first, changed: changed})
 }
 
 // opDone reports job j, which began at start and ended at end.
@@ -151,7 +139,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 	if j.target == RolePrimary {
 		primary, shadow = read, c.seen
 	}
-	last, tracked := s.set.lastWrite(j.key)
+	last, dirty, tracked := s.set.lastWrite(j.key)
 	if !tracked {
 		last = sl.lastWrite()
 	}
@@ -160,7 +148,7 @@ func (s *Store) runCompare(l *lane, j *job) {
 		LastWrite:         last,
 		ConsistencyWindow: s.cfg.window,
 		Raced:             c.raced || c.seq&1 == 1 || sl.seq.Load() != c.seq,
-		Dirty:             s.set.has(j.key),
+		Dirty:             dirty,
 	})
 	if kind.Divergent() {
 		kind = compare.Suspected

@@ -319,7 +319,7 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out 
 // journal's Recorder before Ingest returns: the primary acknowledged it
 // already.
 func (s *Store) markIngested(key string, acked, now time.Time, copies int32) (out markOutcome) {
-	first, changed := s.set.ingested(key, MarkUnsettled, acked, now, copies)
+	first, changed := s.set.mark(key, MarkUnsettled, now, acked, copies, byIngest)
 	out.add(first, changed)
 	if changed && s.recorder != nil {
 		out.unrecorded = !s.record(key, MarkUnsettled)

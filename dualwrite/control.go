@@ -228,7 +228,7 @@ func (s *Store) UnsettledKeys() []string {
 // AcknowledgeReconciliation clears the flag that the settle set overflowed,
 // once a full reconciliation (shadow-report's repair) has run.
 func (s *Store) AcknowledgeReconciliation() {
-	if s.set.acknowledge() {
+	if _, commit := s.set.acknowledge(0, false); commit {
 		s.kickCommit()
 	}
 }
@@ -238,7 +238,7 @@ func (s *Store) AcknowledgeReconciliation() {
 // whether it did: a reconciliation that started before a later overflow
 // does not cover the keys that overflow lost.
 func (s *Store) AcknowledgeReconciliationAt(overflow uint64) bool {
-	cleared, commit := s.set.acknowledgeAt(overflow, true)
+	cleared, commit := s.set.acknowledge(overflow, true)
 	if commit {
 		s.kickCommit()
 	}

@@ -107,16 +107,3 @@ var keyWords = map[string]string{"": "is not read yet by this instance", KeyMiss
 func fenceError(f FenceStatus, from, to Stage) error {
 	return fmt.Errorf("%w: the flip from %s to %s waits: %s; stage stays %s", ErrUnsynced, from, to, strings.Join(f.HeldBy, "; "), from)
 }
-
-// ingestPending counts the keys whose last write came through Ingest, and
-// returns the latest time one was marked so (an estimate that may be later
-// than the latest of those still in the set, never earlier; no scan under
-// the set's lock).
-func (d *settleSet) ingestPending() (n int, latest time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.viaIngest == 0 {
-		return 0, time.Time{}
-	}
-	return d.viaIngest, timeOf(d.lastIngest)
-}

@@ -1,6 +1,7 @@
 package dualwrite
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,33 @@ func (s *Store) releaseBytes(n int64) {
 	if s.cfg.Memory != nil {
 		s.cfg.Memory.Release(n)
 	}
+}
+
+// mirror enqueues the copy of w, made at w.at, or says why it cannot.
+// fresh reports that a new copy was queued rather than a waiting one
+// replaced.
+func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_ DropReason, fresh bool) {
+	if s.breakers[target].isOpen(w.at) {
+		return DropBreakerOpen, false
+	}
+	j := job{write: *w, target: target, ctx: ctx}
+	j.value, j.md = nil, nil
+	if w.op == OpPut {
+		// The caller may reuse its buffers once the call returns.
+		j.value = bytes.Clone(w.value)
+		if j.value == nil {
+			j.value = []byte{} // an empty value is a value
+		}
+		j.size = int64(len(w.value))
+		if w.md != nil {
+			j.md = bytes.Clone(w.md)
+		}
+	}
+	ok, fresh := s.enqueueCopy(j, park)
+	if !ok {
+		return DropLaneFull, false
+	}
+	return "", fresh
 }
 
 // enqueueCopy offers the copy of a write to its lane without blocking.

@@ -302,12 +302,25 @@ func (o *markOutcome) merge(p markOutcome) {
 // unsettled with no copy on its way: verification finds the stores equal
 // and the key leaves, or finds a difference that was there before.
 func (s *Store) premark(key string, now time.Time) (out markOutcome) {
-	first, changed := s.set.mark(key, MarkUnsettled, now, now, 1)
+	first, changed := s.set.mark(key, MarkUnsettled, now, now, 1, byStore)
 	out.add(first, changed)
 	if changed && s.recorder != nil {
 		out.unrecorded = !s.record(key, MarkUnsettled)
 	}
 	return out
+}
+
+// apply makes write w on store r: the caller's on the authoritative store,
+// or a late copy on MongoDB.
+func (s *Store) apply(ctx context.Context, r Role, w *write) (err error) {
+	defer s.recovered(r, &err)
+	switch {
+	case w.op == OpDelete:
+		return s.stores[r].Delete(ctx, w.key)
+	case w.md != nil:
+		return kv.PutEntry(ctx, s.stores[r], w.entry())
+	}
+	return s.stores[r].Put(ctx, w.key, w.value, kv.PutOptions{Expiration: w.exp})
 }
 
 // afterWrite queues the copy of w, which the authoritative store answered
@@ -345,6 +358,19 @@ func (s *Store) noCopy(key string, now time.Time, failed bool) (out markOutcome)
 	return out
 }
 
+// copyEnded settles a copy's account in the settle set: the key's copy is
+// no longer on its way, and it is dirty if the copy failed.
+func (s *Store) copyEnded(j *job, end time.Time, failed bool) {
+	first, changed := s.set.copied(j.key, end, failed)
+	s.report(j.ctx, j.op, j.target, markOutcome{overflow: first, changed: changed})
+}
+
+// markDirty marks key dirty, ready at ready, for repair.
+func (s *Store) markDirty(key string, ready time.Time) {
+	first, changed := s.set.mark(key, MarkDirty, ready, time.Time{}, 0, byNone)
+	s.report(context.Background(), "", 0, markOutcome{overflow: first, changed: changed})
+}
+
 // report counts and reports what a write left to say, outside every lock.
 func (s *Store) report(ctx context.Context, op Op, target Role, out markOutcome) {
 	if out.unrecorded {
@@ -360,46 +386,6 @@ func (s *Store) report(ctx context.Context, op Op, target Role, out markOutcome)
 	if out.changed {
 		s.kickCommit()
 	}
-}
-
-// apply makes write w on store r: the caller's on the authoritative store,
-// or a late copy on MongoDB.
-func (s *Store) apply(ctx context.Context, r Role, w *write) (err error) {
-	defer s.recovered(r, &err)
-	switch {
-	case w.op == OpDelete:
-		return s.stores[r].Delete(ctx, w.key)
-	case w.md != nil:
-		return kv.PutEntry(ctx, s.stores[r], w.entry())
-	}
-	return s.stores[r].Put(ctx, w.key, w.value, kv.PutOptions{Expiration: w.exp})
-}
-
-// mirror enqueues the copy of w, made at w.at, or says why it cannot.
-// fresh reports that a new copy was queued rather than a waiting one
-// replaced.
-func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_ DropReason, fresh bool) {
-	if s.breakers[target].isOpen(w.at) {
-		return DropBreakerOpen, false
-	}
-	j := job{write: *w, target: target, ctx: ctx}
-	j.value, j.md = nil, nil
-	if w.op == OpPut {
-		// The caller may reuse its buffers once the call returns.
-		j.value = bytes.Clone(w.value)
-		if j.value == nil {
-			j.value = []byte{} // an empty value is a value
-		}
-		j.size = int64(len(w.value))
-		if w.md != nil {
-			j.md = bytes.Clone(w.md)
-		}
-	}
-	ok, fresh := s.enqueueCopy(j, park)
-	if !ok {
-		return DropLaneFull, false
-	}
-	return "", fresh
 }
 
 // uncertain reports whether a failed authoritative write may nevertheless

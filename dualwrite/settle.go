@@ -1,15 +1,46 @@
 package dualwrite
 
 import (
+	"math"
 	"sync"
 	"time"
 )
 
+// The settle set is one state machine, and this file is all of it. A key is
+//
+//	absent     not in the set: settled, or never written through the Store
+//	suspect    a sampled read found it different, no write of it known here
+//	unsettled  written, its copy sent (copies > 0 while on its way), not verified
+//	dirty      its copy known lost (queued while its repair waits in a lane)
+//
+// and an entry of the set also holds: held, a difference a read found and
+// since when (the confirmation rule waits on it; every write clears it);
+// recovered, loaded from the journal and not verified since; flight, set
+// while this Store knows of a write of the key that may not have reached
+// the other store (copies > 0, dirty or recovered), from which Watermark is
+// the oldest. Every transition is one method:
+//
+//	event                      from -> to                                     method
+//	a write seen               absent|suspect -> unsettled, dirty stays dirty;  mark
+//	                           held cleared; its copies counted
+//	a copy ended               copies-1; failed: -> dirty, held cleared        copied
+//	loaded from the journal    absent -> unsettled|dirty, recovered            load
+//	a sampled read differs     absent -> suspect; the difference held          suspect
+//	verified equal             any -> absent                                   settle
+//	verified different         held, waiting, or confirmed: -> dirty (a        judge
+//	                           suspect joins the set); recovered: -> dirty
+//	repair queued, done        dirty: queued, then not                         due, unqueue
+//	repaired                   dirty -> unsettled, held cleared                repaired
+//	no room                    counted; reconciliation flag up                 full
+//	reconciliation done        flag down                                       acknowledge
+//
+// The rest reads the set, or hands its changes to the journal (take,
+// untake, forget). No method calls out.
+
 // Mark is a key's state in the settle set, as the journal keeps it.
 type Mark uint8
 
-// The marks. A key leaves the set (MarkSettled) only when a verification
-// read made after the consistency window found both stores equal.
+// The marks the journal keeps.
 const (
 	// MarkSettled: the key is not in the set; in a journal commit, remove
 	// it.
@@ -20,6 +51,8 @@ const (
 	// MarkDirty: the key's copy is known lost (dropped, failed, or the
 	// authoritative write's outcome was in doubt); repair copies it.
 	MarkDirty
+	// markSuspect: a suspect, never journaled.
+	markSuspect
 )
 
 func (m Mark) String() string {
@@ -33,22 +66,15 @@ func (m Mark) String() string {
 }
 
 // settleSet holds every key whose copy in the other store is not known to
-// be right: dirty keys and unsettled keys are two states of one set. It is
-// bounded: past max keys it only counts, and raises the flag that a full
-// reconciliation is needed. Every change a journal must learn is kept in
-// changes until the committer takes it. Its methods never call out.
-//
-// Beside it, under the same lock, sus holds the keys that only a sampled
-// read found different (the Store's own reads or a tee's): a bounded set of
-// its own, never journaled, whose overflow is counted and dropped, so that
-// reads, which anyone can send for any key, never take a slot meant for
-// writes nor raise the reconciliation flag. A suspect whose difference is
-// confirmed joins the settle set, dirty, for repair.
+// be right, and the suspects: a bounded set each (max and maxSus), whose
+// overflow is counted. An overflow of the set raises the flag that a full
+// reconciliation is needed; one of the suspects is dropped, so that reads,
+// which anyone can send for any key, never take a slot meant for writes.
 type settleSet struct {
 	mu        sync.Mutex
 	max       int
-	keys      map[string]*settleEntry
-	lines     [3]timeline // by Mark: the unsettled and the dirty keys, by ready time
+	keys      map[string]*settleEntry // the set and the suspects
+	lines     [4]timeline             // by Mark (MarkSettled: none), by ready time
 	gen       uint64
 	overflow  uint64
 	reconcile bool
@@ -58,25 +84,18 @@ type settleSet struct {
 	// through Ingest: the fence's estimate, kept without a scan.
 	lastIngest int64
 
-	maxSus      int
-	sus         map[string]*settleEntry
-	susLine     timeline
-	susOverflow uint64
-	// superseded counts the suspects that a write through the Store took
-	// into the set before a verification read confirmed or cleared them.
-	superseded uint64
+	maxSus, nSus int
+	susOverflow  uint64
+	superseded   uint64 // suspects a write took into the set
 
-	// free holds up to maxFree entries that left the set, linked by
-	// next, for the keys that enter it next: in a steady stream of writes
-	// a new key costs no allocation, and a burst leaves little behind.
+	// free holds up to maxFree entries that left the set, linked by next:
+	// in a steady stream of writes a new key costs no allocation.
 	free  *settleEntry
 	freeN int
 
-	// flights counts the entries in flight (see fly) by the bucket of
-	// the time they went in flight: the Store's low watermark is the
-	// oldest bucket. held counts the entries (and suspects) holding a
-	// difference now; recovered the keys loaded from the journal that a
-	// verification found different, repaired without a report.
+	// flights counts the entries in flight by the bucket of the time they
+	// went in flight; held the differences held now; recovered the keys
+	// loaded from the journal that a verification found different.
 	flights   map[int64]int32
 	held      int
 	recovered uint64
@@ -86,8 +105,7 @@ type settleSet struct {
 	flagMoved bool            // reconcile changed since then
 }
 
-// settleEntry is one key of the set (or of the suspects). Times are Unix
-// nanoseconds (see nanos): 88 bytes an entry, plus the map's own.
+// settleEntry is one key. Times are Unix nanoseconds (see nanos).
 type settleEntry struct {
 	key        string
 	prev, next *settleEntry // in its timeline
@@ -97,112 +115,113 @@ type settleEntry struct {
 	ready int64
 	// wrote is the time of the key's latest write as its writer stamped
 	// it (the Store's clock for its own writes, the acknowledged-at time
-	// for an ingested one), unlike ready, which copies move on: a tee's
-	// read made before it is inconclusive. Zero after a restart.
+	// for an ingested one), which copies do not move, unlike ready: an
+	// ingested write older than it is not applied, a tee's read made
+	// before it is inconclusive. Zero after a restart.
 	wrote int64
-	// acked is the latest acknowledged-at time of an ingested write, so
-	// that an older one arriving later is not applied over it.
-	acked int64
 	// gen changes with every write of the key and every change of its
 	// mark, so that a repair or a verification that read the stores before
-	// a newer write does not settle it.
-	gen uint64
-	// copies counts the key's copies queued or running: a key is not
-	// verified while its own copy is on its way.
-	copies int32
+	// them does not settle it.
+	gen    uint64
+	flight int64 // the bucket (see fly) of the time it went in flight; 0: not
+	held   *held // the difference a read found; nil while none is known
+	copies int32 // copies queued or running: not verified meanwhile
 	mark   Mark
-	// queued is set while a repair of the key waits in its lane, so that
-	// a second pass does not queue it twice.
-	queued bool
-	// ingested is set while the key's last write came through Ingest (a
-	// binding write the Store did not make itself), or is unknown (loaded
-	// from the journal): the flip waits until such a key is verified.
+	queued bool // a repair of the key waits in its lane
+	// ingested is set while the key's last write came through Ingest, or
+	// is unknown (loaded from the journal): the flip waits for its
+	// verification.
 	ingested bool
-	// held is the difference a read found and the confirmation rule waits
-	// on; nil while none is known. A write of the key clears it (setHeld).
-	held *held
-	// flight is the bucket (see flightBucket) of the time the key went in
-	// flight: a copy queued or running, dirty, or recovered and not yet
-	// verified; 0 while it is not (see fly).
-	flight int64
-	// recovered is set on a key loaded from the journal until a write,
-	// a verification or a repair settles what it is: a difference found
-	// then is a copy that may have died with the process, repaired as
-	// dirty and never reported.
+	// recovered is set on a key loaded from the journal until a write, a
+	// verification or a repair settles what it is: a difference found then
+	// may be a copy that died with the process, repaired and never reported.
 	recovered bool
 }
 
+// settleRef names a key as a pass found it.
 type settleRef struct {
 	key     string
 	gen     uint64
 	held    bool // a difference was held before this read
-	suspect bool // the key is in the suspects, not the settle set
+	suspect bool
 }
 
+// held is a difference between the stores that a read found, and since
+// when (Unix ns).
+type held struct {
+	primary, shadow state
+	since           int64
+}
+
+func (h *held) same(o held) bool { return h.primary.same(o.primary) && h.shadow.same(o.shadow) }
+
+// verdict is what the confirmation rule makes of a difference just read.
+type verdict uint8
+
+const (
+	// verdictRaced: the key was written (or left the set) since the read
+	// began; the read says nothing.
+	verdictRaced verdict = iota
+	// verdictHeld: a difference first seen, or changed on either side:
+	// the wait starts (again) now.
+	verdictHeld
+	// verdictWaiting: the same difference, before a whole window has
+	// passed since it was first seen, or before the fleet's watermark
+	// passed that first sight.
+	verdictWaiting
+	// verdictConfirmed: the same difference has held for a window, with
+	// no write seen fleet-wide since before it was first seen.
+	verdictConfirmed
+	// verdictRecovered: a key loaded from the journal, not verified since
+	// the restart, differs: it becomes dirty, repaired without a report.
+	verdictRecovered
+)
+
+// rule is what judge needs besides the difference: the window a difference
+// must hold for, and the fleet's watermark (Unix ns) sampled before the
+// read, which its first sight must precede (noFleet: a Store alone).
+type rule struct {
+	window int64
+	mark   int64
+}
+
+const noFleet = math.MaxInt64
+
 func newSettleSet(max, maxSus int, journaled bool) *settleSet {
-	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, sus: make(map[string]*settleEntry), journaled: journaled, flights: make(map[int64]int32)}
+	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, journaled: journaled, flights: make(map[int64]int32)}
 	if journaled {
 		d.changes = make(map[string]Mark)
 	}
 	return d
 }
 
+// origin is who made the write a mark records.
+type origin uint8
+
+const (
+	byNone   origin = iota // no write: a copy known lost
+	byStore                // the Store's own write: it knows the value
+	byIngest               // a binding write (tee mode), the Store did not make
+)
+
 // mark records a write of key at ready in state m (MarkUnsettled or
-// MarkDirty), with copies new copies queued; a dirty key stays dirty until
-// repaired. wrote is the write's own time, zero when the mark is no write.
-// first reports that this mark overflowed the set and raised the
-// reconciliation flag; changed that the journal has something new to
-// commit.
-func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32) (first, changed bool) {
+// MarkDirty), made at wrote (zero: unknown), with copies new copies
+// queued. first reports that it overflowed the set and raised the
+// reconciliation flag; changed that the journal has something new.
+func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32, by origin) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, first, changed := d.markLocked(key, m, ready, wrote, copies)
-	if !wrote.IsZero() {
-		d.setIngested(e, false) // the Store's own write: it knows the value
-	}
-	return first, changed
-}
-
-// setIngested sets the origin of the last write of e (nil: a key the set
-// does not hold), keeping viaIngest.
-func (d *settleSet) setIngested(e *settleEntry, ingested bool) {
-	if e != nil && ingested {
-		d.lastIngest = max(d.lastIngest, e.ready)
-	}
-	if e == nil || e.ingested == ingested {
-		return
-	}
-	if ingested {
-		d.viaIngest++
-	} else {
-		d.viaIngest--
-	}
-	e.ingested = ingested
-}
-
-// markLocked is mark under d.mu, without the write's origin. It returns
-// key's entry, nil when the mark overflowed the set.
-func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copies int32) (e *settleEntry, first, changed bool) {
-	e, ok := d.keys[key]
-	if !ok {
-		if len(d.keys) >= d.max {
-			d.overflow++
-			first = !d.reconcile
-			if first {
-				d.reconcile, d.flagMoved = true, true
-			}
-			return nil, first, first && d.journaled
+	e := d.keys[key]
+	if e == nil || e.mark == markSuspect {
+		if len(d.keys)-d.nSus >= d.max {
+			first = d.full()
+			return first, first && d.journaled
 		}
-		if s, was := d.sus[key]; was {
-			// A write supersedes what a read suspected.
-			d.superseded++
-			d.susLine.remove(s)
-			delete(d.sus, key)
-			d.release(s)
+		if e == nil {
+			e = d.entry(key)
+		} else {
+			d.superseded++ // a write supersedes what a read suspected
 		}
-		e = d.entry(key)
-		d.keys[key] = e
-		d.lines[MarkSettled].insert(e) // moved to its mark's line below
 	}
 	d.gen++
 	e.gen = d.gen
@@ -212,92 +231,17 @@ func (d *settleSet) markLocked(key string, m Mark, ready, wrote time.Time, copie
 		e.recovered = false // written since the restart: a write like any other
 	}
 	e.copies += copies
-	if m > e.mark {
+	if m > e.mark || e.mark == markSuspect {
 		d.setMark(e, m, nanos(ready))
 		changed = d.journaled
 	} else {
-		d.readyLocked(e, &d.lines[e.mark], nanos(ready))
+		d.setReady(e, nanos(ready))
+		d.fly(e)
 	}
-	d.fly(e)
-	return e, false, changed
-}
-
-// entry returns a blank entry for key, from the free list if it can.
-func (d *settleSet) entry(key string) *settleEntry {
-	e := d.free
-	if e == nil {
-		return &settleEntry{key: key}
+	if by != byNone {
+		d.setIngested(e, by == byIngest)
 	}
-	d.free, d.freeN = e.next, d.freeN-1
-	*e = settleEntry{key: key}
-	return e
-}
-
-// maxFree bounds the free list: 4,096 entries, 320 KiB.
-const maxFree = 4096
-
-// release puts an entry that left the set and its timeline on the free
-// list. Nothing else may point to it: the refs a pass holds name keys.
-func (d *settleSet) release(e *settleEntry) {
-	d.setHeld(e, nil)
-	d.land(e)
-	if d.freeN >= maxFree {
-		return
-	}
-	*e = settleEntry{next: d.free}
-	d.free, d.freeN = e, d.freeN+1
-}
-
-// readyLocked moves e's ready time to t if that is later.
-func (d *settleSet) readyLocked(e *settleEntry, tl *timeline, t int64) {
-	if t <= e.ready {
-		return
-	}
-	e.ready = t
-	tl.remove(e)
-	tl.insert(e)
-}
-
-// setMark changes e's mark, and its ready time to at least ready, keeping
-// the dirty count, the timelines and the journal's changes.
-func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
-	if e.mark == MarkDirty {
-		d.dirty--
-	}
-	if m == MarkDirty {
-		d.dirty++
-	}
-	d.lines[e.mark].remove(e)
-	e.mark = m
-	e.ready = max(e.ready, ready)
-	d.lines[m].insert(e)
-	if d.journaled {
-		d.changes[e.key] = m
-	}
-	d.fly(e)
-}
-
-// newer reports whether an ingested write acknowledged at acked is newer
-// than every one the set knows of for key: an older one must not be
-// applied over a newer.
-func (d *settleSet) newer(key string, acked time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	return !ok || e.acked <= nanos(acked) && e.wrote <= nanos(acked)
-}
-
-// ingested records an ingested write, as mark does, with its
-// acknowledged-at time.
-func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies int32) (first, changed bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, first, changed := d.markLocked(key, m, ready, acked, copies)
-	if e != nil && nanos(acked) > e.acked {
-		e.acked = nanos(acked)
-	}
-	d.setIngested(e, true)
-	return first, changed
+	return false, changed
 }
 
 // copied notes that one of key's copies ended at end; failed marks the key
@@ -305,131 +249,125 @@ func (d *settleSet) ingested(key string, m Mark, acked, ready time.Time, copies 
 func (d *settleSet) copied(key string, end time.Time, failed bool) (first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	if !ok {
+	e := d.get(key)
+	if e == nil {
 		return false, false // its mark overflowed the set, and was counted
 	}
 	if e.copies > 0 {
 		e.copies--
 	}
 	if failed && e.mark != MarkDirty {
-		d.gen++
-		e.gen = d.gen
 		d.setHeld(e, nil)
 		d.setMark(e, MarkDirty, nanos(end))
-		changed = d.journaled
-	} else {
-		d.readyLocked(e, &d.lines[e.mark], nanos(end))
+		return false, d.journaled
 	}
+	d.setReady(e, nanos(end))
 	d.fly(e)
-	return false, changed
+	return false, false
 }
 
-// load adds a key from the journal without recording a change.
+// load adds a key from the journal, its last writer unknown (the flip
+// waits for its verification), without recording a change.
 func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.keys[key]; ok || m == MarkSettled {
+	switch {
+	case d.keys[key] != nil || m == MarkSettled:
+		return
+	case len(d.keys)-d.nSus >= d.max:
+		d.full()
 		return
 	}
-	if len(d.keys) >= d.max {
-		d.overflow++
-		d.reconcile = true
-		d.flagMoved = d.journaled
-		return
-	}
-	d.gen++
-	if m == MarkDirty {
-		d.dirty++
-	}
-	// Who wrote it last is not journaled: the flip waits for its
-	// verification, as for a copy's.
 	e := d.entry(key)
-	e.mark, e.gen, e.ready, e.ingested, e.recovered = m, d.gen, nanos(ready), true, true
-	d.viaIngest++
-	d.lastIngest = max(d.lastIngest, e.ready)
-	d.keys[key] = e
-	d.lines[m].insert(e)
-	d.fly(e)
+	e.ready, e.recovered = nanos(ready), true
+	d.setIngested(e, true)
+	d.setMark(e, m, e.ready)
+	if d.journaled {
+		delete(d.changes, key) // the journal has it
+	}
 }
 
 // suspect notes that a sampled comparison found key different, as diff,
 // at now. A key of the set holds the difference for its verification; any
-// other key becomes a suspect, while the suspects have room (beyond, the
+// other key becomes a suspect while the suspects have room (beyond, the
 // suspicion is counted and dropped: the key was never written here, and a
-// reconciliation or a later read finds it). A suspect read again after the
-// window is confirmed, cleared or held anew like a key of the set.
+// reconciliation or a later read finds it).
 func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	at := nanos(now)
-	if e, ok := d.keys[key]; ok {
-		if e.held == nil || !e.held.same(diff) {
-			d.judgeLocked(e, &d.lines[e.mark], diff, at, rule{})
-		}
-		return
-	}
-	e, ok := d.sus[key]
-	if !ok {
-		if len(d.sus) >= d.maxSus {
+	e := d.keys[key]
+	if e == nil {
+		if d.nSus >= d.maxSus {
 			d.susOverflow++
 			return
 		}
-		d.gen++
 		e = d.entry(key)
-		e.mark, e.gen = MarkUnsettled, d.gen
-		d.sus[key] = e
-		d.susLine.insert(e)
+		e.ready = nanos(now)
+		d.setMark(e, markSuspect, e.ready)
 	}
 	if e.held == nil || !e.held.same(diff) {
-		d.judgeLocked(e, &d.susLine, diff, at, rule{})
+		d.hold(e, diff, nanos(now))
 	}
 }
 
-// has reports whether key is dirty. The entry is read under the lock: once
-// the key leaves the set its entry may be reused (release).
-func (d *settleSet) has(key string) bool {
+// settle removes ref's key, from the set or the suspects, if it was not
+// written since ref was taken.
+func (d *settleSet) settle(ref settleRef) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	return ok && e.mark == MarkDirty
-}
-
-// lastWrite returns the key's last write as the set knows it.
-func (d *settleSet) lastWrite(key string) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.keys[key]; ok {
-		return timeOf(e.ready), true
+	e := d.keys[ref.key]
+	if e == nil || e.gen != ref.gen {
+		return false
 	}
-	return time.Time{}, false
+	d.drop(e)
+	return true
 }
 
-// wroteAt returns the time of the key's latest write as its writer stamped
-// it; ready instead when that is unknown (the key was loaded from the
-// journal, or only suspected since), which is later.
-func (d *settleSet) wroteAt(key string) (time.Time, bool) {
+// judge applies the confirmation rule to ref's key, which a read that
+// began at ref.gen found to differ as diff at now. Every write of the key
+// clears its held difference (mark), so a held difference is one that no
+// write seen has touched; it is confirmed when it has held for r.window
+// and was first seen before r.mark. A confirmed difference leaves the key
+// dirty, for repair: a suspect joins the set (first reports that it
+// overflowed it, and raised the flag); changed says the journal has
+// something new. A key recovered from the journal and not dirty yet is not
+// judged: its difference may be a copy that died with the process
+// (verdictRecovered).
+func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (v verdict, first, changed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
+	at := nanos(now)
+	e := d.keys[ref.key]
 	switch {
-	case !ok:
-		return time.Time{}, false
-	case e.wrote == 0:
-		return timeOf(e.ready), true
+	case e == nil || e.gen != ref.gen:
+		return verdictRaced, false, false
+	case e.recovered && e.mark == MarkUnsettled:
+		d.recovered++
+		d.setMark(e, MarkDirty, 0)
+		return verdictRecovered, false, d.journaled
+	case e.held == nil || !e.held.same(diff):
+		d.hold(e, diff, at)
+		return verdictHeld, false, false
+	case at-e.held.since < r.window || e.held.since >= r.mark:
+		return verdictWaiting, false, false
+	case e.mark == markSuspect && len(d.keys)-d.nSus >= d.max:
+		d.drop(e)
+		first = d.full()
+		return verdictConfirmed, first, first && d.journaled
+	case e.mark != MarkDirty:
+		d.setMark(e, MarkDirty, 0) // the repair acts on the difference confirmed
+		return verdictConfirmed, false, d.journaled
 	}
-	return timeOf(e.wrote), true
+	return verdictConfirmed, false, false
 }
 
-// due returns up to limit keys in state m, not queued for repair, that were
-// ready at or before cutoff; dirty ones are marked queued. It walks m's
-// timeline from its oldest entry and stops at the first one readied after
-// cutoff: its cost is the keys due, plus those due but skipped (a copy or a
-// repair of theirs on its way, at most what the lanes hold). It skips the
-// keys whose held difference was first seen at or after mark, the fleet's
-// watermark (noFleet: none): reading them again could not confirm them yet
-// (see judgeLocked), so they wait, at the cost of a look each, until the
-// watermark passes their first sight.
+// due returns up to limit keys in state m (markSuspect: the suspects), not
+// queued for repair, that were ready at or before cutoff; dirty ones are
+// marked queued. It walks m's timeline from its oldest entry and stops at
+// the first one readied after cutoff: its cost is the keys due, plus those
+// skipped (a copy or a repair of theirs on its way, at most what the lanes
+// hold, and the differences first seen at or after mark, the fleet's
+// watermark, which no read could confirm yet: see judge).
 func (d *settleSet) due(m Mark, cutoff time.Time, limit int, mark int64) []settleRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -442,40 +380,15 @@ func (d *settleSet) due(m Mark, cutoff time.Time, limit int, mark int64) []settl
 		if m == MarkDirty {
 			e.queued = true
 		}
-		out = append(out, settleRef{key: e.key, gen: e.gen, held: e.held != nil})
+		out = append(out, settleRef{key: e.key, gen: e.gen, held: e.held != nil, suspect: m == markSuspect})
 	}
 	return out
-}
-
-// dueSuspects returns up to limit suspects whose difference was first seen
-// at or before cutoff.
-func (d *settleSet) dueSuspects(cutoff time.Time, limit int, mark int64) []settleRef {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c := nanos(cutoff)
-	var out []settleRef
-	for e := d.susLine.head; e != nil && e.ready <= c && len(out) < limit; e = e.next {
-		if e.held != nil && e.held.since >= mark {
-			continue // see due
-		}
-		out = append(out, settleRef{key: e.key, gen: e.gen, held: true, suspect: true})
-	}
-	return out
-}
-
-// ready reports whether key is still at gen and its last write at or
-// before cutoff: a repair made now cannot race a newer write.
-func (d *settleSet) ready(key string, gen uint64, cutoff time.Time) bool {
-	d.mu.Lock()
-	e, ok := d.keys[key]
-	defer d.mu.Unlock()
-	return ok && e.gen == gen && e.ready <= nanos(cutoff)
 }
 
 // unqueue notes that key's repair is no longer waiting in a lane.
 func (d *settleSet) unqueue(key string) {
 	d.mu.Lock()
-	if e, ok := d.keys[key]; ok {
+	if e := d.get(key); e != nil {
 		e.queued = false
 	}
 	d.mu.Unlock()
@@ -487,95 +400,294 @@ func (d *settleSet) unqueue(key string) {
 func (d *settleSet) repaired(key string, gen uint64, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.keys[key]
-	if !ok || e.gen != gen {
+	e := d.get(key)
+	if e == nil || e.gen != gen {
 		return false
 	}
-	d.gen++
-	e.gen, e.recovered = d.gen, false
+	e.recovered = false
 	d.setHeld(e, nil)
 	d.setMark(e, MarkUnsettled, nanos(now))
+	return true
+}
+
+// full counts a key the set has no room for and raises the reconciliation
+// flag; first reports that it was down.
+func (d *settleSet) full() (first bool) {
+	d.overflow++
+	first = !d.reconcile
+	d.reconcile, d.flagMoved = true, d.flagMoved || first
+	return first
+}
+
+// acknowledge clears the reconciliation flag, when only is false or no
+// key overflowed the set since its overflow count was n; commit reports
+// that the journal has the change to learn.
+func (d *settleSet) acknowledge(n uint64, only bool) (cleared, commit bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if only && d.overflow != n {
+		return false, false
+	}
+	moved := d.reconcile && d.journaled
+	d.reconcile = false
+	d.flagMoved = d.flagMoved || moved
+	return true, moved
+}
+
+// The steps the transitions share, under d.mu.
+
+// setMark moves e to mark m, and its ready time to at least ready, keeping
+// the counts, the timelines and the journal's changes.
+func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
+	d.count(e, -1)
+	if e.mark == MarkSettled {
+		d.keys[e.key] = e
+	} else {
+		d.lines[e.mark].remove(e)
+	}
+	d.gen++
+	e.mark, e.gen, e.ready = m, d.gen, max(e.ready, ready)
+	d.lines[m].insert(e)
+	d.count(e, 1)
+	if d.journaled && m != markSuspect {
+		d.changes[e.key] = m
+	}
 	d.fly(e)
-	return true
 }
 
-// settle removes ref's key, from the set or the suspects, if it was not
-// written since ref was taken.
-func (d *settleSet) settle(ref settleRef) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if ref.suspect {
-		e, ok := d.sus[ref.key]
-		if !ok || e.gen != ref.gen {
-			return false
-		}
-		d.susLine.remove(e)
-		delete(d.sus, ref.key)
-		d.release(e)
-		return true
+// count adds n to the counts e's mark is in.
+func (d *settleSet) count(e *settleEntry, n int) {
+	switch e.mark {
+	case MarkDirty:
+		d.dirty += n
+	case markSuspect:
+		d.nSus += n
 	}
-	e, ok := d.keys[ref.key]
-	if !ok || e.gen != ref.gen {
-		return false
+}
+
+// drop takes e out of the set (or the suspects) and puts it on the free
+// list. Nothing else may point to it: the refs a pass holds name keys.
+func (d *settleSet) drop(e *settleEntry) {
+	d.count(e, -1)
+	if d.journaled && e.mark != markSuspect {
+		d.changes[e.key] = MarkSettled
 	}
-	if e.mark == MarkDirty {
-		d.dirty--
-	}
-	if e.ingested {
-		d.viaIngest--
-	}
+	d.setIngested(e, false)
+	d.setHeld(e, nil)
+	d.land(e)
 	d.lines[e.mark].remove(e)
-	delete(d.keys, ref.key)
-	d.release(e)
-	if d.journaled {
-		d.changes[ref.key] = MarkSettled
+	delete(d.keys, e.key)
+	if d.freeN < maxFree {
+		*e = settleEntry{next: d.free}
+		d.free, d.freeN = e, d.freeN+1
 	}
-	return true
 }
 
-// judge applies the confirmation rule (see judgeLocked) to ref's key, which
-// a read that began at ref.gen found to differ as diff at now. A confirmed
-// difference leaves the key dirty, for repair: a suspect joins the set
-// (first reports that it overflowed it, and raised the flag); changed says
-// the journal has something new. A key recovered from the journal and not
-// dirty yet is not judged: its difference may be a copy that died with the
-// process, and it becomes dirty at once (verdictRecovered).
-func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (v verdict, first, changed bool) {
+// maxFree bounds the free list: 4,096 entries, 320 KiB.
+const maxFree = 4096
+
+// entry returns a blank entry for key, from the free list if it can, not
+// in the set yet (MarkSettled) until setMark puts it there.
+func (d *settleSet) entry(key string) *settleEntry {
+	e := d.free
+	if e == nil {
+		return &settleEntry{key: key}
+	}
+	d.free, d.freeN = e.next, d.freeN-1
+	*e = settleEntry{key: key}
+	return e
+}
+
+// get returns key's entry in the set, nil for a suspect or an absent key.
+func (d *settleSet) get(key string) *settleEntry {
+	if e := d.keys[key]; e != nil && e.mark != markSuspect {
+		return e
+	}
+	return nil
+}
+
+// setReady moves e's ready time to t if that is later.
+func (d *settleSet) setReady(e *settleEntry, t int64) {
+	if t > e.ready {
+		e.ready = t
+		d.lines[e.mark].remove(e)
+		d.lines[e.mark].insert(e)
+	}
+}
+
+// hold makes diff, seen at now, e's held difference: the wait starts now.
+func (d *settleSet) hold(e *settleEntry, diff held, now int64) {
+	diff.since = now
+	d.setHeld(e, &diff)
+	d.setReady(e, now)
+}
+
+// setHeld sets e's held difference, keeping the count of those held.
+func (d *settleSet) setHeld(e *settleEntry, h *held) {
+	switch {
+	case e.held == nil && h != nil:
+		d.held++
+	case e.held != nil && h == nil:
+		d.held--
+	}
+	e.held = h
+}
+
+// setIngested sets the origin of the last write of e, keeping viaIngest
+// and lastIngest.
+func (d *settleSet) setIngested(e *settleEntry, ingested bool) {
+	if ingested {
+		d.lastIngest = max(d.lastIngest, e.ready)
+	}
+	if e.ingested != ingested {
+		e.ingested = ingested
+		if ingested {
+			d.viaIngest++
+		} else {
+			d.viaIngest--
+		}
+	}
+}
+
+// flightBucket is the granularity of the watermark, 2^24 ns (16.8 ms):
+// a time in flight is counted in the bucket it falls in, and the
+// watermark is the start of the oldest bucket, never later than the time.
+const flightBucket = 1 << 24
+
+// fly puts e in flight, or takes it out, as its state says. A key is in
+// flight while this Store knows of a write of it that may not have reached
+// the other store: a copy queued or running (counted from its mark, before
+// the authoritative write), a dirty key, or a key recovered from the
+// journal not yet verified. It counts from the oldest write it knows of
+// then (the write's own time when known, else its ready time) and keeps
+// that time while it stays in flight.
+func (d *settleSet) fly(e *settleEntry) {
+	in := e.copies > 0 || e.mark == MarkDirty || e.recovered
+	switch {
+	case in && e.flight == 0:
+		t := e.ready
+		if e.wrote != 0 && e.wrote < t {
+			t = e.wrote
+		}
+		e.flight = t&^(flightBucket-1) | 1 // nonzero even at the epoch
+		d.flights[e.flight]++
+	case !in:
+		d.land(e)
+	}
+}
+
+// land takes e out of flight.
+func (d *settleSet) land(e *settleEntry) {
+	if e.flight == 0 {
+		return
+	}
+	if d.flights[e.flight]--; d.flights[e.flight] <= 0 {
+		delete(d.flights, e.flight)
+	}
+	e.flight = 0
+}
+
+// Reading the set.
+
+// watermark returns the oldest time in flight, or now (read under the
+// lock: a write marked after it reaches the authoritative store after it)
+// when nothing is. Its cost is one look at each bucket in flight.
+func (d *settleSet) watermark(now func() time.Time) time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	at := nanos(now)
-	if ref.suspect {
-		e, ok := d.sus[ref.key]
-		if !ok || e.gen != ref.gen {
-			return verdictRaced, false, false
-		}
-		if v = d.judgeLocked(e, &d.susLine, diff, at, r); v != verdictConfirmed {
-			return v, false, false
-		}
-		d.susLine.remove(e)
-		delete(d.sus, ref.key)
-		_, first, changed = d.markLocked(ref.key, MarkDirty, timeOf(e.held.since), time.Time{}, 0)
-		if n, ok := d.keys[ref.key]; ok {
-			d.setHeld(n, e.held) // the repair acts on the difference confirmed
-		}
-		d.release(e)
-		return v, first, changed
+	if len(d.flights) == 0 {
+		return now()
 	}
-	e, ok := d.keys[ref.key]
-	if !ok || e.gen != ref.gen {
-		return verdictRaced, false, false
+	low := int64(math.MaxInt64)
+	for b := range d.flights {
+		low = min(low, b&^1)
 	}
-	if e.recovered && e.mark != MarkDirty {
-		d.recovered++
-		d.setMark(e, MarkDirty, 0)
-		return verdictRecovered, false, d.journaled
-	}
-	if v = d.judgeLocked(e, &d.lines[e.mark], diff, at, r); v == verdictConfirmed && e.mark != MarkDirty {
-		d.setMark(e, MarkDirty, 0)
-		changed = d.journaled
-	}
-	return v, false, changed
+	return timeOf(low)
 }
+
+// newer reports whether an ingested write acknowledged at acked is newer
+// than every write the set knows of for key.
+func (d *settleSet) newer(key string, acked time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.get(key)
+	return e == nil || e.wrote <= nanos(acked)
+}
+
+// lastWrite returns the key's ready time and whether it is dirty, as the
+// set knows them.
+func (d *settleSet) lastWrite(key string) (last time.Time, dirty, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.get(key); e != nil {
+		return timeOf(e.ready), e.mark == MarkDirty, true
+	}
+	return time.Time{}, false, false
+}
+
+// wroteAt returns the time of the key's latest write as its writer stamped
+// it; ready instead when that is unknown (loaded from the journal), which
+// is later.
+func (d *settleSet) wroteAt(key string) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.get(key)
+	switch {
+	case e == nil:
+		return time.Time{}, false
+	case e.wrote == 0:
+		return timeOf(e.ready), true
+	}
+	return timeOf(e.wrote), true
+}
+
+// ready reports whether key is still at gen and its last write at or
+// before cutoff: a repair made now cannot race a newer write.
+func (d *settleSet) ready(key string, gen uint64, cutoff time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.get(key)
+	return e != nil && e.gen == gen && e.ready <= nanos(cutoff)
+}
+
+func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dirty, len(d.keys) - d.nSus - d.dirty, d.overflow, d.reconcile
+}
+
+// counts fills st's counts of the set.
+func (d *settleSet) counts(st *Stats) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = d.dirty, len(d.keys)-d.nSus-d.dirty, d.overflow, d.reconcile
+	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = d.nSus, d.susOverflow, d.superseded
+	st.Held, st.Recovered, st.JournalPending = d.held, d.recovered, len(d.changes)
+}
+
+// ingestPending counts the keys whose last write came through Ingest, and
+// returns the latest time one was marked so (an estimate that may be later
+// than the latest of those still in the set, never earlier).
+func (d *settleSet) ingestPending() (n int, latest time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.viaIngest == 0 {
+		return 0, time.Time{}
+	}
+	return d.viaIngest, timeOf(d.lastIngest)
+}
+
+func (d *settleSet) list(m Mark) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for e := d.lines[m].head; e != nil; e = e.next {
+		out = append(out, e.key)
+	}
+	return out
+}
+
+// The journal's side.
 
 // take hands the committer the changes made since it last took them.
 func (d *settleSet) take() (changes map[string]Mark, reconcile, flagMoved bool) {
@@ -604,56 +716,6 @@ func (d *settleSet) untake(changes map[string]Mark, flagMoved bool) {
 	d.flagMoved = d.flagMoved || flagMoved
 }
 
-func (d *settleSet) pending() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.changes)
-}
-
-func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dirty, len(d.keys) - d.dirty, d.overflow, d.reconcile
-}
-
-// suspects returns the suspects held, the suspicions dropped for want of
-// room, and the suspects writes superseded.
-func (d *settleSet) suspects() (n int, overflow, superseded uint64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.sus), d.susOverflow, d.superseded
-}
-
-func (d *settleSet) list(m Mark) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []string
-	for e := d.lines[m].head; e != nil; e = e.next {
-		out = append(out, e.key)
-	}
-	return out
-}
-
-func (d *settleSet) acknowledge() bool {
-	_, commit := d.acknowledgeAt(0, false)
-	return commit
-}
-
-// acknowledgeAt clears the reconciliation flag, when only is false or no
-// key overflowed the set since its overflow count was n; commit reports
-// that the journal has the change to learn.
-func (d *settleSet) acknowledgeAt(n uint64, only bool) (cleared, commit bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if only && d.overflow != n {
-		return false, false
-	}
-	moved := d.reconcile
-	d.reconcile = false
-	d.flagMoved = d.flagMoved || (moved && d.journaled)
-	return true, moved && d.journaled
-}
-
 // forget has the journal drop key, which it holds but the set does not
 // take (an excluded key): its removal goes with the next commit.
 func (d *settleSet) forget(key string) {
@@ -662,4 +724,63 @@ func (d *settleSet) forget(key string) {
 		d.changes[key] = MarkSettled
 	}
 	d.mu.Unlock()
+}
+
+// timeline is a list of entries in the order of their ready time, oldest
+// first, so that the entries due by a cutoff are found from its head at a
+// cost in proportion to their number, never a scan of the whole set under
+// the lock that writes take. A write readies its key at the clock's now,
+// which only grows, so an insertion walks back from the tail past the few
+// entries readied later and costs O(1) in the usual case.
+type timeline struct{ head, tail *settleEntry }
+
+// insert places e by its ready time, after the entries readied at the
+// same time.
+func (t *timeline) insert(e *settleEntry) {
+	at := t.tail
+	for at != nil && at.ready > e.ready {
+		at = at.prev
+	}
+	e.prev = at
+	if at == nil {
+		e.next, t.head = t.head, e
+	} else {
+		e.next, at.next = at.next, e
+	}
+	if e.next != nil {
+		e.next.prev = e
+	} else {
+		t.tail = e
+	}
+}
+
+func (t *timeline) remove(e *settleEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		t.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		t.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+// nanos is t as the set keeps times: Unix nanoseconds, 0 for the zero
+// time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// timeOf undoes nanos.
+func timeOf(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }

@@ -21,7 +21,7 @@ func benchSet(n int) *settleSet {
 	d := newSettleSet(n, 0, false)
 	for i := range n {
 		at := benchBase.Add(time.Duration(i) * time.Millisecond)
-		d.mark(fmt.Sprintf("wordle:games:%08d", i), MarkUnsettled, at, at, 0)
+		d.mark(fmt.Sprintf("wordle:games:%08d", i), MarkUnsettled, at, at, 0, byStore)
 	}
 	return d
 }
@@ -106,13 +106,13 @@ func BenchmarkSettleSetChurn(b *testing.B) {
 	d := newSettleSet(2*n, 0, false)
 	at := benchBase
 	for i := range n {
-		d.mark(keys[i], MarkUnsettled, at, at, 0)
+		d.mark(keys[i], MarkUnsettled, at, at, 0, byStore)
 	}
 	b.ReportAllocs()
 	i := n
 	for b.Loop() {
 		at = at.Add(time.Millisecond)
-		d.mark(keys[i%(2*n)], MarkUnsettled, at, at, 0)
+		d.mark(keys[i%(2*n)], MarkUnsettled, at, at, 0, byStore)
 		old := keys[(i-n)%(2*n)]
 		d.mu.Lock()
 		gen := d.keys[old].gen

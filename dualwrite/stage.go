@@ -192,3 +192,6 @@ func nextSteps(s Stage) string {
 
 // other is the store that is not authoritative.
 func (r Role) other() Role { return 1 - r }
+
+// Stage returns the current stage.
+func (s *Store) Stage() Stage { return Stage(s.stage.Load()) }

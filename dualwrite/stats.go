@@ -215,7 +215,6 @@ func (s *Store) Stats() Stats {
 		JournalOK:          s.journal != nil && s.journalOK.Load(),
 		JournalCommits:     s.ctr.journalCommits.Load(),
 		JournalErrors:      s.ctr.journalErrors.Load(),
-		JournalPending:     s.set.pending(),
 		Loaded:             s.ctr.loaded.Load(),
 		IngestStale:        s.ctr.ingestStale.Load(),
 		TeeReads:           s.ctr.teeReads.Load(),
@@ -236,9 +235,7 @@ func (s *Store) Stats() Stats {
 		st.Comparisons[k] = s.ctr.kinds[i].Load()
 		st.Verifications[k] = s.ctr.verifications[i].Load()
 	}
-	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = s.set.snapshot()
-	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = s.set.suspects()
-	st.Held, st.Recovered = s.set.heldNow()
+	s.set.counts(&st)
 	for r, b := range s.breakers {
 		st.Breakers[Role(r)] = b.state(now)
 	}

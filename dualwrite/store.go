@@ -190,9 +190,6 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Stage returns the current stage.
-func (s *Store) Stage() Stage { return Stage(s.stage.Load()) }
-
 // eventLoop delivers breaker state changes, which gobreaker reports under
 // its mutex, to the logger and the observer.
 func (s *Store) eventLoop() {
