@@ -67,9 +67,12 @@
 // the oldest write each still has on its way, per namespace), so that no
 // store of this instance confirms a divergence another's copy explains,
 // and one difference is reported once (a Claimer board keeps the claims;
-// see dualwrite's Confirmation). Beside the Board, a Ledger keeps the
-// report runs and the settle sets' overflows: MongoBoard and MemoryLedger
-// are ones.
+// see dualwrite's Confirmation). That rests on a live instance never being
+// taken for dead: heartbeats keep their cadence and the Target's Report
+// has half an interval, so a live instance's heartbeat is younger than
+// LiveFor (three intervals) by the margin of a Board write. Beside the
+// Board, a Ledger keeps the report runs and the settle sets' overflows:
+// MongoBoard and MemoryLedger are ones.
 //
 // # Starting without the Board
 //

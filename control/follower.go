@@ -28,7 +28,8 @@ type Target interface {
 	Apply(ctx context.Context, stage dualwrite.Stage) error
 	// Report returns the instance's state for its heartbeat: Drained,
 	// Dirty, Unsettled and ReconciliationNeeded; the Follower fills in the
-	// rest. It may wait for the lanes, within ctx.
+	// rest. It may wait for the lanes, within ctx, which ends half a
+	// HeartbeatInterval after the call.
 	Report(ctx context.Context) Heartbeat
 }
 
@@ -50,7 +51,9 @@ type Config struct {
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// LiveFor is the age under which a heartbeat counts as a live
-	// instance. Default three HeartbeatIntervals.
+	// instance. Default three HeartbeatIntervals: a live instance's
+	// heartbeat is at most one and a half old, and a Board write (beats
+	// keep their cadence, and Report gets half an interval).
 	LiveFor time.Duration
 	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
 	BoardTimeout time.Duration
@@ -297,8 +300,10 @@ func (f *Follower) loop() {
 			f.Poll(f.life)
 			poll = f.clock.NewTimer(f.cfg.PollInterval)
 		case <-beat.C():
+			began := f.clock.Now()
 			f.beat(context.WithoutCancel(f.life))
-			beat = f.clock.NewTimer(f.cfg.HeartbeatInterval)
+			// On cadence: the beat's own time comes out of the interval.
+			beat = f.clock.NewTimer(max(f.cfg.HeartbeatInterval-f.clock.Now().Sub(began), 0))
 		case <-f.beatNow:
 			f.beat(context.WithoutCancel(f.life))
 		}
@@ -362,8 +367,13 @@ func (f *Follower) applyLocked(ctx context.Context, doc Document) (from dualwrit
 	return from, err
 }
 
-// report is the instance's heartbeat now.
+// report is the instance's heartbeat now. The Target's Report has half a
+// heartbeat interval: a heartbeat held back longer could pass LiveFor, and
+// the others, taking a live instance for dead, would stop waiting on its
+// watermark and confirm what its copies on their way explain.
 func (f *Follower) report(ctx context.Context) Heartbeat {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.HeartbeatInterval/2)
+	defer cancel()
 	h := f.cfg.Target.Report(ctx)
 	st := f.Status()
 	h.Instance, h.Generation, h.Stage, h.At = f.cfg.Instance, st.Generation, st.Stage, f.clock.Now()

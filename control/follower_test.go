@@ -595,3 +595,43 @@ func TestADetachedInstanceSeedsAnEmptyBoardWithTheStageItServes(t *testing.T) {
 		}
 	}
 }
+
+// deadlineTarget records how long each Report was given.
+type deadlineTarget struct {
+	fakeTarget
+	mu   sync.Mutex
+	left []time.Duration // -1: no deadline
+}
+
+func (t *deadlineTarget) Report(ctx context.Context) Heartbeat {
+	d := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	t.mu.Lock()
+	t.left = append(t.left, d)
+	t.mu.Unlock()
+	return Heartbeat{Drained: true}
+}
+
+// A Report that waits (kvshadow-proxy's waits for the lanes) is given half
+// a heartbeat interval, not the Board's timeout: a heartbeat held back past
+// LiveFor would make the others take a live instance for dead, and confirm
+// what its copies on their way explain.
+func TestReportHasHalfAHeartbeat(t *testing.T) {
+	tgt := &deadlineTarget{}
+	f, err := NewFollower(Config{Board: NewMemoryBoard(), Target: tgt, Instance: "a", Initial: dualwrite.Shadow, HeartbeatInterval: 2 * time.Second},
+		WithClock(clock.NewFake(time.Unix(1e9, 0))), WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tgt.mu.Lock()
+	defer tgt.mu.Unlock()
+	if len(tgt.left) == 0 || tgt.left[0] < 0 || tgt.left[0] > time.Second {
+		t.Fatalf("Report given %v; want at most half the 2s heartbeat interval", tgt.left)
+	}
+}

@@ -79,175 +79,128 @@
 // is in the settle set until it is settled: dirty (its copy is known lost:
 // a full lane, an open breaker, a failed or abandoned copy, an
 // authoritative write whose outcome was in doubt) or unsettled (its copy
-// was sent, not yet verified). The mark is recorded in memory under the
-// key's lock, before the caller's write returns. The set is bounded
-// (MaxDirty, both states together); beyond it marks are counted and
-// Stats.ReconciliationNeeded asks for a full reconciliation with
-// shadow-report.
+// was sent, not yet verified). The mark is made under the key's lock,
+// before the write reaches the authoritative store. The set is bounded
+// (MaxDirty); beyond it marks are counted and Stats.ReconciliationNeeded
+// asks for a full reconciliation with shadow-report. settle.go lists its
+// states and transitions.
 //
 // Verification runs every RepairInterval, when a breaker closes, and on
 // Settle: each unsettled key whose last write, and its own copy, are older
 // than the ConsistencyWindow (Workers KV serves old values for up to 60 s)
-// is read from both stores in bulk (VerifyBatch keys a request: 10
-// requests a side per 1,000 keys) and classified with package compare.
-// Bulk reads are capped by bytes as well as by keys, and the sizes are
-// only known once read: a read the store refuses as too large
-// (kv.ErrTooLarge: Workers KV's 413 past 25 MiB of values) is asked again
-// in halves (kv.ReadSplit), down to a key read alone, and the other store
-// is then read in pieces of at most 25 MiB by the sizes the authoritative
-// store returned. A large key costs its own reads and never holds back the
-// small keys batched with it.
-// Equal, it leaves the set. Different, the difference is held and the
-// confirmation rule below decides: the same difference a window later is
-// confirmed, reported to the Sink, and the key becomes dirty. Reads of the
-// primary wait on PrimaryBudget, reads of the shadow on ShadowBudget (copies
-// and comparisons wait for it in their lanes, repairs without room are
-// deferred), never a caller's request. The keys due
-// are kept in time order (a list per state, by the time each became
-// ready), so a pass finds them at a cost in proportion to their number,
-// never a scan of the whole set under the lock that writes take
-// (BenchmarkSettleSetDue). A key in the set costs an entry, the map's slot
-// and the key's bytes (BenchmarkSettleSetMemory); a held difference adds a
-// record while it lasts. docs/performance.md has the figures.
+// is read from both stores in bulk (VerifyBatch keys a request), at most
+// 25 MiB of values a read (a read refused as too large is asked again in
+// halves, so a large key costs its own reads), and classified with package
+// compare. Equal, it leaves the set. Different, the confirmation rule
+// below decides: the same difference a window later is confirmed,
+// reported to the Sink, and the key becomes dirty. Reads of the primary
+// wait on PrimaryBudget, of the shadow on ShadowBudget, never a caller's
+// request. A pass finds the keys due at a cost in proportion to their
+// number, never a scan of the set under the lock writes take
+// (BenchmarkSettleSetDue); a key costs an entry, the map's slot and its
+// bytes (BenchmarkSettleSetMemory; docs/performance.md).
 //
 // A sampled read that disagrees (the Store's own, or a tee's through
 // CompareReads) holds its difference on the key's entry when the key is in
-// the settle set. Any other key becomes a suspect: the suspects are a
-// bounded set of their own (MaxSuspects, Stats.Suspects), never journaled,
-// verified by the same passes and the same rule; beyond the bound a
-// suspicion is counted (Stats.SuspectOverflow) and dropped. Reads, which
-// anyone holding the token can send for any key, never take a slot of the
-// settle set and never raise ReconciliationNeeded; only a suspect whose
-// difference is confirmed joins the set, dirty, for repair.
+// the set; any other key becomes a suspect, in a bounded set of its own
+// (MaxSuspects, Stats.Suspects), never journaled, verified by the same
+// passes and rule; beyond the bound a suspicion is counted
+// (Stats.SuspectOverflow) and dropped. Reads, which anyone holding the
+// token can send for any key, never take a slot of the set nor raise
+// ReconciliationNeeded; a suspect whose difference is confirmed joins the
+// set, dirty.
 //
 // Repair runs with verification and on RepairDirty: each dirty key whose
-// own last write is older than the window (keys that share its lock do not
-// delay it) is read in its own lane, so it never races a newer write, from
-// the authoritative store (with its expiry and metadata) and then from the
-// other store. Equal, the key settles (RepairUnneeded). Different, the
-// difference must have held for a window by the confirmation rule: a
-// confirmed divergence's has, and is copied at once; a lost copy's is held
-// at the first repair and copied at the next, a window later, if neither
-// side has changed. A key missing at the authoritative store is deleted
-// from the other. A repaired key is unsettled until verified like any
-// other. A copy made too late for the contract's 60 s minimum expiry is
-// clamped and stays dirty until the original has expired.
+// own last write is older than the window is read in its own lane (so it
+// never races a newer write through this Store), from the authoritative
+// store and then the other. Equal, the key settles (RepairUnneeded).
+// Different, it is copied only by the confirmation rule: a confirmed
+// divergence's difference has held, and is copied at once; a lost copy's
+// is held at the first repair and copied at the next, a window later, if
+// neither side changed. A key missing at the authoritative store is
+// deleted from the other. A repaired key is unsettled until verified. A
+// copy made too late for the contract's 60 s minimum expiry is clamped and
+// stays dirty until the original has expired.
 //
 // With a Journal (package journal) the set is durable: its changes are
-// committed in groups by the Store's own goroutine, as soon as the
-// previous commit ends, never on the caller's path; only a key entering
-// the set, changing state or leaving it is written. A write's key is
-// marked before the write reaches the authoritative store (and a write
-// that then fails cleanly leaves it unsettled, to be verified equal and
-// leave); a Journal that is a Recorder keeps each new mark at once, in
-// memory the operating system holds for its file, so that it survives
-// the process's death without the caller waiting on the disk. New loads
-// the journal and verifies every key in it a window after the start;
-// Close leaves in it exactly the keys not settled.
-//
-// A key the journal names after a restart is known, not news: its copy
-// may have died with the process. Its first verification settles it when
-// the stores agree; when they differ it becomes dirty at once, is
-// repaired like any dirty key (the difference held a window, then copied)
-// and counted in Stats.Recovered, never reported: only a difference that
-// outlives its repair is judged, and confirmed, as any other.
+// committed in groups by the Store's own goroutine, never on the caller's
+// path; only a key entering the set, changing state or leaving it is
+// written. A Journal that is a Recorder keeps each new mark at once, in
+// memory the operating system holds for its file, so that it survives the
+// process's death without the caller waiting on the disk. New loads the
+// journal and verifies every key in it a window after the start; Close
+// leaves in it exactly the keys not settled. A key the journal names after
+// a restart is known, not news: its copy may have died with the process.
+// When its first verification finds the stores different it becomes dirty
+// at once, is repaired like any dirty key and counted in Stats.Recovered,
+// never reported.
 //
 // # Confirmation
 //
 // A divergence is confirmed only when two reads of both stores, at T1 and
-// at T2 >= T1 + ConsistencyWindow, found the same difference: the same
-// primary state and the same shadow state, each by presence, SHA-256
-// digest and length of the value, expiry (whole seconds) and metadata; the
-// Store saw no write of the key between them (its own writes, an ingested
-// copy, a failed copy: each clears the held difference); and no instance
-// of the fleet had a write on its way to the other store, of any key, made
-// before T1 (below). Any change of either side restarts the wait from the
-// read that saw it. The first of the two reads may be a sampled
+// at T2 >= T1 + ConsistencyWindow, found the same difference (the same
+// primary state and the same shadow state, each by presence, SHA-256 and
+// length of the value, expiry in whole seconds and metadata); the Store
+// saw no write of the key between them (each clears the held difference);
+// and no instance of the fleet had a write on its way to the other store,
+// of any key, made before T1. The first read may be a sampled
 // comparison's (a tee's digest counts as the primary's state), the second
 // is always a verification's.
 //
 // "No write on its way" is fleet-wide. Each Store keeps a low watermark
 // (Watermark): the time of the oldest write it knows may not have reached
-// the other store, counted from the moment its key is marked, before the
-// authoritative write: a copy queued, waiting in a backlog or running; a
-// dirty key, whose copy was lost, until its repair; a key its journal
-// named after a restart, until verified. With nothing of the kind, the
-// watermark is now. Each instance publishes its stores' watermarks, one a
-// namespace, with every heartbeat (package control), and each Store is
-// told, through its Fleet, the oldest that another live instance published
-// (or, with none, the time the heartbeats were read). A verification pass
-// samples that fleet watermark W before it reads, and confirms a
-// difference first seen at T1 only if T1 < W: every write any instance
+// the other store (from its mark, before the authoritative write: a copy
+// queued or running; a dirty key, until repaired; a key its journal named,
+// until verified), or now. Each instance publishes its stores' watermarks
+// with every heartbeat (package control), and the Fleet gives each Store
+// the oldest another live instance published, or the time the heartbeats
+// were read. A pass samples that watermark W before it reads, and confirms
+// a difference first seen at T1 only if T1 < W: every write any instance
 // made before T1 had then landed, or was known lost to its writer, which
-// repairs it. The same difference read again at T2 is therefore no copy on
-// its way: the copy of the primary's P, and of any older write, landed
-// before T2's read, and a newer write changes the primary's side, or,
-// landing, the shadow's. Until W passes T1 the difference is held, with
-// T1 kept, and its key is not read again (the passes skip it, at the cost
-// of a look under the set's lock), since no read could confirm it yet.
-// A stale read of the primary
-// cannot confirm either: a read at T returns a value the primary held at
-// some instant of [T-window, T] (Workers KV's eventual consistency), so a
-// value it no longer held at T1 + window cannot be read at T2; the
-// primary's side changes and the wait restarts.
+// repairs it. The same difference read at T2 is then no copy on its way: a
+// newer write changes the primary's side or, landing, the shadow's. Until
+// W passes T1 the key is not read again. A stale read of the primary
+// cannot confirm either: a value it no longer held at T1 + window cannot
+// be read at T2, so the primary's side changes and the wait restarts.
 //
 // A dead instance holds nobody back for long: its heartbeat counts until
-// it is LiveFor old (three heartbeat intervals by default), after which
-// its queued copies died with it and its journal verifies their keys when
-// it restarts; a stopped one counts no more (its lanes drained, or what
-// was left is dirty in its journal). While the heartbeats cannot be read
-// the fleet watermark stays where it was, and nothing first seen since is
-// confirmed. Clocks of instances are compared: they must agree to well
-// within a heartbeat interval (NTP). A key written in tee mode is known
-// only from the moment its copy reaches a Store (Ingest): until then the
-// Worker's write is no instance's, as a write around the layer would be.
+// it is LiveFor old (three heartbeat intervals by default); its queued
+// copies died with it, and its journal verifies their keys when it
+// restarts. A live one must never be taken for dead, or its queued copies
+// would be confirmed as divergences: its heartbeats keep their cadence and
+// the Target's Report has half an interval (package control). While the
+// heartbeats cannot be read the watermark stays where it was. Clocks of
+// instances must agree to well within a heartbeat interval (NTP). A tee's
+// write is known only from the moment its copy reaches a Store (Ingest).
 //
-// One difference is reported once by the fleet. The instance whose rule
-// confirms it first claims it (Fleet.Claim: one request, a document named
-// by a SHA-256 of the key and both states, never the key, in the control
-// board's database) and reports it to its Sink; another instance that
-// confirms the same difference within four windows of that claim counts it
-// in Stats.ReportedElsewhere and repairs its key without a report. A
-// claim the board fails is reported anyway (Stats.ClaimErrors): twice
-// rather than never. The confirmer's repair holds its own watermark until
-// the key is copied, so another instance rarely confirms the same
-// difference at all.
+// One difference is reported once by the fleet: the instance whose rule
+// confirms it first claims it (Fleet.Claim: a document named by a SHA-256
+// of the key and both states, never the key) and reports it; another that
+// confirms the same difference within four windows counts it in
+// Stats.ReportedElsewhere and repairs its key without a report. A claim
+// the board fails is reported anyway (Stats.ClaimErrors): twice rather
+// than never.
 //
-// What it costs: no request to MongoDB per key verified (the heartbeats,
-// one write and one read of the board per HeartbeatInterval per instance,
-// were made already; each carries about 60 bytes more a namespace), one
-// request per difference confirmed, and 8 bytes an entry of the settle
-// set; verification reads stay as many (a waiting key is read once more,
-// when the watermark has passed; docs/performance.md). In
-// latency: a confirmation comes at T1 + window or, when later, at the first
-// pass after a heartbeat read that shows every other live instance's
-// watermark past T1: up to a HeartbeatInterval and a RepairInterval past
-// the window with healthy lanes; as long as a slow shadow's queue, or a
-// peer's dirty keys' repair (about two windows), when those lag; never
-// more than LiveFor behind an instance that died. One instance: with no
-// Fleet (a Store alone) nothing changes; with one (the service always has
-// one), T1 must precede a read of the board, which adds at most a
-// heartbeat interval. N instances: no divergence is confirmed that a copy
-// known to any of them explains; what is confirmed is a change around the
+// The cost: no request per key verified (the watermarks ride on the
+// heartbeats), one request per difference confirmed, 8 bytes an entry; a
+// confirmation comes at T1 + window or, when later, at the first pass
+// after a heartbeat read that shows every other live instance's watermark
+// past T1 (docs/performance.md). What is confirmed is a change around the
 // layer (a write to either store not made through it, an expiry or a loss
 // in the store), or a copy overtaken at the other store by an older copy
 // from another instance (lanes order one process's copies, not two
-// processes'). What a report does not promise is that the primary still
-// holds P at the moment it is made: a write since T2 may have replaced it;
-// its copy then moves the other store on, and its writer verifies it.
+// processes'). A report does not promise that the primary still holds P
+// when it is made: a newer write's copy moves the other store on, and its
+// writer verifies it.
 //
 // A repair never moves the other store to a value older than the one it
 // holds: it copies only by the same rule, reading both stores again in the
-// key's lane, the authoritative one first, and only when they show the
-// difference that has held for the window. The value copied, F, is then
-// the one the authoritative store held from T1 on; the value replaced, S,
-// was in the other store at T1, so it was acknowledged before F or never
-// (a write around the layer). A newer copy landed since changes the other
-// store's side: the repair holds the new difference instead of writing.
-// What is left is a copy from another instance landing between the
-// repair's read of the other store and its write, one round trip of that
-// store; that copy's writer verifies its key after its window, and the
-// rule repairs it forward.
+// key's lane, the authoritative one first. The value copied was the
+// authoritative store's from T1 on; the one replaced was in the other
+// store at T1, so acknowledged before it or never. What is left is a copy
+// from another instance landing between the repair's read of the other
+// store and its write, one round trip; that copy's writer verifies its key
+// after its window, and the rule repairs it forward.
 //
 // # One instance, several, and a crash
 //
@@ -261,17 +214,12 @@
 // N instances over the same stores: per-process lanes cannot order two
 // processes' writes of one key, so the other store may end with the older
 // of two concurrent writes. Each instance settles the keys it wrote: its
-// verification, a window after its own last write, reads both stores; a
-// difference that holds a further window is repaired from the
-// authoritative store, by then past the window of every write it held. A
-// key leaves an instance's set only when it reads both stores equal. A
-// comparison or verification that disagrees because another instance's
-// copy is in flight, or because the primary served a stale value, is only
-// held, and cleared or restarted when that copy lands or the primary
-// catches up: no divergence is reported, and no repair made, that the
-// confirmation rule did not confirm. What no instance wrote (a write
-// around the layer) is found only by a full reconciliation, or by the
-// sampled comparison of a read.
+// verification reads both stores a window after its own last write, and a
+// difference the confirmation rule confirms is repaired from the
+// authoritative store. A key leaves an instance's set only when it reads
+// both stores equal. What no instance wrote (a write around the layer) is
+// found only by a full reconciliation, or by the sampled comparison of a
+// read.
 //
 // Crash: without a Journal the settle set and the queued copies die with
 // the process; only a full reconciliation finds their keys. With one, the

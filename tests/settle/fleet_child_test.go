@@ -27,6 +27,7 @@ import (
 // store ran before.
 type fleetConfig struct {
 	Beat      time.Duration `json:"beat"`
+	LiveFor   time.Duration `json:"live_for"` // 0: the Follower's default
 	LaneDepth int           `json:"lane_depth"`
 	Peers     []string      `json:"peers"`  // the writers whose keys this one reads
 	Around    int           `json:"around"` // keys written around the layer, read too
@@ -69,10 +70,14 @@ func (t *fleetTarget) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	return t.st.SetStage(ctx, stage)
 }
 
-func (t *fleetTarget) Report(context.Context) control.Heartbeat {
+func (t *fleetTarget) Report(ctx context.Context) control.Heartbeat {
 	t.beats.Add(1)
+	// As kvshadow-proxy's: the lanes drain for up to a second first.
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	drained := t.st.Flush(ctx) == nil
 	s := t.st.Stats()
-	return control.Heartbeat{Drained: s.Queued == 0, Dirty: s.Dirty, Unsettled: s.Unsettled,
+	return control.Heartbeat{Drained: drained, Dirty: s.Dirty, Unsettled: s.Unsettled,
 		Watermarks: map[string]time.Time{namespace: t.st.Watermark()}}
 }
 
@@ -125,9 +130,7 @@ func fleetChild(c childConfig) error {
 	}
 	tgt := &fleetTarget{st: st}
 	follower, err := control.NewFollower(control.Config{Board: board, Target: tgt, Instance: c.ID, Initial: dualwrite.Shadow,
-		// A live writer is never taken for dead here, however loaded the
-		// machine: LiveFor is far past its heartbeats.
-		PollInterval: fc.Beat, HeartbeatInterval: fc.Beat, LiveFor: 10 * time.Second, Fleet: fleet}, control.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+		PollInterval: fc.Beat, HeartbeatInterval: fc.Beat, LiveFor: fc.LiveFor, Fleet: fleet}, control.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package settle_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,12 @@ import (
 // copies are queued in another process, and 4 keys written around the
 // layer (the shadow holds another value, which no writer wrote). With lanes
 // deep enough never to drop, and with lanes of 64 that overflow (dropped
-// copies leave their keys dirty at their writer until repaired), no
-// divergence is confirmed that a copy queued, in flight or lost at any
-// writer explains: every key the writers wrote is reported 0 times; each
+// copies leave their keys dirty at their writer until repaired), and
+// three times with three writers wired as kvshadow-proxy wires them (each
+// heartbeat's Report first waits for the lanes, up to a second; LiveFor the
+// Follower's default, three 200 ms heartbeats) over lanes of 256, which
+// queue copies for seconds and then overflow, no divergence is confirmed
+// that a copy queued, in flight or lost at any writer explains: every key the writers wrote is reported 0 times; each
 // key written around the layer is confirmed and reported exactly once by
 // the fleet. After settling both stores are identical.
 func TestFleetConfirmsOnlyWhatNoCopyExplains(t *testing.T) {
@@ -29,17 +33,27 @@ func TestFleetConfirmsOnlyWhatNoCopyExplains(t *testing.T) {
 		name      string
 		writers   []string
 		laneDepth int
+		liveFor   time.Duration
+		runs      int
 	}{
-		{"two-deep-lanes", []string{"a", "b"}, 100_000},
-		{"three-overflowing-lanes", []string{"a", "b", "c"}, 64},
+		{"two-deep-lanes", []string{"a", "b"}, 100_000, 10 * time.Second, 1},
+		{"three-overflowing-lanes", []string{"a", "b", "c"}, 64, 10 * time.Second, 1},
+		// As kvshadow-proxy runs them: LiveFor is the Follower's default,
+		// three heartbeats, and each heartbeat's Report waits up to a
+		// second for the lanes first; copies queue for seconds before the
+		// lanes overflow, and dropped copies' repairs race the others'
+		// verifications.
+		{"three-queueing-as-the-proxy", []string{"a", "b", "c"}, 256, 0, 3},
 	} {
-		t.Run(tc.name, func(t *testing.T) { fleetRun(t, tc.writers, tc.laneDepth) })
+		for run := range tc.runs {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, run), func(t *testing.T) { fleetRun(t, tc.writers, tc.laneDepth, tc.liveFor) })
+		}
 	}
 }
 
 const around = 4
 
-func fleetRun(t *testing.T, ids []string, laneDepth int) {
+func fleetRun(t *testing.T, ids []string, laneDepth int, liveFor time.Duration) {
 	r := newRigOf(t, true)
 	ctx := context.Background()
 	for i := range around { // written around the layer: the shadow was changed behind it
@@ -62,7 +76,7 @@ func fleetRun(t *testing.T, ids []string, laneDepth int) {
 		ws = append(ws, r.start(t, childConfig{
 			ID: id, Rate: 1200, Keys: 3000, Duration: 4 * time.Second, ReadShare: 0.25,
 			Latency: 5 * time.Millisecond, Jitter: 10 * time.Millisecond, Window: time.Second, Lanes: 4,
-			Fleet: &fleetConfig{Beat: 200 * time.Millisecond, LaneDepth: laneDepth, Peers: peers, Around: around},
+			Fleet: &fleetConfig{Beat: 200 * time.Millisecond, LiveFor: liveFor, LaneDepth: laneDepth, Peers: peers, Around: around},
 		}))
 	}
 	reports := map[string]int{}
