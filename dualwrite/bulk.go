@@ -308,7 +308,7 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out 
 	reason, fresh := s.mirror(ctx, RoleShadow, w.write(h, at, now), true)
 	out.reason = reason
 	if !fresh {
-		out.add(s.set.copied(w.Key, now, out.reason != ""))
+		out.merge(s.set.copied(w.Key, now, out.reason != ""))
 	}
 	return out
 }
@@ -318,13 +318,8 @@ func (s *Store) ingest(ctx context.Context, w TeeWrite, at, now time.Time) (out 
 // acknowledged-at time, zero when it was not applied), and in the
 // journal's Recorder before Ingest returns: the primary acknowledged it
 // already.
-func (s *Store) markIngested(key string, acked, now time.Time, copies int32) (out markOutcome) {
-	first, changed := s.set.mark(key, MarkUnsettled, now, acked, copies, byIngest)
-	out.add(first, changed)
-	if changed && s.recorder != nil {
-		out.unrecorded = !s.record(key, MarkUnsettled)
-	}
-	return out
+func (s *Store) markIngested(key string, acked, now time.Time, copies int32) markOutcome {
+	return s.kept(key, MarkUnsettled, s.set.mark(key, MarkUnsettled, now, acked, copies, byIngest))
 }
 
 // write is w as the Store's write paths carry it: its key hashes to h, it

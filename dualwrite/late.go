@@ -183,7 +183,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	wr := w.write(h, at, now)
 	if err := s.apply(ctx, RoleShadow, wr); err != nil {
 		if settles {
-			out.add(s.set.copied(w.Key, now, uncertain(err)))
+			out.merge(s.set.copied(w.Key, now, uncertain(err)))
 		}
 		return out, LateFailed
 	}
@@ -193,7 +193,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	reason, fresh := s.mirror(ctx, RolePrimary, wr, true)
 	out.reason = reason
 	if !fresh {
-		out.add(s.set.copied(w.Key, now, reason != ""))
+		out.merge(s.set.copied(w.Key, now, reason != ""))
 	}
 	return out, outcome
 }

@@ -281,13 +281,9 @@ type markOutcome struct {
 	unrecorded bool // the journal's Recorder refused a mark: count it
 }
 
-func (o *markOutcome) add(first, changed bool) {
-	o.overflow = o.overflow || first
-	o.changed = o.changed || changed
-}
-
 func (o *markOutcome) merge(p markOutcome) {
-	o.add(p.overflow, p.changed)
+	o.overflow = o.overflow || p.overflow
+	o.changed = o.changed || p.changed
 	o.unrecorded = o.unrecorded || p.unrecorded
 	if p.reason != "" {
 		o.reason = p.reason
@@ -301,11 +297,15 @@ func (o *markOutcome) merge(p markOutcome) {
 // after the restart. A write that then fails cleanly leaves the key
 // unsettled with no copy on its way: verification finds the stores equal
 // and the key leaves, or finds a difference that was there before.
-func (s *Store) premark(key string, now time.Time) (out markOutcome) {
-	first, changed := s.set.mark(key, MarkUnsettled, now, now, 1, byStore)
-	out.add(first, changed)
-	if changed && s.recorder != nil {
-		out.unrecorded = !s.record(key, MarkUnsettled)
+func (s *Store) premark(key string, now time.Time) markOutcome {
+	return s.kept(key, MarkUnsettled, s.set.mark(key, MarkUnsettled, now, now, 1, byStore))
+}
+
+// kept has the journal's Recorder keep key's new mark m, when out says the
+// journal has something new.
+func (s *Store) kept(key string, m Mark, out markOutcome) markOutcome {
+	if out.changed && s.recorder != nil {
+		out.unrecorded = !s.record(key, m)
 	}
 	return out
 }
@@ -349,26 +349,19 @@ func (s *Store) afterWrite(ctx context.Context, target Role, w *write, err error
 
 // noCopy says that the copy premark counted will not be made; failed
 // makes the key dirty, kept by the Recorder.
-func (s *Store) noCopy(key string, now time.Time, failed bool) (out markOutcome) {
-	first, changed := s.set.copied(key, now, failed)
-	out.add(first, changed)
-	if changed && s.recorder != nil {
-		out.unrecorded = !s.record(key, MarkDirty)
-	}
-	return out
+func (s *Store) noCopy(key string, now time.Time, failed bool) markOutcome {
+	return s.kept(key, MarkDirty, s.set.copied(key, now, failed))
 }
 
 // copyEnded settles a copy's account in the settle set: the key's copy is
 // no longer on its way, and it is dirty if the copy failed.
 func (s *Store) copyEnded(j *job, end time.Time, failed bool) {
-	first, changed := s.set.copied(j.key, end, failed)
-	s.report(j.ctx, j.op, j.target, markOutcome{overflow: first, changed: changed})
+	s.report(j.ctx, j.op, j.target, s.set.copied(j.key, end, failed))
 }
 
 // markDirty marks key dirty, ready at ready, for repair.
 func (s *Store) markDirty(key string, ready time.Time) {
-	first, changed := s.set.mark(key, MarkDirty, ready, time.Time{}, 0, byNone)
-	s.report(context.Background(), "", 0, markOutcome{overflow: first, changed: changed})
+	s.report(context.Background(), "", 0, s.set.mark(key, MarkDirty, ready, time.Time{}, 0, byNone))
 }
 
 // report counts and reports what a write left to say, outside every lock.

@@ -207,7 +207,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	}
 	// A repair copies the authoritative value, newer than any copy on its
 	// way: it waits on no other instance's watermark.
-	v, _, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, rule{window: int64(s.cfg.window), mark: noFleet})
+	v, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, rule{window: int64(s.cfg.window), mark: noFleet})
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
 	}

@@ -206,16 +206,17 @@ const (
 
 // mark records a write of key at ready in state m (MarkUnsettled or
 // MarkDirty), made at wrote (zero: unknown), with copies new copies
-// queued. first reports that it overflowed the set and raised the
-// reconciliation flag; changed that the journal has something new.
-func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32, by origin) (first, changed bool) {
+// queued. out says whether it overflowed the set and raised the
+// reconciliation flag, and whether the journal has something new.
+func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int32, by origin) (out markOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.keys[key]
 	if e == nil || e.mark == markSuspect {
 		if len(d.keys)-d.nSus >= d.max {
-			first = d.full()
-			return first, first && d.journaled
+			out.overflow = d.full()
+			out.changed = out.overflow && d.journaled
+			return out
 		}
 		if e == nil {
 			e = d.entry(key)
@@ -233,7 +234,7 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 	e.copies += copies
 	if m > e.mark || e.mark == markSuspect {
 		d.setMark(e, m, nanos(ready))
-		changed = d.journaled
+		out.changed = d.journaled
 	} else {
 		d.setReady(e, nanos(ready))
 		d.fly(e)
@@ -241,17 +242,17 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 	if by != byNone {
 		d.setIngested(e, by == byIngest)
 	}
-	return false, changed
+	return out
 }
 
 // copied notes that one of key's copies ended at end; failed marks the key
 // dirty.
-func (d *settleSet) copied(key string, end time.Time, failed bool) (first, changed bool) {
+func (d *settleSet) copied(key string, end time.Time, failed bool) markOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.get(key)
 	if e == nil {
-		return false, false // its mark overflowed the set, and was counted
+		return markOutcome{} // its mark overflowed the set, and was counted
 	}
 	if e.copies > 0 {
 		e.copies--
@@ -259,11 +260,11 @@ func (d *settleSet) copied(key string, end time.Time, failed bool) (first, chang
 	if failed && e.mark != MarkDirty {
 		d.setHeld(e, nil)
 		d.setMark(e, MarkDirty, nanos(end))
-		return false, d.journaled
+		return markOutcome{changed: d.journaled}
 	}
 	d.setReady(e, nanos(end))
 	d.fly(e)
-	return false, false
+	return markOutcome{}
 }
 
 // load adds a key from the journal, its last writer unknown (the flip
@@ -328,37 +329,36 @@ func (d *settleSet) settle(ref settleRef) bool {
 // clears its held difference (mark), so a held difference is one that no
 // write seen has touched; it is confirmed when it has held for r.window
 // and was first seen before r.mark. A confirmed difference leaves the key
-// dirty, for repair: a suspect joins the set (first reports that it
-// overflowed it, and raised the flag); changed says the journal has
-// something new. A key recovered from the journal and not dirty yet is not
+// dirty, for repair: a suspect joins the set (out says whether it
+// overflowed it, and whether the journal has something new). A key recovered from the journal and not dirty yet is not
 // judged: its difference may be a copy that died with the process
 // (verdictRecovered).
-func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (v verdict, first, changed bool) {
+func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (verdict, markOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at := nanos(now)
 	e := d.keys[ref.key]
 	switch {
 	case e == nil || e.gen != ref.gen:
-		return verdictRaced, false, false
+		return verdictRaced, markOutcome{}
 	case e.recovered && e.mark == MarkUnsettled:
 		d.recovered++
 		d.setMark(e, MarkDirty, 0)
-		return verdictRecovered, false, d.journaled
+		return verdictRecovered, markOutcome{changed: d.journaled}
 	case e.held == nil || !e.held.same(diff):
 		d.hold(e, diff, at)
-		return verdictHeld, false, false
+		return verdictHeld, markOutcome{}
 	case at-e.held.since < r.window || e.held.since >= r.mark:
-		return verdictWaiting, false, false
+		return verdictWaiting, markOutcome{}
 	case e.mark == markSuspect && len(d.keys)-d.nSus >= d.max:
 		d.drop(e)
-		first = d.full()
-		return verdictConfirmed, first, first && d.journaled
+		first := d.full()
+		return verdictConfirmed, markOutcome{overflow: first, changed: first && d.journaled}
 	case e.mark != MarkDirty:
 		d.setMark(e, MarkDirty, 0) // the repair acts on the difference confirmed
-		return verdictConfirmed, false, d.journaled
+		return verdictConfirmed, markOutcome{changed: d.journaled}
 	}
-	return verdictConfirmed, false, false
+	return verdictConfirmed, markOutcome{}
 }
 
 // due returns up to limit keys in state m (markSuspect: the suspects), not

@@ -156,8 +156,8 @@ func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []u
 			}
 		case kind.Divergent():
 			diff := s.difference(p, sh, nil, 0)
-			v, first, changed := s.set.judge(ref, diff, now, r)
-			out.add(first, changed)
+			v, o := s.set.judge(ref, diff, now, r)
+			out.merge(o)
 			switch v {
 			case verdictConfirmed:
 				s.kickRepair()
