@@ -63,12 +63,8 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		if d <= 0 {
 			return nil
 		}
-		t := l.clock.NewTimer(d)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := clock.Sleep(ctx, l.clock, d); err != nil {
+			return err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -39,6 +40,19 @@ func OrReal(c Clock) Clock {
 		return Real{}
 	}
 	return c
+}
+
+// Sleep waits d on c (nil: the system clock), or until ctx ends, and then
+// returns ctx's error.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := OrReal(c).NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Fake is a Clock that moves only when told to. Timers fire during Advance,

@@ -1,6 +1,9 @@
 package clock_test
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -55,5 +58,25 @@ func TestOrReal(t *testing.T) {
 	tm := clock.Real{}.NewTimer(time.Hour)
 	if !tm.Stop() {
 		t.Fatal("real timer did not stop")
+	}
+}
+
+// Sleep ends when its timer fires on the clock it was given, or at once
+// with ctx's error when ctx ends first.
+func TestSleep(t *testing.T) {
+	f := clock.NewFake(time.Unix(0, 0))
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(context.Background(), f, time.Minute) }()
+	for f.Timers() == 0 {
+		runtime.Gosched()
+	}
+	f.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep after the clock moved: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := clock.Sleep(ctx, f, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep with its context ended: %v, want context.Canceled", err)
 	}
 }

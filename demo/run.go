@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
@@ -284,13 +285,4 @@ func settle(ctx context.Context, px *proxy, cfg config) error {
 var errVerdict = errors.New("the demo did not behave as designed")
 
 // pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func pause(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }

@@ -121,17 +121,7 @@ func (f *Faults) delay(ctx context.Context, clk clock.Clock) bool {
 	f.mu.Lock()
 	d := f.latency
 	f.mu.Unlock()
-	if d <= 0 {
-		return true
-	}
-	t := clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d <= 0 || clock.Sleep(ctx, clk, d) == nil
 }
 
 // injected reports the failure this request must answer with, if any.

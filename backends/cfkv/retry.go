@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudflare/cloudflare-go/v6/option"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -41,7 +42,7 @@ func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome
 			}
 			wait = out.retryAfter
 		}
-		if err := s.sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, s.cfg.Clock, wait); err != nil {
 			return fmt.Errorf("%w (while waiting to retry after: %v)", err, out.err)
 		}
 	}
@@ -93,16 +94,4 @@ func (s *Store) backoff(attempt int) time.Duration {
 	}
 	half := d / 2
 	return half + rand.N(d-half+1)
-}
-
-// sleep waits d on the store's clock, or until ctx ends.
-func (s *Store) sleep(ctx context.Context, d time.Duration) error {
-	t := s.cfg.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/compare"
 )
 
@@ -107,11 +108,7 @@ func (e *engine) settle(ctx context.Context) error {
 	}
 	if wait := last.Add(e.cfg.Settle).Sub(e.cfg.Clock.Now()); wait > 0 {
 		e.notice("shadow-report: %s differed; reading them again in %s, when any copy on its way has landed", plural(int64(len(keys)), "key"), wait.Round(time.Second))
-		t := e.cfg.Clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, e.cfg.Clock, wait) != nil {
 			return fmt.Errorf("%w while waiting to read %d differing keys again: %w", ErrInterrupted, len(keys), context.Cause(ctx))
 		}
 	}

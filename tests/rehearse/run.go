@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
@@ -330,14 +331,7 @@ func (r *rig) setStage(ctx context.Context, to dualwrite.Stage, confirmed bool) 
 }
 
 // wait waits d, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+func wait(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }
 
 // awaitStage waits until the instance runs the stage it was asked for.
 func (r *rig) awaitStage(ctx context.Context, to dualwrite.Stage) error {
