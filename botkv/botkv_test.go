@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,14 +21,27 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kvapi"
 )
 
-// env is an environment Open accepts, up to its first connect: MongoDB on
-// a port nothing listens on.
+// emulator is a Workers KV account of the test process (the REST
+// emulator over memory), started once.
+var emulator = sync.OnceValue(func() string {
+	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{"fedcba9876543210fedcba9876543210": memory.New(memory.Config{})},
+		AccountID: "0123456789abcdef0123456789abcdef", Token: "primary-token"})
+	if err != nil {
+		panic(err)
+	}
+	return httptest.NewServer(api).URL + "/client/v4/"
+})
+
+// env is an environment Open accepts, up to its first connect: the
+// emulator's Workers KV, MongoDB on a port nothing listens on.
 func env(over map[string]string) func(string) string {
 	m := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": "0123456789abcdef0123456789abcdef", "CLOUDFLARE_KV_NAMESPACE_ID": "fedcba9876543210fedcba9876543210",
 		"CLOUDFLARE_API_TOKEN": "primary-token", "MONGODB_URI": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200",
+		"CLOUDFLARE_BASE_URL": emulator(),
 	}
 	for k, v := range over {
 		m[k] = v
@@ -110,7 +125,7 @@ func TestOpenSaysWhenMongoDBIsUnreachable(t *testing.T) {
 		"MONGODB_URI": "mongodb://bot:s3cret@127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"})},
 		botkv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err == nil || errors.Is(err, botkv.ErrConfig) || !errors.Is(err, botkv.ErrMongoDBDown) || !errors.Is(err, kv.ErrUnavailable) ||
-		!strings.Contains(err.Error(), "MONGODB_URI's 127.0.0.1:1: unreachable") || !strings.Contains(err.Error(), "holds no stage this bot ran") {
+		!strings.Contains(err.Error(), "MongoDB at 127.0.0.1:1: unreachable") || !strings.Contains(err.Error(), "holds no stage this bot ran") {
 		t.Fatalf("Open with MongoDB unreachable: %v", err)
 	}
 	if strings.Contains(err.Error(), "s3cret") || strings.Contains(logs.String(), "s3cret") {
@@ -146,7 +161,7 @@ func TestADetachedStartsWarningNamesTheHostsOnly(t *testing.T) {
 			warnings = append(warnings, l)
 		}
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "MONGODB_URI's 127.0.0.1:1: unreachable") || !strings.Contains(warnings[0], "serving in shadow") {
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "MongoDB at 127.0.0.1:1: unreachable") || !strings.Contains(warnings[0], "serving in shadow") {
 		t.Errorf("%d warnings at start; want one naming the hosts and the stage served:\n%s", len(warnings), started)
 	}
 	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "bot:") {

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/kv"
@@ -43,7 +45,7 @@ var ErrConfig = errors.New("botkv: invalid configuration")
 // stage document in it) does not answer at start and the bot has no stage
 // it may run without it: no KVSHADOW_JOURNAL_DIR, no stage kept there
 // yet, or a stage from live on. The message says why and what to do.
-var ErrMongoDBDown = errors.New("botkv: MongoDB cannot be reached at start")
+var ErrMongoDBDown = assembly.ErrMongoDBDown
 
 // VarError is a variable (or the file that holds it) that Open refused.
 // Its message names the variable and never quotes a secret.
@@ -109,6 +111,9 @@ func (cfg Config) read() (settings, error) {
 			bad(name, "not set")
 		}
 		*dst = v
+	}
+	if err := mongokv.CheckDatabase(s.database); err != nil {
+		bad(EnvMongoDB, "%q: %v", s.database, err)
 	}
 	secret(cfg.CFTokenFile, cfkv.EnvAPIToken, &s.primary.APIToken)
 	secret(cfg.MongoURIFile, EnvMongoURI, &s.mongoURI)

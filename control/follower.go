@@ -58,8 +58,9 @@ type Config struct {
 	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
 	BoardTimeout time.Duration
 	// Fleet, if set, learns the other instances' watermarks after every
-	// heartbeat, for this instance's stores (see Fleet). Nil: the stores
-	// are not told.
+	// heartbeat, for this instance's stores (see Fleet). Nil: a Stores
+	// Target's Fleet, else the stores are not told (and with several
+	// instances they confirm differences another's copies explain).
 	Fleet *Fleet
 }
 
@@ -149,6 +150,9 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 	if cfg.BoardTimeout == 0 {
 		cfg.BoardTimeout = DefaultBoardTimeout
 	}
+	if st, ok := cfg.Target.(*Stores); ok && cfg.Fleet == nil {
+		cfg.Fleet = st.fleet
+	}
 	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), done: make(chan struct{})}
 	f.life, f.stopLife = context.WithCancel(context.Background())
 	for _, o := range opts {
@@ -168,8 +172,12 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 // none), applies it, writes the first heartbeat and starts following. It
 // fails if the Board cannot be read or the stage cannot be applied: an
 // instance must not serve in a stage other than the Document's.
-func (f *Follower) Start(ctx context.Context) error {
-	if err := f.join(ctx); err != nil {
+func (f *Follower) Start(ctx context.Context) error { return f.StartFrom(ctx, Document{}) }
+
+// StartFrom starts as Start does, from doc when the caller has just read
+// it from the Board (doc.Generation > 0), without reading it again.
+func (f *Follower) StartFrom(ctx context.Context, doc Document) error {
+	if err := f.join(ctx, doc); err != nil {
 		return err
 	}
 	f.beat(ctx)
@@ -209,10 +217,13 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	return nil
 }
 
-// join reads the Document, writing the seed (see seed) as generation 1
-// when there is none, and applies it.
-func (f *Follower) join(ctx context.Context) error {
-	doc, err := f.load(ctx)
+// join reads the Document (unless read is one), writing the seed (see
+// seed) as generation 1 when there is none, and applies it.
+func (f *Follower) join(ctx context.Context, read Document) error {
+	doc, err := read, error(nil)
+	if doc.Generation == 0 {
+		doc, err = f.load(ctx)
+	}
 	seeded := false
 	if err == nil && doc.Generation == 0 {
 		next := Document{Stage: f.seed(), Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
@@ -314,7 +325,7 @@ func (f *Follower) loop() {
 // yet. The Follower polls by itself; call Poll to follow now.
 func (f *Follower) Poll(ctx context.Context) {
 	if f.Status().Detached {
-		_ = f.join(ctx)
+		_ = f.join(ctx, Document{})
 		return
 	}
 	doc, err := f.load(ctx)

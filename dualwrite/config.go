@@ -188,7 +188,11 @@ type Config struct {
 	// Fleet tells the Store what the other instances over the same two
 	// stores still have on its way, and makes one difference reported
 	// once by them all (see Confirmation); package control supplies it
-	// from the heartbeats. Nil: the Store is alone.
+	// from the heartbeats. Nil: the Store is alone; several instances
+	// over the same stores without one confirm differences that each
+	// other's copies in flight explain, and a Store told of peers
+	// (SetPeersUntil) without one warns. control.Stores builds a store
+	// with it.
 	Fleet Fleet
 }
 

@@ -12,7 +12,15 @@ import "time"
 // never applied. t only moves forward: an earlier time is ignored. The
 // zero Store has no peers; package control's Follower calls this after
 // every heartbeat, from the others' heartbeats.
+//
+// A Store without a Config.Fleet that is told of peers warns once: its
+// verification would confirm differences that their copies in flight
+// explain.
 func (s *Store) SetPeersUntil(t time.Time) {
+	if s.cfg.Fleet == nil && !t.IsZero() && !s.noFleetSaid.Swap(true) {
+		s.log.Warn("dualwrite: other instances may write this store's keys (SetPeersUntil), but its Config.Fleet is nil: " +
+			"it may confirm differences that their copies in flight explain; give it one (control.Stores builds the store with it)")
+	}
 	n := t.UnixNano()
 	for {
 		old := s.peersUntil.Load()

@@ -40,8 +40,9 @@ type Store struct {
 	started   int64 // when New ran, Unix nanoseconds on the Store's clock
 	// peersUntil is until when other instances may have written, in Unix
 	// nanoseconds (SetPeersUntil); 0: none.
-	peersUntil atomic.Int64
-	handover   handoverCheck // the fence's full comparison (handover.go)
+	peersUntil  atomic.Int64
+	noFleetSaid atomic.Bool   // SetPeersUntil's warning of a Store without a Fleet, said once
+	handover    handoverCheck // the fence's full comparison (handover.go)
 	// gate orders writes against stage flips and Close: a write holds it
 	// shared from reading the stage until its copy is enqueued, so that
 	// SetStage and Close, which take it exclusively, never see a write half

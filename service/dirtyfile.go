@@ -17,8 +17,8 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 		return "nowhere: no --dirty-dir; run a full shadow-report"
 	}
 	for _, s := range fl.ns {
-		path := filepath.Join(dir, s.id+".keys")
-		keys := s.dual.DirtyKeys()
+		path := filepath.Join(dir, s.ID+".keys")
+		keys := s.Dual.DirtyKeys()
 		if len(keys) == 0 {
 			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 				log.Warn("kvshadow-proxy: removing a stale dirty-key file", slog.String("error", err.Error()))
@@ -36,12 +36,12 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 			b.WriteByte('\n')
 		}
 		if err := writeAtomic(path, []byte(b.String())); err != nil {
-			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("kv_namespace", s.id), slog.String("error", err.Error()))
+			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("kv_namespace", s.ID), slog.String("error", err.Error()))
 			continue
 		}
 		if skipped > 0 {
 			log.Warn("kvshadow-proxy: dirty keys with line breaks cannot go in a key list; run a full shadow-report",
-				slog.String("kv_namespace", s.id), slog.Int("keys", skipped))
+				slog.String("kv_namespace", s.ID), slog.Int("keys", skipped))
 		}
 	}
 	return dir

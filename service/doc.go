@@ -5,8 +5,8 @@
 // orderly shutdown.
 //
 // Main reads the flags and the environment (Parse; secrets only from the
-// environment or files) and calls Run, which assembles, in order: the
-// backends (cfkv for Workers KV or any API root that speaks it, mongokv for
+// environment or files) and calls Run, which assembles (package assembly,
+// which botkv uses too), in order: the backends (cfkv for Workers KV or any API root that speaks it, mongokv for
 // MongoDB, the control board in the same database), one instrumented
 // dual-write store per namespace in the document's stage, the Follower that
 // keeps them on it, the front, the admin API and the readiness probe, and

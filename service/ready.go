@@ -14,10 +14,6 @@ import (
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
-// probeKey is the key the readiness probe reads: a miss is the expected
-// answer, and one request is what it costs the authoritative store.
-const probeKey = "kvshadow-readiness-probe"
-
 // probeTimeout bounds one probe: past MongoDB's server selection timeout
 // (5 s), so that a server that cannot be reached is said to be unreachable,
 // and why, rather than slow.
@@ -58,16 +54,16 @@ func (r *readiness) probe(ctx context.Context) {
 	answers := make(chan answer, 2*len(r.fleet.ns))
 	for _, s := range r.fleet.ns {
 		authority := dualwrite.RolePrimary
-		if s.dual.Stage().ShadowAuthoritative() {
+		if s.Dual.Stage().ShadowAuthoritative() {
 			authority = dualwrite.RoleShadow
 		}
 		for _, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
 			wg.Go(func() {
 				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 				defer cancel()
-				a := answer{key: storeKey{s.id, role}, authoritative: role == authority}
-				if err := s.get(pctx, role); err != nil {
-					a.why = s.describe(role, err)
+				a := answer{key: storeKey{s.ID, role}, authoritative: role == authority}
+				if err := s.Read(pctx, role); err != nil {
+					a.why = s.Describe(role, err)
 				}
 				answers <- a
 			})
@@ -149,7 +145,7 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 	r.mu.Lock()
 	for _, s := range r.fleet.ns {
 		for _, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
-			k := s.id + "/" + role.String()
+			k := s.ID + "/" + role.String()
 			if why, ok := r.down[k]; ok {
 				out = append(out, admin.Reason{General: whyUnreachable, Detail: why})
 			}
@@ -160,8 +156,8 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 	}
 	r.mu.Unlock()
 	for _, s := range r.fleet.ns {
-		if st := s.dual.Stats(); st.Journal && !st.JournalOK && st.JournalErrors > 0 {
-			out = append(out, admin.Reason{General: whyJournal, Detail: fmt.Sprintf("durable state: the settle journal of namespace %s cannot commit (%d failed commits); its unsettled keys would not survive a crash", s.id, st.JournalErrors)})
+		if st := s.Dual.Stats(); st.Journal && !st.JournalOK && st.JournalErrors > 0 {
+			out = append(out, admin.Reason{General: whyJournal, Detail: fmt.Sprintf("durable state: the settle journal of namespace %s cannot commit (%d failed commits); its unsettled keys would not survive a crash", s.ID, st.JournalErrors)})
 		}
 	}
 	return out

@@ -54,7 +54,7 @@ func databaseOf(ns Namespace) string { return cmp.Or(ns.Database, mongokv.Defaul
 func newReconciler(ledger control.Ledger, instance string, clk clock.Clock, log *slog.Logger, fl *fleet, c *Config) *reconciler {
 	r := &reconciler{ledger: ledger, instance: instance, clock: clk, log: log, ns: map[string]*overflowState{}}
 	for i, s := range fl.ns {
-		r.ns[s.id] = &overflowState{dual: s.dual, database: databaseOf(c.Namespaces[i])}
+		r.ns[s.ID] = &overflowState{dual: s.Dual, database: databaseOf(c.Namespaces[i])}
 	}
 	return r
 }

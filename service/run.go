@@ -11,16 +11,15 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
-	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
@@ -87,60 +86,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
-	defer func() { _ = b.Close(context.Background()) }()
-	if len(b.Sides) != len(c.Namespaces) || b.Board == nil {
-		return fmt.Errorf("service: the backends hold %d namespaces for %d configured, board %v", len(b.Sides), len(c.Namespaces), b.Board != nil)
-	}
-	// Stopped before the backends close, which ends a sweep's client.
-	defer startSweepers(b.Sides, c.SweepInterval, log)()
-
-	// Every store is read once, while the stage document is: a store that
-	// refuses the settings stops the start (exit 2); one that does not
-	// answer is said, and the start goes on.
-	startProbe := make(chan startAnswers, 1)
-	go func() { startProbe <- probeAtStart(ctx, b.Sides) }()
-	// The stores start in the document's stage, so that following it is no
-	// transition; Initial counts only for the very first instance.
-	stage := c.Stage
-	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
-	doc, boardErr := b.Board.Load(lctx)
-	cancel()
-	answers := <-startProbe
-	if err := answers.refused(); err != nil {
-		return err
-	}
-	answers.log(log, boardErr != nil)
-	if boardErr == nil && doc.Generation > 0 {
-		stage = doc.Stage
-	}
-	// Without the document, the instance runs the last stage it ran when
-	// that keeps Workers KV authoritative, and otherwise serves nothing
-	// (stageGate) until the document is read: nothing unverified becomes
-	// authoritative.
-	detached, gated := boardErr != nil, false
-	if detached {
-		last, known := control.LastStage(c.JournalDir)
-		gated = !known || !control.ServesDetached(last)
-		if known {
-			stage = last
-		}
-		logDetached(log, answers.shadowDown(mongoAt(c)+": "+storeerr.MongoRead(boardErr)), c.JournalDir, last, known)
-	}
-	journals, closeJournals, err := openJournals(c.JournalDir, c.Namespaces)
-	if err != nil {
-		return err
-	}
-	// After the stores' Close, which makes the journals' last commit.
-	defer func() {
-		if err := closeJournals(); err != nil {
-			log.Warn("kvshadow-proxy: closing the settle journals", slog.String("error", err.Error()))
-		}
-	}()
-	if c.JournalDir == "" {
-		log.Warn("kvshadow-proxy: no --journal-dir: the keys not yet settled live in memory, and a crash loses track of them until a full shadow-report")
-	}
 	dcfg := dualwrite.Config{Memory: mem,
-		Stage: stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
+		Stage: c.Stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
 		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
 		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
 		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
@@ -149,26 +96,21 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if c.ShadowRate > 0 {
 		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
 	}
-	if stage.ShadowAuthoritative() {
-		// MongoDB became authoritative before this start: a late copy
-		// acknowledged a fence interval after it is not credible.
-		dcfg.AuthoritativeSince = o.clock.Now()
-	}
-	// The other instances' watermarks, from the heartbeats the Follower
-	// reads: no store confirms a divergence another's copy explains.
-	peers := control.NewFleet(b.Board)
-	dcfg.Fleet = peers
-	fl, err := newFleet(dcfg, b.Sides, journals, fleetWith{tp: tel.TracerProvider, mp: tel.MeterProvider, log: log, opts: []dualwrite.Option{dualwrite.WithClock(o.clock)}})
+	a, err := assembly.Start(ctx, assembly.Config{Who: assembly.Who{Name: "kvshadow-proxy", Self: "instance", JournalDir: "--journal-dir"},
+		Backends: b, Store: dcfg, Options: []dualwrite.Option{dualwrite.WithClock(o.clock)}, Instance: c.Instance, JournalDir: c.JournalDir,
+		Poll: c.Poll, Beat: c.Beat, SweepInterval: c.SweepInterval, Tracer: tel.TracerProvider, Meter: tel.MeterProvider, Logger: log, Clock: o.clock})
 	if err != nil {
+		var se *assembly.SettingsError
+		if errors.As(err, &se) {
+			return &settingsError{lines: se.Lines}
+		}
 		return err
 	}
-	fl.stateDir, fl.log = c.JournalDir, log
-	closed := false
-	defer func() {
-		if !closed {
-			_ = fl.close(context.Background())
-		}
-	}()
+	defer func() { _ = a.Close(context.Background()) }()
+	fl := &fleet{ns: a.Namespaces}
+	if err := a.Watch(fl); err != nil {
+		return err
+	}
 
 	// The listeners are bound before the instance joins the control board,
 	// so that a proxy that cannot listen never appears there as alive.
@@ -182,24 +124,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer adminLn.Close()
-
-	follower, err := control.NewFollower(control.Config{
-		Board: b.Board, Target: fl, Instance: c.Instance, Initial: c.Stage, PollInterval: c.Poll, HeartbeatInterval: c.Beat,
-		Fleet: peers,
-	}, control.WithLogger(log))
-	if err != nil {
+	if err := a.Follow(ctx); err != nil {
 		return err
 	}
-	if detached {
-		err = follower.StartDetached(stage, boardErr)
-	} else {
-		err = follower.Start(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("following the stage document: %w", err)
-	}
-	defer follower.Close()
-	gate := newStageGate(follower, gated)
+	follower := a.Follower
+	gate := newStageGate(follower, a.Gated)
 	ready := &readiness{fleet: fl, follower: follower, gate: gate}
 	ready.probe(ctx)
 	gauges, err := watchInstance(tel.MeterProvider, ready)
@@ -228,7 +157,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	var nss []admin.Namespace
 	for _, s := range fl.ns {
-		nss = append(nss, admin.Namespace{ID: s.id, Store: s.dual})
+		nss = append(nss, admin.Namespace{ID: s.ID, Store: s.Dual})
 	}
 	var ops opCounter
 	acfg := admin.Config{Token: c.secrets.admin, Stager: follower, Namespaces: nss, Redactor: redactor,
@@ -316,16 +245,15 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	}
 	cancel()
 	dctx, cancel := context.WithTimeout(context.Background(), c.Drain)
-	closeErr := fl.close(dctx)
+	closeErr := a.Drain(dctx)
 	cancel()
-	closed = true
 	st := fl.Stats()
 	kept := keepDirty(c.DirtyDir, fl, log)
 	if closeErr != nil || st.Dirty > 0 {
 		log.Warn("kvshadow-proxy: stopped with keys left dirty", slog.Int("dirty", st.Dirty), slog.Int("unsettled", st.Unsettled),
 			slog.Uint64("left_undone", st.LeftAtClose), slog.Bool("reconciliation_needed", st.ReconciliationNeeded), slog.String("kept_in", kept))
 	}
-	if err := follower.Leave(context.Background(), control.Heartbeat{Dirty: st.Dirty, Unsettled: st.Unsettled, ReconciliationNeeded: st.ReconciliationNeeded}); err != nil {
+	if err := a.Leave(context.Background()); err != nil {
 		log.Warn("kvshadow-proxy: could not leave the control board", slog.String("error", err.Error()))
 	}
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -338,34 +266,13 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	return nil
 }
 
-// logDetached says in one line what an instance that cannot read the
-// stage document at start does: what does not answer (down: where, hosts
-// only, and why), what it serves meanwhile, and what it does once MongoDB
-// answers.
-func logDetached(log *slog.Logger, down, dir string, last dualwrite.Stage, known bool) {
-	why := down + ": the control board (the stage document) cannot be read"
-	next := "; once MongoDB answers, the instance joins the control board and follows the stage document"
-	switch {
-	case known && control.ServesDetached(last):
-		log.Warn("kvshadow-proxy: " + why + ": serving in " + last.String() + ", the last stage this instance ran (kept in " + filepath.Join(dir, control.StageFile) +
-			"), in which Workers KV is authoritative; copies to MongoDB are skipped and their keys kept dirty" + next + " (writing " + last.String() + " if there is none yet)")
-	case known:
-		log.Warn("kvshadow-proxy: " + why + ": the last stage this instance ran is " + last.String() +
-			", in which MongoDB is authoritative: serving nothing (503) until the stage document can be read" + next)
-	case dir == "":
-		log.Warn("kvshadow-proxy: " + why + ": without --journal-dir this instance keeps no stage of its own: serving nothing (503) until the stage document can be read" + next)
-	default:
-		log.Warn("kvshadow-proxy: " + why + ": " + dir + " holds no stage this instance ran: serving nothing (503) until the stage document can be read" + next)
-	}
-}
+// settingsError is every store that refused the settings at start (a
+// token, an account, a namespace, MongoDB's credentials), one line each:
+// the environment is wrong, which a restart does not mend (exit 2).
+type settingsError struct{ lines []string }
 
-// mongoAt names the MongoDB of the control board, hosts only.
-func mongoAt(c *Config) string {
-	if c.secrets.mongoURI == "" {
-		return "MongoDB"
-	}
-	return "MongoDB at " + storeerr.MongoHosts(c.secrets.mongoURI)
-}
+func (e *settingsError) Error() string { return strings.Join(e.lines, "\n") }
+func (e *settingsError) Unwrap() error { return ErrUsage }
 
 // fixedNamespaces is what a client asking the front to create, rename or
 // delete a namespace is told.

@@ -1,71 +1,31 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
-// Sides are one namespace's two stores.
-type Sides struct {
-	ID              string
-	Primary, Shadow kv.Store
-	// PrimarySystem and ShadowSystem name them on spans and metrics
-	// (otelkv's System names); "" means Workers KV and MongoDB.
-	PrimarySystem, ShadowSystem string
-	// PrimaryAt and ShadowAt name them in a one-line message, without a
-	// secret ("Workers KV (account A, namespace N at host)", "MongoDB at
-	// host:27017"); "" means the role alone.
-	PrimaryAt, ShadowAt string
-}
-
-// Backends are what the service runs over: the stores of every namespace
-// in Config.Namespaces, in that order, and the control board.
-type Backends struct {
-	Sides []Sides
-	Board control.Board
-	// Ledger keeps the report runs and the settle sets' overflows, beside
-	// the Board; nil keeps none (POST /reconciliation answers 404).
-	Ledger control.Ledger
-	// Pool counts the MongoDB connections of every driver client opened
-	// (the shadow's, the board's), for the connection gauges; nil reports
-	// none.
-	Pool *mongokv.Pool
-	// Closers release them once the service has stopped, last first.
-	Closers []func(context.Context) error
-	// Note is a line the banner prints about them.
-	Note string
-}
-
-// Close runs the closers, last first.
-func (b *Backends) Close(ctx context.Context) error {
-	var errs []error
-	for i := len(b.Closers) - 1; i >= 0; i-- {
-		errs = append(errs, b.Closers[i](ctx))
-	}
-	return errors.Join(errs...)
-}
+// Sides are one namespace's two stores; Backends what the service runs
+// over (package assembly's).
+type (
+	Sides    = assembly.Sides
+	Backends = assembly.Backends
+)
 
 // Plumbing is what an Opener gives the stores it opens.
 type Plumbing struct {
@@ -100,60 +60,12 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	if c.Demo {
 		return OpenDemo(ctx, c, p)
 	}
-	clk := p.Clock
-	b := &Backends{Pool: &mongokv.Pool{}}
-	var dbs []string  // namespace -> the MongoDB database its shadow uses
-	var used []string // those databases
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: c.secrets.mongoURI, Logger: p.Logger, Options: b.Pool.Watch(nil)})
-	if err != nil {
-		return nil, err
+	nss := make([]assembly.Namespace, len(c.Namespaces))
+	for i, ns := range c.Namespaces {
+		nss[i] = assembly.Namespace{ID: ns.ID, Database: databaseOf(ns)}
 	}
-	b.Closers = append(b.Closers, client.Close)
-	for _, ns := range c.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: c.PrimaryURL, Clock: clk,
-			HTTPClient: primaryClient(p.Memory)})
-		if err != nil {
-			return nil, errors.Join(err, b.Close(ctx))
-		}
-		database := databaseOf(ns)
-		used = append(used, database)
-		shadow, err := client.Store(mongokv.Config{Database: database, Clock: clk})
-		if err != nil {
-			return nil, errors.Join(err, b.Close(ctx))
-		}
-		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow,
-			PrimaryAt: fmt.Sprintf("Workers KV (account %s, namespace %s%s)", c.Account, ns.ID, storeerr.AtHost(c.PrimaryURL)),
-			ShadowAt:  "MongoDB at " + storeerr.MongoHosts(c.secrets.mongoURI)})
-		dbs = append(dbs, ns.ID+" -> "+shadow.Database())
-	}
-	if named := client.URIDatabase(); named != "" && len(used) > 0 && !slices.Contains(used, named) && p.Logger != nil {
-		p.Logger.Warn(databaseWarning(named, used[0]))
-	}
-	// No connect here: the client connects on first use, and again after
-	// a failure, so that an instance starts with MongoDB down (Run's start
-	// probe says so) and takes it back when it answers.
-	// The board reads and writes two small collections; the driver is
-	// mongokv's own, with a pool of its own.
-	boardClient, err := mongo.Connect(options.Client().ApplyURI(c.secrets.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout).
-		SetPoolMonitor(b.Pool.Monitor()))
-	if err != nil {
-		return nil, errors.Join(errors.New("connecting to MongoDB for the control board: the URI is refused"), b.Close(ctx))
-	}
-	b.Closers = append(b.Closers, boardClient.Disconnect)
-	db := cmp.Or(c.ControlDB, c.Namespaces[0].Database, mongokv.DefaultDatabase)
-	board := control.NewMongoBoard(boardClient.Database(db))
-	b.Board, b.Ledger = board, board
-	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db
-	return b, nil
-}
-
-// databaseWarning is said at start when MONGODB_URI names a database other
-// than the one the service opens: the bot's own store opens its database
-// whatever the URI says, so following the URI would split the bot and the
-// proxy and make every key diverge.
-func databaseWarning(named, used string) string {
-	return fmt.Sprintf("kvshadow-proxy: MONGODB_URI names the database %q, but the shadow is %q (the bot's MongoKVStore opens %q whatever its URI says); "+
-		"if the bot really uses %q, set MONGODB_DB=%s (or --mongo-db)", named, used, mongokv.DefaultDatabase, named, named)
+	return assembly.OpenBackends(assembly.Settings{Account: c.Account, Namespaces: nss, CFToken: c.secrets.cfToken, PrimaryURL: c.PrimaryURL,
+		HTTPClient: primaryClient(p.Memory), MongoURI: c.secrets.mongoURI, ControlDB: c.ControlDB, Clock: p.Clock, Logger: p.Logger, Who: "kvshadow-proxy"})
 }
 
 // OpenDemo serves an emulated Workers KV account on loopback (the kvapi

@@ -4,24 +4,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kvapi"
 )
 
 // TeePath is where the front serves tee mode's endpoints (package ingest):
 // TeePath+"ingest" and TeePath+"stage", beside the Workers KV API.
 const TeePath = "/kvshadow/v1/"
-
-// store returns the dual-write store of a namespace: what tee mode's
-// copies go to (ingest.DualWrite).
-func (f *fleet) store(namespace string) (*dualwrite.Store, bool) {
-	for _, s := range f.ns {
-		if s.id == namespace {
-			return s.dual, true
-		}
-	}
-	return nil, false
-}
 
 // withTee serves TeePath with h and everything else with api. h takes
 // TeePath+"ingest" and TeePath+"stage" exactly; any other path under

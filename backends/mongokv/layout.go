@@ -245,3 +245,7 @@ func decodeDoc(raw bson.Raw) (doc, error) {
 	d.chunks = ref
 	return d, nil
 }
+
+// CheckDatabase refuses a database name MongoDB would refuse, before any
+// I/O: what a program checks its settings with.
+func CheckDatabase(name string) error { return validateDatabase(name) }

@@ -34,13 +34,39 @@ func WorkersKV(err error) string {
 
 // workersKVHint names the setting a refusal points at.
 func workersKVHint(api *cfkv.APIError) string {
+	switch s := workersKVSetting(api); s {
+	case cfkv.EnvNamespaceID:
+		return " (check " + s + ": the namespace does not exist in this account)"
+	case cfkv.EnvAPIToken:
+		return " (check " + s + ": it needs Workers KV Storage read, and edit to write or repair)"
+	case "":
+		return ""
+	default:
+		return " (check " + s + ")"
+	}
+}
+
+func workersKVSetting(api *cfkv.APIError) string {
 	switch {
 	case api.Code == 7003 || api.Code == 7000:
-		return " (check CLOUDFLARE_ACCOUNT_ID)"
+		return cfkv.EnvAccountID
 	case api.Code == 10013 || api.Status == 404:
-		return " (check CLOUDFLARE_KV_NAMESPACE_ID: the namespace does not exist in this account)"
+		return cfkv.EnvNamespaceID
 	case api.Status == 401 || api.Status == 403 || api.Code == 10000 || api.Code == 9106 || api.Code == 6003:
-		return " (check CLOUDFLARE_API_TOKEN: it needs Workers KV Storage read, and edit to write or repair)"
+		return cfkv.EnvAPIToken
+	}
+	return ""
+}
+
+// Setting is the variable a refusal (Refused) points at: one of
+// Cloudflare's, or MONGODB_URI; "" for any other error.
+func Setting(err error) string {
+	var api *cfkv.APIError
+	switch {
+	case errors.As(err, &api):
+		return workersKVSetting(api)
+	case err != nil && mongoAuth(err.Error()):
+		return "MONGODB_URI"
 	}
 	return ""
 }
