@@ -71,7 +71,7 @@ type rig struct {
 	env     map[string]string
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	p := proxytest.NewPrimary(t)
 	r := &rig{primary: p, db: srv.Database(t)}
 	r.env = p.Environment(srv.URI(), r.db)
