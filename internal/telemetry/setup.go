@@ -20,6 +20,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -82,16 +83,21 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.shutdowns = append(t.shutdowns, tp.Shutdown)
 		stopTraces = func() { _ = tp.Shutdown(ctx) }
 	}
-	var readers []sdkmetric.Reader
+	// With no trace exported no exemplar could name one; the filter would
+	// still look for a span in every measurement's context.
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if tp == nil {
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
 	if cfg.Prometheus {
 		reader, handler, err := newPrometheus()
 		if err != nil {
 			stopTraces()
 			return nil, err
 		}
-		readers, t.metrics = append(readers, reader), handler
+		opts, t.metrics = append(opts, sdkmetric.WithReader(reader)), handler
 	}
-	mp, err := newMeterProvider(ctx, res, console, readers)
+	mp, err := newMeterProvider(ctx, console, opts)
 	if err != nil {
 		stopTraces()
 		return nil, err
@@ -179,14 +185,10 @@ func newTracerProvider(ctx context.Context, res *resource.Resource, console io.W
 	return sdktrace.NewTracerProvider(opts...), nil
 }
 
-func newMeterProvider(ctx context.Context, res *resource.Resource, console io.Writer, readers []sdkmetric.Reader) (*sdkmetric.MeterProvider, error) {
+func newMeterProvider(ctx context.Context, console io.Writer, opts []sdkmetric.Option) (*sdkmetric.MeterProvider, error) {
 	chosen, err := exporters(metrics)
 	if err != nil {
 		return nil, err
-	}
-	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-	for _, r := range readers {
-		opts = append(opts, sdkmetric.WithReader(r))
 	}
 	for _, e := range chosen {
 		var exp sdkmetric.Exporter

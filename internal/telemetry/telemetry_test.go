@@ -291,3 +291,25 @@ func TestNoTraceExporterRecordsNoSpans(t *testing.T) {
 		t.Fatal("with a console exporter, spans are not recorded")
 	}
 }
+
+// TestNoTraceExporterLooksForNoExemplar holds that with no trace exported
+// a measurement does not look into its context for a span to make an
+// exemplar of (none could be named): a copy's context, the caller's values
+// without its cancellation, costs an allocation for each look.
+func TestNoTraceExporterLooksForNoExemplar(t *testing.T) {
+	clearEnv(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Prometheus: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{}
+	ctx := context.WithoutCancel(context.WithValue(context.Background(), key{}, "the caller's"))
+	if got := testing.AllocsPerRun(100, func() { counter.Add(ctx, 1) }); got != 0 {
+		t.Errorf("a measurement allocates %v with no trace exported, want 0", got)
+	}
+}
