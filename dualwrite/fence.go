@@ -100,7 +100,7 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	return f
 }
 
-var keyWords = map[string]string{"": "is not read yet by this instance", KeyMissing: "read back missing and was written again",
+var keyWords = map[string]string{"": "is not read back yet", KeyMissing: "read back missing and was written again",
 	KeyDifferent: "read back different and was written again", KeyUnreadable: "cannot be read back"}
 
 // fenceError is the refusal of a flip that the fence holds back.

@@ -20,13 +20,13 @@ import (
 // through every later stage, until it returns to Shadow, when it is
 // deleted. A tee that cannot learn the stage from the proxy reads it from
 // its binding, and never serves its binding once it says so. The Store
-// reads it back and writes it again when it is not what it wrote
-// (checkStageKey).
+// reads it back, and writes it again (checkStageKey).
 const StageKey = kv.ReservedPrefix + "stage"
 
-// What the last read of StageKey found (StageKeyStatus.Found).
+// What the last read of StageKey found (StageKeyStatus.Found; empty
+// before the first read).
 const (
-	KeyUnread     = "unread"     // written on the way into Handover, not read back yet
+	KeyUnread     = "unread"     // written on the way into Handover, not read back yet (the flip reads it)
 	KeyVerified   = "handover"   // read back as written
 	KeyMissing    = "missing"    // read back absent: written again
 	KeyDifferent  = "different"  // read back with another value: written again
@@ -41,10 +41,9 @@ type StageKeyStatus struct {
 	Rewrites uint64 `json:"rewrites"`
 }
 
-// stageKeyCheck is the state of StageKey's checks: found and rewrites for
-// any reader, rewrote (when a rewrite restarted the handover's clock, Unix
-// nanoseconds), and under stageMu whether an episode of wrong reads is
-// under way (logged when it begins and when it ends).
+// stageKeyCheck is StageKey's state: rewrote is when a rewrite restarted
+// the handover's clock (Unix nanoseconds); episode, under stageMu, that
+// reads find it wrong (logged when that begins and ends).
 type stageKeyCheck struct {
 	found    atomic.Pointer[string]
 	rewrites atomic.Uint64
@@ -52,8 +51,7 @@ type stageKeyCheck struct {
 	episode  bool
 }
 
-// Holds reports whether what the last read found holds the flip: missing,
-// different or unreadable.
+// Holds reports whether what the last read found holds the flip.
 func (k StageKeyStatus) Holds() bool {
 	return k.Found == KeyMissing || k.Found == KeyDifferent || k.Found == KeyUnreadable
 }
@@ -65,8 +63,6 @@ func (c *stageKeyCheck) status() StageKeyStatus {
 	}
 	return st
 }
-
-func (c *stageKeyCheck) set(found string) { c.found.Store(&found) }
 
 // markStage writes StageKey before the Store enters Handover from Shadow,
 // and deletes it before it returns to Shadow (Workers KV is authoritative
@@ -83,7 +79,8 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 		if err := s.writeStageKey(ctx); err != nil {
 			return fmt.Errorf("dualwrite: stage %s to %s: writing %s to the primary, which tees cut off from the proxy read: %w", from, to, StageKey, err)
 		}
-		s.key.set(KeyUnread)
+		unread := KeyUnread
+		s.key.found.Store(&unread)
 		s.kickRepair() // read it back now
 	case from == Handover && to == Shadow:
 		s.key.found.Store(nil)
@@ -121,17 +118,13 @@ func (s *Store) writeStageKey(ctx context.Context) error {
 }
 
 // checkStageKey reads StageKey back from the primary, in tee mode from
-// Handover on: the repair loop calls it every pass (at once after New, then
-// every RepairInterval), and SetStage before the flip from Handover. A key
-// missing or different (deleted or rewritten behind the proxy's back, or
-// never written: a Store that began past Shadow) is counted and written
-// again; in Handover the rewrite also starts the handover's clock again
-// (the quiet interval and the full comparison), since an isolate cut off
-// from the proxy may have served its binding while the key said nothing.
-// Until a read finds what was written, the fence holds the flip. The
-// caller holds stageMu, so that a return to Shadow (which deletes the
-// key) is never undone by it, and calls the returned func, which logs the
-// start or the end of an episode of wrong reads, once it has let go.
+// Handover on (see The handover in the package documentation). A key
+// missing or different is counted and written again; in Handover, unless
+// this is a Store's first read (its clock started at New), the rewrite
+// starts the handover's clock again. The caller holds stageMu, so that a
+// return to Shadow (which deletes the key) is never undone by it, and
+// calls the returned func, which logs the start or the end of an episode
+// of wrong reads, once it has let go.
 func (s *Store) checkStageKey(ctx context.Context) (say func()) {
 	if !s.keyOwed() {
 		return func() {}
@@ -148,7 +141,7 @@ func (s *Store) checkStageKey(ctx context.Context) (say func()) {
 	case string(v) != Handover.String():
 		found = KeyDifferent
 	}
-	first := s.key.found.Swap(&found) == nil // the first read of a Store that began past Shadow: its clock started at New
+	first := s.key.found.Swap(&found) == nil
 	if found == KeyMissing || found == KeyDifferent {
 		s.key.rewrites.Add(1)
 		if err = s.writeStageKey(rctx); err == nil && s.Stage() == Handover && !first {

@@ -219,11 +219,9 @@ func (h *Handler) getStage(w http.ResponseWriter, r *http.Request) {
 	for _, v := range views {
 		out.Instances = append(out.Instances, instanceOf(v))
 	}
+	out.StageKey = map[string]dualwrite.StageKeyStatus{}
 	for _, ns := range h.cfg.Namespaces {
 		if k := ns.Store.Stats().StageKey; k.Found != "" {
-			if out.StageKey == nil {
-				out.StageKey = map[string]dualwrite.StageKeyStatus{}
-			}
 			out.StageKey[ns.ID] = k
 		}
 	}
