@@ -1,11 +1,12 @@
 package service
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kvshadow/kvshadow/internal/atomicfile"
 )
 
 // keepDirty writes the keys still dirty at exit where shadow-report
@@ -35,7 +36,7 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 			b.WriteString(k)
 			b.WriteByte('\n')
 		}
-		if err := writeAtomic(path, []byte(b.String())); err != nil {
+		if err := atomicfile.Write(path, []byte(b.String()), 0o600); err != nil {
 			log.Error("kvshadow-proxy: the dirty keys could not be kept; run a full shadow-report", slog.String("kv_namespace", s.ID), slog.String("error", err.Error()))
 			continue
 		}
@@ -45,29 +46,4 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 		}
 	}
 	return dir
-}
-
-// writeAtomic replaces path with data, so a reader sees the old file or the
-// whole new one.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".dirty-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("renaming into place: %w", err)
-	}
-	return nil
 }

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/atomicfile"
 )
 
 // checkpointVersion changes whenever the file's meaning does; an older file
@@ -142,7 +142,7 @@ func (e *engine) maybeSave(force bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: encoding: %w", ErrCheckpoint, err)
 	}
-	if err := writeAtomic(e.cfg.Checkpoint, raw); err != nil {
+	if err := atomicfile.Write(e.cfg.Checkpoint, raw, 0o600); err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	e.lastCheckpoint = now
@@ -155,39 +155,6 @@ func (e *engine) requests() [2]Requests {
 	out[0].add(e.primary.requests())
 	out[1].add(e.shadow.requests())
 	return out
-}
-
-// writeAtomic replaces path with data so that a crash leaves the old file
-// or the new one, never a torn one: a synced temporary file renamed over it.
-func writeAtomic(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename durable where the platform allows
-		_ = d.Close()
-	}
-	return nil
 }
 
 // removeCheckpoint deletes the checkpoint of a completed run: a new run

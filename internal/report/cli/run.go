@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/internal/atomicfile"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
@@ -185,15 +186,7 @@ func write(o *options, r *report.Report, stdout io.Writer) error {
 	if err := report.Render(&b, r, o.format); err != nil {
 		return err
 	}
-	tmp := o.out + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, o.out); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.Write(o.out, b.Bytes(), 0o644)
 }
 
 // isTerminal reports whether w is a terminal (a character device): there
