@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/internal/report"
@@ -169,10 +170,11 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		o.settle = 0 // the demo's stores change only by its own hand
 	}
 
-	o.cfAccount = orEnv(o.cfAccount, getenv, "CLOUDFLARE_ACCOUNT_ID")
-	o.cfNamespace = orEnv(o.cfNamespace, getenv, "CLOUDFLARE_KV_NAMESPACE_ID")
-	o.cfBaseURL = orEnv(o.cfBaseURL, getenv, "CLOUDFLARE_BASE_URL")
-	o.cfToken = strings.TrimSpace(getenv("CLOUDFLARE_API_TOKEN"))
+	cf := cfkv.ConfigFromEnv(getenv) // the flags win
+	o.cfAccount = cmp.Or(o.cfAccount, cf.AccountID)
+	o.cfNamespace = cmp.Or(o.cfNamespace, cf.NamespaceID)
+	o.cfBaseURL = cmp.Or(o.cfBaseURL, cf.BaseURL)
+	o.cfToken = cf.APIToken
 	o.mongoURI = strings.TrimSpace(getenv(EnvMongoURI))
 	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
 	// report reads what the bot reads. connect warns when the URI names
@@ -273,13 +275,6 @@ func formatOf(out string) string {
 		return string(report.FormatHTML)
 	}
 	return ""
-}
-
-func orEnv(v string, getenv func(string) string, name string) string {
-	if v != "" {
-		return v
-	}
-	return strings.TrimSpace(getenv(name))
 }
 
 // errUsage marks a mistake in the command line; the message says which.
