@@ -43,11 +43,10 @@ func newBenchRig(b *testing.B, latency time.Duration) *benchRig {
 	b.Helper()
 	primary := startChild(b, "emulator", latencyEnv+"="+latency.String())[0]
 	proxyEnv := []string{primaryEnv + "=" + primary}
-	if path := os.Getenv(profileEnv); path != "" { // a profile per rig
-		proxyEnv = append(proxyEnv, profileEnv+"="+path+"."+latency.String())
-	}
-	if path := os.Getenv(allocsEnv); path != "" {
-		proxyEnv = append(proxyEnv, allocsEnv+"="+path+"."+latency.String())
+	for _, env := range []string{profileEnv, allocsEnv} { // profiles per rig
+		if path := os.Getenv(env); path != "" {
+			proxyEnv = append(proxyEnv, env+"="+path+"."+latency.String())
+		}
 	}
 	proxy := startChild(b, "proxy", proxyEnv...)
 	forwarder := startChild(b, "forwarder", primaryEnv+"="+primary)

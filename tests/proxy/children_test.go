@@ -40,14 +40,14 @@ const childEnv = "KVSHADOW_BENCH_CHILD"
 const (
 	latencyEnv = "KVSHADOW_BENCH_LATENCY" // the emulator's added latency
 	primaryEnv = "KVSHADOW_BENCH_PRIMARY" // the proxy's primary
-	// profileEnv names a file for the proxy child's CPU profile, taken
-	// over its whole life: set it when running the benchmark to see where
-	// the proxy's time goes (go tool pprof FILE.3ms: a file per latency).
+	// profileEnv names a file for the CPU profiles of the proxy child and
+	// the SDK forwarder's, taken over their whole life at 1 kHz: set it
+	// when running the benchmark to see where their time goes (go tool
+	// pprof FILE.3ms.proxy, FILE.3ms.sdkforwarder: files per latency).
 	profileEnv = "KVSHADOW_BENCH_PROXY_PROFILE"
-	// allocsEnv names a file for the allocation profiles of the proxy
-	// child and the SDK forwarder's, every allocation recorded
-	// (MemProfileRate 1, which slows them): FILE.3ms.proxy and
-	// FILE.3ms.sdkforwarder, for go tool pprof -sample_index=alloc_objects.
+	// allocsEnv names a file for their allocation profiles, every
+	// allocation recorded (MemProfileRate 1, which slows them), named as
+	// profileEnv's, for go tool pprof -sample_index=alloc_objects.
 	allocsEnv = "KVSHADOW_BENCH_PROXY_ALLOCS"
 	// procsEnv, when set, is the proxy child's GOMAXPROCS (the others keep
 	// the machine's): set it to 1 to see what the wake of an idle
@@ -87,11 +87,11 @@ func serveChild() {
 		}
 	case "proxy":
 		addrs, stop, err = serveProxy(os.Getenv(primaryEnv))
-		if path := os.Getenv(profileEnv); err == nil && path != "" {
-			stop, err = profiled(path, stop)
-		}
 	default:
 		err = fmt.Errorf("no role %q", role)
+	}
+	if path := os.Getenv(profileEnv); err == nil && path != "" && (role == "proxy" || role == "sdkforwarder") {
+		stop, err = profiled(path+"."+role, stop)
 	}
 	if path := os.Getenv(allocsEnv); err == nil && path != "" && (role == "proxy" || role == "sdkforwarder") {
 		stop = allocsProfiled(path+"."+role, stop)
@@ -112,6 +112,7 @@ func profiled(path string, stop func()) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	runtime.SetCPUProfileRate(1000) // StartCPUProfile's 100 Hz then says it keeps this one
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return nil, err
 	}
