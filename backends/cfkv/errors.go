@@ -172,28 +172,36 @@ func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Respons
 }
 
 // readEnvelope reads and closes a 2xx answer, which must be a Cloudflare
-// envelope that says success: success:false becomes the SDK's own typed
-// error, decoded by the SDK, with the answer's status, and a body that is
-// no envelope notEnvelope.
+// envelope that says success (envelopeRefusal).
 func readEnvelope(resp *http.Response) ([]byte, error) {
 	body, err := readBody(resp, maxEnvelope)
+	if err == nil {
+		err = envelopeRefusal(resp, body)
+	}
 	if err != nil {
 		return nil, err
 	}
+	return body, nil
+}
+
+// envelopeRefusal reads body, resp's answer, as an envelope: success:false
+// becomes the SDK's own typed error, decoded by the SDK, with the answer's
+// status, and a body that is no envelope notEnvelope.
+func envelopeRefusal(resp *http.Response, body []byte) error {
 	var env struct {
 		Success *bool `json:"success"`
 	}
 	switch {
 	case json.Unmarshal(body, &env) != nil || env.Success == nil:
-		return nil, notEnvelope(resp.StatusCode)
+		return notEnvelope(resp.StatusCode)
 	case !*env.Success:
 		refused := &cf.Error{StatusCode: resp.StatusCode, Request: resp.Request, Response: resp}
 		if err := refused.UnmarshalJSON(body); err != nil {
-			return nil, notEnvelope(resp.StatusCode)
+			return notEnvelope(resp.StatusCode)
 		}
-		return nil, refused
+		return refused
 	}
-	return body, nil
+	return nil
 }
 
 // errAnswerTooLarge marks an answer the HTTP client's transport refused to

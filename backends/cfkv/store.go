@@ -209,15 +209,11 @@ func (s *Store) readValue(key string, resp *http.Response) (kv.Entry, error) {
 	if err != nil {
 		return kv.Entry{}, err
 	}
-	if isJSONType(resp.Header.Get("Content-Type")) {
-		// Values come as application/octet-stream; a JSON body here is
-		// the API's envelope, and success:false is a refusal.
-		var env struct {
-			Success *bool `json:"success"`
-		}
-		if json.Unmarshal(body, &env) == nil && env.Success != nil && !*env.Success {
-			refused := &cf.Error{StatusCode: resp.StatusCode, Request: resp.Request, Response: resp}
-			_ = refused.UnmarshalJSON(body)
+	// Values come as application/octet-stream; a JSON body here is the
+	// API's envelope, and success:false a refusal (its type read without
+	// mime.ParseMediaType, whose parameters map costs every read).
+	if mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		if refused, ok := envelopeRefusal(resp, body).(*cf.Error); ok {
 			return kv.Entry{}, refused
 		}
 	}
@@ -232,13 +228,6 @@ func (s *Store) readValue(key string, resp *http.Response) (kv.Entry, error) {
 		body = []byte{} // an empty value is a value
 	}
 	return kv.Entry{Key: key, Value: body, Expiration: exp}, nil
-}
-
-// isJSONType reports whether a Content-Type is JSON, on every value read:
-// its parameters are not parsed (mime.ParseMediaType makes them a map).
-func isJSONType(ct string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 // parseExpiration reads the API's expiration: whole seconds since the epoch.
