@@ -45,7 +45,15 @@ func OrReal(c Clock) Clock {
 // Sleep waits d on c (nil: the system clock), or until ctx ends, and then
 // returns ctx's error.
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
-	t := OrReal(c).NewTimer(d)
+	return Wait(ctx, OrReal(c).NewTimer(d))
+}
+
+// Wait waits for t to fire, or until ctx ends and then returns ctx's error;
+// it stops t either way. A nil t is no wait.
+func Wait(ctx context.Context, t Timer) error {
+	if t == nil {
+		return nil
+	}
 	defer t.Stop()
 	select {
 	case <-t.C():

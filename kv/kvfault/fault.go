@@ -294,7 +294,7 @@ func (s *Store) begin(ctx context.Context, read bool) (plan, error) {
 	}
 	t := s.timer(p.delay)
 	s.inFlight.Add(1)
-	err := wait(ctx, t)
+	err := clock.Wait(ctx, t)
 	if err == nil && p.fail != nil {
 		s.injected.Add(1)
 		err = p.fail
@@ -310,7 +310,7 @@ func (s *Store) begin(ctx context.Context, read bool) (plan, error) {
 // its time in flight. The answer comes even if ctx ends meanwhile: the store
 // has acted.
 func (s *Store) end(p plan) {
-	_ = wait(context.Background(), s.timer(p.reply))
+	_ = clock.Wait(context.Background(), s.timer(p.reply))
 	s.inFlight.Add(-1)
 }
 
@@ -324,20 +324,6 @@ func (s *Store) timer(d time.Duration) clock.Timer {
 		return clock.Real{}.NewTimer(d)
 	default:
 		return s.clock.NewTimer(d)
-	}
-}
-
-// wait waits for t to fire or ctx to end, and stops t; a nil t is no wait.
-func wait(ctx context.Context, t clock.Timer) error {
-	if t == nil {
-		return nil
-	}
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
