@@ -113,8 +113,14 @@ func (s *Store) VerifyStageKey(ctx context.Context) StageKeyStatus {
 // Handover on.
 func (s *Store) keyOwed() bool { return s.cfg.fence > 0 && s.Stage() >= Handover }
 
-func (s *Store) writeStageKey(ctx context.Context) error {
+func (s *Store) writeStageKey(ctx context.Context) (err error) {
+	defer s.recovered(RolePrimary, &err)
 	return s.stores[RolePrimary].Put(ctx, StageKey, []byte(Handover.String()), kv.PutOptions{})
+}
+
+func (s *Store) readStageKey(ctx context.Context) (_ []byte, err error) {
+	defer s.recovered(RolePrimary, &err)
+	return s.stores[RolePrimary].Get(ctx, StageKey)
 }
 
 // checkStageKey reads StageKey back from the primary, in tee mode from
@@ -131,7 +137,7 @@ func (s *Store) checkStageKey(ctx context.Context) (say func()) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.ShadowTimeout)
 	defer cancel()
-	v, err := s.stores[RolePrimary].Get(rctx, StageKey)
+	v, err := s.readStageKey(rctx)
 	found := KeyVerified
 	switch {
 	case errors.Is(err, kv.ErrNotFound):

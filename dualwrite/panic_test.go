@@ -230,3 +230,15 @@ func TestComparisonPanicsAreContained(t *testing.T) {
 		t.Errorf("want the sink's panic logged once:\n%s", log)
 	}
 }
+
+// A primary that panics when the stage key is read back (the repair loop's
+// goroutine, and a flip's) does not end the process: the read counts as
+// unreadable, and the flip from Handover waits for a read that works.
+func TestAStageKeyReadThatPanicsHoldsTheFlip(t *testing.T) {
+	e := newPanicEnv(t, dualwrite.Config{Stage: dualwrite.Handover, FenceInterval: time.Second})
+	e.primary.armed.Store(true)
+	err := e.store.SetStage(t.Context(), dualwrite.Live)
+	if k := e.store.Stats().StageKey; !errors.Is(err, dualwrite.ErrUnsynced) || k.Found != dualwrite.KeyUnreadable || !strings.Contains(err.Error(), dualwrite.StageKey+" cannot be read back") {
+		t.Fatalf("the flip with the stage key's read panicking: %v, stage key %+v", err, k)
+	}
+}
