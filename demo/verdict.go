@@ -111,6 +111,7 @@ var (
 		dualwrite.RepairDeferred: "deferred to wait out the consistency window (then retried)",
 		dualwrite.RepairFailed:   "failed (then retried)",
 		dualwrite.RepairUnneeded: "found both stores equal already",
+		dualwrite.RepairHeld:     "held, a delete in bulk waiting for an operator",
 	}
 )
 

@@ -202,6 +202,25 @@
 // store and its write, one round trip; that copy's writer verifies its key
 // after its window, and the rule repairs it forward.
 //
+// # Repairs never delete in bulk
+//
+// A repair deletes a key from the other store when the authoritative store
+// has none; an authoritative store that is empty by mistake (a new or
+// mistyped database, which package control refuses at start: control.Read)
+// would have every key deleted so. The repairs of a pass delete at once
+// only when the pass holds no more dirty keys than the deletes left,
+// MaxRepairDeletes (100) since the Store's start or the last AllowDeletes;
+// any other pass's deletes are counted after its last repair has run, and
+// made if they fit in what is left, else held, all of them (RepairHeld;
+// Stats.DeletesHeld, logged once), their keys dirty (a flip waits), until
+// AllowDeletes or until each is settled otherwise (a reconciliation). Why
+// a count and not the share of the other store's keys: a store
+// cannot count Workers KV's keys without listing them all (the account's
+// API budget; shadow-report's job), while a delete repaired is rare (only
+// a delete whose copy was lost), so 100 covers an outage's deletes and a
+// held delete costs an operator's call, never a key. A restart starts the
+// count again.
+//
 // # One instance, several, and a crash
 //
 // One instance: every acknowledged write of a mirrored stage reaches the

@@ -62,6 +62,7 @@ type job struct {
 	waits bool
 	cmp   *comparison
 	gen   uint64        // repair: the settle mark being repaired
+	free  bool          // repair: its pass may delete without asking (deleteGate)
 	done  chan struct{} // barrier: closed when the lane reaches it
 }
 

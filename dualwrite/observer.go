@@ -136,10 +136,15 @@ const (
 	// RepairUnneeded: both stores were found equal; nothing was written
 	// and the key settled.
 	RepairUnneeded RepairOutcome = "unneeded"
+	// RepairHeld: the repair would delete the key from the other store,
+	// and waits for the deletes of its pass to be decided, or for an
+	// operator (see "Repairs never delete in bulk" in the package doc); the
+	// key stays dirty.
+	RepairHeld RepairOutcome = "held"
 )
 
 // RepairOutcomes lists every outcome in a stable order.
-var RepairOutcomes = [...]RepairOutcome{RepairCopied, RepairDeleted, RepairDeferred, RepairFailed, RepairUnneeded}
+var RepairOutcomes = [...]RepairOutcome{RepairCopied, RepairDeleted, RepairDeferred, RepairFailed, RepairUnneeded, RepairHeld}
 
 // RepairEvent describes one key's repair.
 type RepairEvent struct {

@@ -3,7 +3,9 @@ package dualwrite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
@@ -62,30 +64,35 @@ func (s *Store) kickSettle() {
 
 func (s *Store) repairDirty() int {
 	s.gate.RLock()
-	n, deferred := s.queueRepairs()
+	n, deferred, free := s.queueRepairs()
 	s.gate.RUnlock()
 	for _, key := range deferred {
 		s.repaired(context.Background(), key, RepairDeferred)
 	}
+	if !free {
+		s.finishRepairs(len(deferred))
+	}
 	return n
 }
 
-func (s *Store) queueRepairs() (n int, deferred []string) {
+func (s *Store) queueRepairs() (n int, deferred []string, free bool) {
 	st := s.Stage()
 	if s.closed.Load() || !st.mirrors() {
-		return 0, nil
+		return 0, nil, true
 	}
 	target := st.authority().other()
 	now := s.clock.Now()
 	if s.breakers[target].isOpen(now) {
-		return 0, nil
+		return 0, nil, true
 	}
 	room := int64(len(s.lanes)*s.cfg.LaneDepth) - s.ctr.queued.Load()
 	if room <= 0 {
-		return 0, nil
+		return 0, nil, true
 	}
-	for _, ref := range s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room), noFleet) {
-		j := job{write: write{op: OpRepair, key: ref.key, hash: hashKey(ref.key), at: now}, target: target, gen: ref.gen, ctx: context.Background()}
+	refs := s.set.due(MarkDirty, now.Add(-s.cfg.window), int(room), noFleet)
+	free = s.dels.pass(len(refs))
+	for _, ref := range refs {
+		j := job{write: write{op: OpRepair, key: ref.key, hash: hashKey(ref.key), at: now}, target: target, gen: ref.gen, ctx: context.Background(), free: free}
 		if s.enqueue(j) {
 			n++
 		} else {
@@ -93,7 +100,7 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 			deferred = append(deferred, ref.key)
 		}
 	}
-	return n, deferred
+	return n, deferred, free
 }
 
 // runRepair copies one dirty key from the authoritative store, whose role
@@ -109,6 +116,9 @@ func (s *Store) queueRepairs() (n int, deferred []string) {
 // side of the difference and restarts the wait (see the package doc).
 func (s *Store) runRepair(l *lane, j *job) {
 	defer s.set.unqueue(j.key)
+	if !j.free {
+		defer s.finishRepairs(1)
+	}
 	start := s.clock.Now()
 	if !s.set.ready(j.key, j.gen, start.Add(-s.cfg.window)) {
 		// Written since it was queued: the authoritative store may still
@@ -198,6 +208,7 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	ref := settleRef{key: j.key, gen: j.gen}
 	switch kind := compare.Classify(obs[RolePrimary], obs[RoleShadow], compare.Options{Now: now}); {
 	case kind == compare.Match:
+		s.dels.forget(j.key)
 		if s.set.settle(ref) {
 			s.kickCommit()
 		}
@@ -210,6 +221,11 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	v, _ := s.set.judge(ref, s.difference(obs[RolePrimary], obs[RoleShadow], nil, 0), now, rule{window: int64(s.cfg.window), mark: noFleet})
 	if v != verdictConfirmed {
 		return RepairDeferred, nil
+	}
+	if !missing {
+		s.dels.forget(j.key)
+	} else if !s.dels.may(j.key, j.free) {
+		return RepairHeld, nil
 	}
 	var moved bool
 	ran, err = s.breakers[j.target].run(now, func() error {
@@ -264,3 +280,138 @@ func (s *Store) readOne(ctx context.Context, r Role, key string) (cur []kv.Entry
 	}
 	return cur, err
 }
+
+// MaxRepairDeletes is how many keys a Store's repairs delete from the other
+// store on their own, between two AllowDeletes (see "Repairs never delete in
+// bulk" in the package doc).
+const MaxRepairDeletes = 100
+
+// deleteGate keeps repairs from deleting in bulk on their own. A pass of
+// no more dirty keys than the deletes left (and none asked or held before
+// it) deletes at once; the repairs of any other pass ask, and after the
+// last of them has run, the deletes asked are allowed if they fit in what
+// is left, else held until AllowDeletes.
+type deleteGate struct {
+	mu      sync.Mutex
+	used    int             // deletes made or allowed since AllowDeletes
+	running int             // the asking passes' repairs not finished
+	asked   map[string]bool // keys whose repair would delete: undecided, or held
+	allowed map[string]bool
+	held    bool
+}
+
+// pass says whether a pass of n repairs may delete without asking; if not,
+// its n repairs are counted until they finish.
+func (g *deleteGate) pass(n int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	free := !g.held && g.running == 0 && len(g.asked) == 0 && g.used+n <= MaxRepairDeletes
+	if !free {
+		g.running += n
+	}
+	return free
+}
+
+// may reports whether a repair (of a free pass or not) deletes key now;
+// otherwise the delete is asked.
+func (g *deleteGate) may(key string, free bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.allowed[key] {
+		delete(g.allowed, key)
+		return true
+	}
+	if free && !g.held && g.used < MaxRepairDeletes {
+		g.used++
+		return true
+	}
+	if g.asked == nil {
+		g.asked, g.allowed = map[string]bool{}, map[string]bool{}
+	}
+	g.asked[key] = true
+	return false
+}
+
+// finish counts n repairs of asking passes done; after the last, the
+// deletes asked are decided. It returns how many it allowed, or held.
+func (g *deleteGate) finish(n int) (allowed, held int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running -= n
+	if g.running > 0 || g.held || len(g.asked) == 0 {
+		return 0, 0
+	}
+	if g.used+len(g.asked) > MaxRepairDeletes {
+		g.held = true
+		return 0, len(g.asked)
+	}
+	return g.allow(false), 0
+}
+
+// allow moves the keys asked to the allowed, counted unless fresh (an
+// operator's allowance, which starts the count again); the lock is held.
+func (g *deleteGate) allow(fresh bool) int {
+	n := len(g.asked)
+	for k := range g.asked {
+		g.allowed[k] = true
+	}
+	clear(g.asked)
+	g.held, g.used = false, g.used+n
+	if fresh {
+		g.used = 0
+	}
+	return n
+}
+
+// forget drops key, whose repair is no delete now; a hold whose every key
+// was settled otherwise (a reconciliation, the bot's own writes) ends.
+func (g *deleteGate) forget(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.asked)+len(g.allowed) == 0 {
+		return
+	}
+	delete(g.asked, key)
+	delete(g.allowed, key)
+	if g.held && len(g.asked) == 0 {
+		g.held, g.used = false, 0
+	}
+}
+
+func (g *deleteGate) heldKeys() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.held {
+		return 0
+	}
+	return len(g.asked)
+}
+
+// finishRepairs counts n repairs of asking passes done, and says or acts on
+// what the gate decided: allowed deletes are repaired at once.
+func (s *Store) finishRepairs(n int) {
+	switch allowed, held := s.dels.finish(n); {
+	case allowed > 0:
+		s.kickRepair()
+	case held > 0:
+		s.log.Warn(fmt.Sprintf("dualwrite: repairs would delete %d keys from the %s, more than the %d they may delete on their own: "+
+			"the deletes are held, their keys stay dirty (which holds a flip), until an operator reconciles the stores (shadow-report --repair --apply) "+
+			"or allows them (kvshadow-proxy's POST /repair {\"allow_deletes\":true}; Store.AllowDeletes)",
+			held, s.Stage().authority().other(), MaxRepairDeletes))
+	}
+}
+
+// AllowDeletes allows the deletes held (see "Repairs never delete in bulk"
+// in the package doc), and MaxRepairDeletes more after them, and queues
+// their repairs now. It returns how many it allowed.
+func (s *Store) AllowDeletes() int {
+	s.dels.mu.Lock()
+	n := s.dels.allow(true)
+	s.dels.mu.Unlock()
+	s.RepairDirty()
+	return n
+}
+
+// DeletesHeld counts the keys whose repair, a delete, is held until an
+// operator allows it.
+func (s *Store) DeletesHeld() int { return s.dels.heldKeys() }

@@ -47,6 +47,9 @@ type Stats struct {
 	// cleared them: the key waits for the verification of that write.
 	SuspectsSuperseded uint64
 	Repairs            map[RepairOutcome]uint64
+	// DeletesHeld counts the keys whose repair, a delete, is held until an
+	// operator allows it (AllowDeletes).
+	DeletesHeld int
 	// Comparisons counts classified sampled comparisons by kind (a
 	// difference is Suspected); ComparisonsSkipped those not made (lane
 	// full, breaker open, closing).
@@ -221,6 +224,7 @@ func (s *Store) Stats() Stats {
 		Breakers:           make(map[Role]BreakerState, 2),
 		LeftAtClose:        s.ctr.leftAtClose.Load(),
 		LostEvents:         s.ctr.lostEvents.Load(),
+		DeletesHeld:        s.dels.heldKeys(),
 	}
 	for _, l := range s.lanes {
 		st.MaxLaneDepth = max(st.MaxLaneDepth, len(l.ch))

@@ -56,6 +56,7 @@ type Store struct {
 	lanes    []*lane
 	breakers [2]*breaker // by Role
 	set      *settleSet
+	dels     deleteGate
 	watch    *watchdog
 	ctr      counters
 	settler  *lane         // the verification pass's timeouts, as a lane's

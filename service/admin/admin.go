@@ -40,6 +40,7 @@ type Store interface {
 	DirtyKeys() []string
 	UnsettledKeys() []string
 	RepairDirty() int
+	AllowDeletes() int
 }
 
 // Namespace is one served namespace.
@@ -363,12 +364,24 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, list func(Sto
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) repair(w http.ResponseWriter, _ *http.Request) {
-	out := map[string]int{}
-	for _, ns := range h.cfg.Namespaces {
-		out[ns.ID] = ns.Store.RepairDirty()
+func (h *Handler) repair(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AllowDeletes bool `json:"allow_deletes"`
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queued": out})
+	if r.ContentLength != 0 {
+		if err := decodeStrict(r, &req); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	out, allowed, held := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, ns := range h.cfg.Namespaces {
+		if req.AllowDeletes {
+			allowed[ns.ID] = ns.Store.AllowDeletes()
+		}
+		out[ns.ID], held[ns.ID] = ns.Store.RepairDirty(), ns.Store.Stats().DeletesHeld
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queued": out, "deletes_allowed": allowed, "deletes_held": held})
 }
 
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {

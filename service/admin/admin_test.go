@@ -57,6 +57,7 @@ func (f *fakeStore) Stats() dualwrite.Stats  { return f.stats }
 func (f *fakeStore) DirtyKeys() []string     { return f.dirty }
 func (f *fakeStore) UnsettledKeys() []string { return f.unsettled }
 func (f *fakeStore) RepairDirty() int        { f.repaired++; return len(f.dirty) }
+func (f *fakeStore) AllowDeletes() int       { return 0 }
 
 const token = "admin-SECRET"
 

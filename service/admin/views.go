@@ -102,6 +102,7 @@ type StoreStats struct {
 	SuspectOverflow      uint64            `json:"suspect_overflow"`    // suspicions dropped, the suspects full
 	SuspectsSuperseded   uint64            `json:"suspects_superseded"` // taken into the settle set by a write
 	Repairs              map[string]uint64 `json:"repairs"`
+	DeletesHeld          int               `json:"deletes_held"` // keys whose repair, a delete, waits for an operator
 	Comparisons          map[string]uint64 `json:"comparisons"`
 	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
 	Verifications        map[string]uint64 `json:"verifications"`
@@ -305,7 +306,7 @@ func statsOf(s dualwrite.Stats) StoreStats {
 		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
 		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Coalesced: s.Coalesced, Dirty: s.Dirty,
 		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
-		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, SuspectsSuperseded: s.SuspectsSuperseded, Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
+		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, SuspectsSuperseded: s.SuspectsSuperseded, Repairs: counts(s.Repairs), DeletesHeld: s.DeletesHeld, Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
 		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
 		Held: s.Held, ReportedElsewhere: s.ReportedElsewhere, ClaimErrors: s.ClaimErrors, Recovered: s.Recovered,
 		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
@@ -336,6 +337,7 @@ func Sum(all ...dualwrite.Stats) dualwrite.Stats {
 		sum.Lanes += st.Lanes
 		sum.Coalesced += st.Coalesced
 		sum.Dirty += st.Dirty
+		sum.DeletesHeld += st.DeletesHeld
 		sum.Unsettled += st.Unsettled
 		sum.DirtyOverflow += st.DirtyOverflow
 		sum.ReconciliationNeeded = sum.ReconciliationNeeded || st.ReconciliationNeeded
