@@ -50,6 +50,9 @@ type Backends struct {
 	Closers []func(context.Context) error
 	// Note is a line a banner prints about them.
 	Note string
+	// Pairing is what they pair, for the stage document (control.Read);
+	// zero checks nothing.
+	Pairing control.Pairing
 }
 
 // Close runs the closers, last first, once.
@@ -94,7 +97,7 @@ func OpenBackends(s Settings) (*Backends, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backends{Pool: &sh.pool, Closers: []func(context.Context) error{sh.release}}
+	b := &Backends{Pool: &sh.pool, Closers: []func(context.Context) error{sh.release}, Pairing: control.Pairing{Account: s.Account}}
 	hc := s.HTTPClient
 	if hc == nil {
 		t := cfkv.NewTransport()
@@ -113,6 +116,7 @@ func OpenBackends(s Settings) (*Backends, error) {
 			return nil, errors.Join(&DatabaseError{Name: database, Err: err}, b.Close(context.Background()))
 		}
 		used = append(used, database)
+		b.Pairing.Namespaces = append(b.Pairing.Namespaces, control.Namespace{ID: ns.ID, Database: database})
 		b.Sides = append(b.Sides, Sides{ID: ns.ID, Primary: primary, Shadow: shadow,
 			PrimaryAt: fmt.Sprintf("Workers KV (account %s, namespace %s%s)", s.Account, ns.ID, storeerr.AtHost(s.PrimaryURL)),
 			ShadowAt:  "MongoDB at " + storeerr.MongoHosts(s.MongoURI)})

@@ -55,6 +55,9 @@ type Config struct {
 	Poll, Beat time.Duration
 	// SweepInterval is the shadow's sweep's; zero means mongokv's.
 	SweepInterval time.Duration
+	// NewPairing waives control.Read's refusals of another pairing and of
+	// a first start past shadow (kvshadow-proxy's --new-pairing).
+	NewPairing bool
 	// RequireStage makes a start that cannot read the stage document and
 	// has no stage it may serve without it fail (ErrMongoDBDown); otherwise
 	// it serves nothing (Gated) until the document is read.
@@ -166,17 +169,27 @@ func Start(ctx context.Context, cfg Config) (_ *Assembly, err error) {
 	if len(b.Sides) == 0 || b.Board == nil {
 		return nil, fmt.Errorf("assembly: the backends hold %d namespaces, board %v", len(b.Sides), b.Board != nil)
 	}
+	ccfg := control.Config{Board: b.Board, Instance: cfg.Instance, Initial: cfg.Store.Stage, PollInterval: cfg.Poll, HeartbeatInterval: cfg.Beat,
+		Pairing: b.Pairing, NewPairing: cfg.NewPairing}
+	exclude, err := kv.NewExclusions(cfg.Store.ExcludePrefixes)
+	if err != nil {
+		return nil, err
+	}
 	for _, sd := range b.Sides {
 		a.Namespaces = append(a.Namespaces, &Served{ID: sd.ID, Sides: sd})
+		ccfg.Stores = append(ccfg.Stores, control.Sides{Primary: sd.Primary, Shadow: sd.Shadow, Exclude: exclude})
 	}
 	answers := make(chan []answer, 1)
 	go func() { answers <- a.probe(ctx) }()
 	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
-	a.doc, a.boardErr = b.Board.Load(lctx)
+	a.doc, a.boardErr = control.Read(lctx, ccfg) // before any store is built: see its refusals
 	cancel()
 	probed := <-answers
 	if err := refused(probed); err != nil {
 		return nil, err
+	}
+	if errors.Is(a.boardErr, control.ErrConfig) {
+		return nil, a.boardErr
 	}
 	if a.boardErr != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: reading the stage document: %w", cfg.Who.Name, ctx.Err())
@@ -194,8 +207,8 @@ func Start(ctx context.Context, cfg Config) (_ *Assembly, err error) {
 	if err := a.build(stage); err != nil {
 		return nil, err
 	}
-	a.Follower, err = control.NewFollower(control.Config{Board: b.Board, Target: a.Stores, Instance: cfg.Instance, Initial: cfg.Store.Stage,
-		PollInterval: cfg.Poll, HeartbeatInterval: cfg.Beat}, control.WithLogger(a.log))
+	ccfg.Target = a.Stores
+	a.Follower, err = control.NewFollower(ccfg, control.WithLogger(a.log))
 	if err != nil {
 		return nil, err
 	}

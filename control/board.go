@@ -37,6 +37,9 @@ type Document struct {
 	UpdatedAt  time.Time
 	// UpdatedBy is the instance that made the change.
 	UpdatedBy string
+	// Pairing is what the Document governs; zero in one written before
+	// pairings were recorded.
+	Pairing Pairing
 }
 
 // describe names d for a loser of a change: the stage, the generation and

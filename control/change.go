@@ -45,7 +45,7 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 			return Change{Document: doc}, err
 		}
 	}
-	next := Document{Stage: to, Generation: doc.Generation + 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
+	next := Document{Stage: to, Generation: doc.Generation + 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance, Pairing: doc.Pairing}
 	if err := f.swap(ctx, doc.Generation, next); err != nil {
 		if errors.Is(err, ErrConflict) {
 			// Another change won: this instance follows it now, and the

@@ -74,6 +74,24 @@
 // Board, a Ledger keeps the report runs and the settle sets' overflows:
 // MongoBoard and MemoryLedger are ones.
 //
+// # The pairing
+//
+// The Document records the Pairing it governs: the Workers KV account, and
+// each namespace with its MongoDB database. Every entry point reads the
+// Document through Read before it builds its stores (kvshadow-proxy and
+// botkv in package assembly, shadow-report), and a Follower checks it
+// again as it joins. A
+// Document that governs another pairing is refused (ErrConfig, naming
+// both), and so are a first start past shadow on a Board with no Document,
+// and a start in live, rampdown or complete where a namespace's shadow
+// holds no key while its primary does (Config.Stores, one list of each):
+// one wrong setting, a mistyped database or a new namespace, would
+// otherwise make an empty store the truth. Config.NewPairing waives the
+// first two (an operator's "I mean it") and records the instance's pairing; a
+// Document written before pairings were recorded gets the first joining
+// instance's, one generation on, said in one info line. An instance
+// serving a part of the pairing passes.
+//
 // # Starting without the Board
 //
 // An instance keeps the stage it runs in StageFile of its journal

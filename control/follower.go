@@ -57,6 +57,14 @@ type Config struct {
 	LiveFor time.Duration
 	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
 	BoardTimeout time.Duration
+	// Pairing is what this instance serves; a Document that governs another
+	// is refused, and one that names none gets it (see Read). The zero
+	// Pairing checks nothing. NewPairing waives the refusals and records
+	// Pairing over another: kvshadow-proxy's --new-pairing. Stores are
+	// what Read lists at start; the Follower does not use them.
+	Pairing    Pairing
+	NewPairing bool
+	Stores     []Sides
 	// Fleet, if set, learns the other instances' watermarks after every
 	// heartbeat, for this instance's stores (see Fleet). Nil: a Stores
 	// Target's Fleet, else the stores are not told (and with several
@@ -217,25 +225,35 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	return nil
 }
 
-// join reads the Document (unless read is one), writing the seed (see
-// seed) as generation 1 when there is none, and applies it.
+// join reads the Document (unless read is one), writing what claim says
+// first (the seed as generation 1 when there is none, this instance's
+// pairing when it names none), and applies it.
 func (f *Follower) join(ctx context.Context, read Document) error {
 	doc, err := read, error(nil)
 	if doc.Generation == 0 {
 		doc, err = f.load(ctx)
 	}
-	seeded := false
-	if err == nil && doc.Generation == 0 {
-		next := Document{Stage: f.seed(), Generation: 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance}
-		err = f.swap(ctx, 0, next)
-		if errors.Is(err, ErrConflict) { // another instance started first
-			doc, err = f.load(ctx)
-		} else if err == nil {
-			doc, seeded = next, true
-		}
-	}
 	if err != nil {
 		return err
+	}
+	next, err := f.cfg.claim(doc, f.seed())
+	if err != nil {
+		return err
+	}
+	seeded := false
+	if next.Generation > 0 {
+		next.UpdatedAt, next.UpdatedBy = f.clock.Now(), f.cfg.Instance
+		if err = f.swap(ctx, doc.Generation, next); errors.Is(err, ErrConflict) { // another instance started first
+			if doc, err = f.load(ctx); err == nil {
+				err = f.cfg.refuse(doc, f.seed())
+			}
+		} else if err == nil {
+			f.logClaim(doc, next)
+			doc, seeded = next, doc.Generation == 0
+		}
+		if err != nil {
+			return err
+		}
 	}
 	f.mu.Lock()
 	was := f.status.Detached
@@ -245,6 +263,19 @@ func (f *Follower) join(ctx context.Context, read Document) error {
 		f.logJoin(doc, seeded)
 	}
 	return f.apply(ctx, doc)
+}
+
+// logClaim says that this instance recorded its pairing in a Document
+// that named none, or another.
+func (f *Follower) logClaim(doc, next Document) {
+	was := "none (it was written before pairings were recorded)"
+	if !doc.Pairing.zero() {
+		was = doc.Pairing.String()
+	}
+	if doc.Generation > 0 {
+		f.log.Info("control: recorded this instance's pairing in the stage document, which named "+was,
+			slog.Uint64("generation", next.Generation), slog.String("pairing", next.Pairing.String()))
+	}
 }
 
 // seed is the stage an instance writes to a Board with no Document:
@@ -325,7 +356,9 @@ func (f *Follower) loop() {
 // yet. The Follower polls by itself; call Poll to follow now.
 func (f *Follower) Poll(ctx context.Context) {
 	if f.Status().Detached {
-		_ = f.join(ctx, Document{})
+		if err := f.join(ctx, Document{}); errors.Is(err, ErrConfig) {
+			_ = f.boardDone(err) // kept in Status.BoardErr while detached
+		}
 		return
 	}
 	doc, err := f.load(ctx)

@@ -50,6 +50,7 @@ type controlDoc struct {
 	Generation int64     `bson:"generation"`
 	UpdatedAt  time.Time `bson:"updatedAt"`
 	UpdatedBy  string    `bson:"updatedBy"`
+	Pairing    Pairing   `bson:"pairing"`
 }
 
 type beatDoc struct {
@@ -141,7 +142,7 @@ func (d controlDoc) document() (Document, error) {
 	if err != nil || d.Generation < 1 {
 		return Document{}, fmt.Errorf("%w: the stage document is malformed (stage %q, generation %d)", ErrBoard, d.Stage, d.Generation)
 	}
-	return Document{Stage: stage, Generation: uint64(d.Generation), UpdatedAt: d.UpdatedAt, UpdatedBy: d.UpdatedBy}, nil
+	return Document{Stage: stage, Generation: uint64(d.Generation), UpdatedAt: d.UpdatedAt, UpdatedBy: d.UpdatedBy, Pairing: d.Pairing}, nil
 }
 
 // claimID is the _id of the claim of generation g.
@@ -183,7 +184,7 @@ func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) err
 		return fmt.Errorf("%w: generation %d follows %d, not %d", ErrConflict, expect+1, expect, next.Generation)
 	}
 	coll := b.db.Collection(ControlCollection)
-	d := controlDoc{ID: controlID, Stage: next.Stage.String(), Generation: int64(next.Generation), UpdatedAt: next.UpdatedAt.UTC(), UpdatedBy: next.UpdatedBy}
+	d := controlDoc{ID: controlID, Stage: next.Stage.String(), Generation: int64(next.Generation), UpdatedAt: next.UpdatedAt.UTC(), UpdatedBy: next.UpdatedBy, Pairing: next.Pairing}
 	if expect == 0 {
 		_, err := coll.InsertOne(ctx, d)
 		switch {

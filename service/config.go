@@ -90,6 +90,7 @@ type Config struct {
 	ControlDB  string
 
 	Stage         dualwrite.Stage
+	NewPairing    bool // control.Config.NewPairing
 	Instance      string
 	Poll, Beat    time.Duration
 	Probe         time.Duration
@@ -190,6 +191,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.StringVar(&mongoFile, "mongo-uri-file", "", "")
 	fs.StringVar(&secretFile, "key-secret-file", "", "")
 	fs.StringVar(&stage, "stage", "", "")
+	fs.BoolVar(&c.NewPairing, "new-pairing", false, "")
 	fs.StringVar(&c.Instance, "instance", "", "")
 	fs.DurationVar(&c.Poll, "poll-interval", control.DefaultPollInterval, "")
 	fs.DurationVar(&c.Beat, "heartbeat-interval", control.DefaultHeartbeatInterval, "")

@@ -97,12 +97,16 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
 	}
 	a, err := assembly.Start(ctx, assembly.Config{Who: assembly.Who{Name: "kvshadow-proxy", Self: "instance", JournalDir: "--journal-dir"},
-		Backends: b, Store: dcfg, Options: []dualwrite.Option{dualwrite.WithClock(o.clock)}, Instance: c.Instance, JournalDir: c.JournalDir,
+		Backends: b, Store: dcfg, Options: []dualwrite.Option{dualwrite.WithClock(o.clock)}, Instance: c.Instance, JournalDir: c.JournalDir, NewPairing: c.NewPairing,
 		Poll: c.Poll, Beat: c.Beat, SweepInterval: c.SweepInterval, Tracer: tel.TracerProvider, Meter: tel.MeterProvider, Logger: log, Clock: o.clock})
 	if err != nil {
 		var se *assembly.SettingsError
-		if errors.As(err, &se) {
+		switch {
+		case errors.As(err, &se):
 			return &settingsError{lines: se.Lines}
+		case errors.Is(err, control.ErrConfig): // control.Read's refusal, one line
+			return &settingsError{lines: []string{err.Error() + "; if the settings are right and this is meant, start once with --new-pairing " +
+				"(which records the pairing and seeds the board, and never makes an empty MongoDB the truth)"}}
 		}
 		return err
 	}

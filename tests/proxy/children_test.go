@@ -167,7 +167,7 @@ func serveEmulator(latency string) ([]string, func(), error) {
 // goroutines started so far (see probe).
 func serveProxy(primary string) ([]string, func(), error) {
 	env, backends := overMemoryShadow(primary)
-	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", cmp.Or(os.Getenv(stageEnv), "dualwrite"), "--max-concurrent", "1024"}
+	args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", "bench-proxy", "--stage", cmp.Or(os.Getenv(stageEnv), "dualwrite"), "--new-pairing", "--max-concurrent", "1024"}
 	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args, service.WithBackends(backends))
 	if err != nil {
 		return nil, nil, err

@@ -84,7 +84,7 @@ func TestEveryRouteCostsMongoDBOneCommandOfItsKind(t *testing.T) {
 	}
 	env := map[string]string{"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
 		"MONGODB_URI": "mongodb://127.0.0.1:1/unused", "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken}
-	in := startInProcess(t, env, []string{"--stage", "live", "--compare-rate", "0", "--consistency-window", "1h",
+	in := startInProcess(t, env, []string{"--stage", "live", "--new-pairing", "--compare-rate", "0", "--consistency-window", "1h",
 		"--probe-interval", "1h", "--sweep-interval", "1h", "--repair-interval", "1h"}, service.WithBackends(open))
 
 	exp := time.Now().Add(2 * time.Hour).Truncate(time.Second)

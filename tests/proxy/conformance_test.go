@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 					// race detector, has faulted (SIGBUS in its WAL index)
 					// with sixteen lanes' concurrent upserts of
 					// ConcurrentWriters.
-					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage, "--lanes", "4"}, service.WithClock(clk))
+					in := startInProcess(t, em.environment(srv.Database(t)), []string{"--stage", stage, "--new-pairing", "--lanes", "4"}, service.WithClock(clk))
 					return in.client(t, clk)
 				},
 				Advance:   clk.Advance,

@@ -41,7 +41,7 @@ func (in *instance) ingest(t *testing.T, key, value string, acked time.Time) {
 func TestTheFenceHoldsTheFlipOnEveryInstance(t *testing.T) {
 	em := newEmulator(t, nil)
 	env := em.environment(srv.Database(t))
-	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "1h", "--stage", "handover"}
+	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "1h", "--stage", "handover", "--new-pairing"}
 	a := startInProcess(t, env, append(timing, "--instance", "a"))
 	b := startInProcess(t, env, append(timing, "--instance", "b"))
 

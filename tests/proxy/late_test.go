@@ -20,7 +20,7 @@ func TestALateCopyNeverOverwritesAnotherInstancesWrite(t *testing.T) {
 	env := em.environment(db)
 	const window = 3 * time.Second
 	timing := []string{"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "1h",
-		"--stage", "live", "--consistency-window", window.String(), "--ingest-max-lead", "200ms",
+		"--stage", "live", "--new-pairing", "--consistency-window", window.String(), "--ingest-max-lead", "200ms",
 		// Within a fence interval of the flip (here, of the start in
 		// live) an isolate may still write its binding: its copy is
 		// credible.

@@ -291,11 +291,11 @@ func TestWrongSettingsAtStart(t *testing.T) {
 // runToExit runs the command until it exits and returns its stderr and
 // exit code; one that still serves after a minute has started, which is
 // the failure.
-func runToExit(t *testing.T, bin string, env map[string]string) (string, int) {
+func runToExit(t *testing.T, bin string, env map[string]string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -548,7 +548,7 @@ func TestCornerFreshIsolateAfterTheFlip(t *testing.T) {
 // proxy writes the key when it starts past shadow.
 func TestCornerFirstStartInLive(t *testing.T) {
 	flags, _ := fenceFlags(t, shortFence, time.Second)
-	r := newRig(t, rigConfig{bots: 2, flags: append(slices.Clip(flags), "--stage", "live")})
+	r := newRig(t, rigConfig{bots: 2, flags: append(slices.Clip(flags), "--stage", "live", "--new-pairing")})
 	r.must(r.put("bot1", "live:k", "written in live"))
 	r.must(r.incr("bot1"))
 	r.link.down.Store(true)

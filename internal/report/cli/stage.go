@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -49,7 +50,8 @@ func readStage(ctx context.Context, o *options) *stageView {
 	board := control.NewMongoBoard(client.Database(o.controlDB))
 	cctx, cancel := context.WithTimeout(ctx, stageTimeout)
 	defer cancel()
-	if sv.doc, sv.err = board.Load(cctx); sv.err != nil {
+	if sv.doc, sv.err = control.Read(cctx, control.Config{Board: board,
+		Pairing: control.Pairing{Account: o.cfAccount, Namespaces: []control.Namespace{{ID: o.cfNamespace, Database: o.mongoDB}}}}); sv.err != nil {
 		return sv
 	}
 	sv.ledger = board
@@ -71,6 +73,8 @@ func decideTruth(o *options, sv *stageView) (report.Role, report.Truth, error) {
 	switch {
 	case sv == nil: // the demo: no MongoDB
 		return o.auth, given, nil
+	case errors.Is(sv.err, control.ErrConfig): // another pairing's
+		return "", report.Truth{}, usage("%v", sv.err)
 	case sv.err != nil:
 		if o.repair && o.apply && !o.authSet {
 			return "", report.Truth{}, fmt.Errorf("the stage document in database %s cannot be read (%v), so the report cannot tell which store is authoritative, and a repair writes the other: say it with --authoritative primary|shadow", sv.db, sv.err)
