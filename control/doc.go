@@ -60,9 +60,8 @@
 // # Peers and the ledger
 //
 // After every heartbeat the Follower tells a PeerAware Target until when
-// another instance may have written (from the others' heartbeats), so that
-// a late tee copy is never applied over a write this instance never saw
-// (dualwrite.Store.SetPeersUntil). With a Fleet (Config.Fleet) it also
+// another instance may have written (from the others' heartbeats;
+// dualwrite.Store.SetPeersUntil, which warns when the store has no Fleet). With a Fleet (Config.Fleet) it also
 // takes, from the same read, the others' watermarks (Heartbeat.Watermarks:
 // the oldest write each still has on its way, per namespace), so that no
 // store of this instance confirms a divergence another's copy explains,

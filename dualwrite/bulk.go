@@ -228,9 +228,9 @@ type TeeWrite struct {
 // While the primary is authoritative (dualwrite, shadow, handover) a copy
 // is queued on its key's lane to the shadow, unless a newer write of the
 // key is known, and its key recorded as unsettled. From live on the copy
-// is late: it is counted (Stats.LateCopies), ordered against the last
-// write of its key this Store saw, and applied to the authoritative store
-// when it came last; its key stays in the settle set either way. A batch
+// is late: it is counted (Stats.LateCopies), and applied to the
+// authoritative store only when Workers KV shows it was the last
+// acknowledged write; its key stays in the settle set either way. A batch
 // with copies refused or not applied is logged once, with the counts. A
 // copy of an excluded key (Config.ExcludePrefixes) is dropped and counted
 // (Stats.Excluded). In off, where the shadow is not written, Ingest

@@ -427,50 +427,39 @@
 //
 // Late copies. A copy that arrives from Live on, within that interval (a
 // batch delayed past the fence, an isolate's copies kept for its next
-// batch), is never dropped: it is counted (Stats.LateCopies), its key stays
-// in the settle set (in complete, where Workers KV is no longer written,
-// MongoDB alone decides), and it is ordered against the last write of its
-// key that this Store saw: in the settle set, its time there; not in the
-// set, a write at least a consistency window old (a key leaves the set
-// only a window after its last write), which orders a copy acknowledged
-// since, once the Store has run a window and its set never overflowed. A
-// copy after that write by more than IngestMaxLead is the last
-// acknowledged write: it is written to MongoDB and copied to Workers KV
-// (LateApplied). One before it by as much is superseded: MongoDB's newer
-// value stands and verification brings Workers KV level (LateSuperseded).
-// A copy time cannot order is ordered by Workers KV, authoritative until
-// the flip: when its key is outside the settle set and Workers KV holds
-// exactly what the copy says, nothing written through the Store came after
-// it there (such a write reaches Workers KV after MongoDB and holds its key
-// in the set meanwhile), so it is the last acknowledged write, and it is
-// applied (LateApplied): the case kept for an instance cut off from
-// MongoDB less than LiveFor before the flip (its last heartbeat said clean,
-// so the flip went), whose binding copies reach another instance after it.
-// Otherwise the order is not known: MongoDB's value stands,
-// counted (LateConflict, or LateHeld when MongoDB holds exactly what the
-// copy says, as for a copy delivered twice), and verification brings
-// Workers KV level with it. A copy MongoDB fails to take is LateFailed,
-// its key left for repair. With several instances over the same stores,
-// another may have written the key after the copy's write, which this
-// Store never saw: a Store told (SetPeersUntil; package control does so
-// from the heartbeats) that another instance may have written since the
-// copy was acknowledged, within IngestMaxLead, never orders it by its own
-// set's window, only by its own newer write or by Workers KV.
+// batch), is never dropped: it is counted (Stats.LateCopies) and its key
+// stays in the settle set for verification (in complete, where Workers KV
+// is no longer written, MongoDB alone decides). Its own time orders
+// nothing: Workers KV, authoritative until the flip, does. When the key is
+// outside the settle set and Workers KV holds exactly what the copy says
+// while MongoDB does not, nothing written through the Store came after the
+// copy there (such a write reaches Workers KV after MongoDB and holds its
+// key in the set meanwhile): the copy is the last acknowledged write, and
+// it is written to MongoDB and copied to Workers KV (LateApplied); a copy
+// MongoDB fails to take is LateFailed, its key left for repair. Otherwise
+// MongoDB's value stands and verification brings Workers KV level with
+// it: LateHeld when MongoDB holds the copy already (the handover's
+// comparison put it there, or the copy came twice), LateSuperseded when
+// this Store wrote the key after it (beyond IngestMaxLead), else
+// LateConflict, which another instance's newer write is: it reached
+// Workers KV after MongoDB, so Workers KV no longer holds the copy.
 //
 // What each piece covers, and the test that shows it: the arrival bounds,
 // forged and back-dated copies (TestABackDatedCopyAfterTheFlipIsRefused,
-// TestAForgedCopyInHandoverHoldsTheFlipOnePass); the order by time, a copy
-// delayed past the fence over the Store's own writes (TestLateCopies); by
-// Workers KV, a copy time cannot order (TestLateCopyThatWorkersKVStillHolds);
-// the peers rule, another instance's newer write
-// (TestLateCopiesWithPeers, tests/proxy's
-// TestALateCopyNeverOverwritesAnotherInstancesWrite); the flip under
-// traffic with a copy held past it (tests/workers'
-// TestFlipUnderTrafficLosesNothing) and an isolate cut off right after the
-// handover (TestCornerCutOffRightAfterHandover) lose nothing. There are no
-// conflict records, kept sides or decisions: no workload test could make
-// one matter, since the handover's full comparison leaves MongoDB holding
-// every binding write before the flip.
+// here and in tests/proxy as a process;
+// TestAForgedCopyInHandoverHoldsTheFlipOnePass); Workers KV's evidence, a
+// copy delayed past the fence that MongoDB lacks (TestLateCopies,
+// TestLateCopyThatWorkersKVStillHolds), kept for an instance cut off from
+// MongoDB less than LiveFor before the flip (its last heartbeat said clean,
+// so the flip went), whose copies reach another instance after it; another
+// instance's newer write stands (tests/proxy's
+// TestALateCopyNeverOverwritesAnotherInstancesWrite). The workload tests
+// (tests/workers' corners and TestFlipUnderTrafficLosesNothing, with a copy
+// held past the flip) lose nothing even with late copies never applied:
+// the handover's full comparison leaves MongoDB holding every binding
+// write before the flip. So there are no conflict records, kept sides,
+// decisions, or ordering by the copies' times or the other instances'
+// heartbeats: no test could make one of them matter.
 //
 // # Lifecycle
 //

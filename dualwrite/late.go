@@ -46,22 +46,23 @@ type LateOutcome string
 
 // The outcomes, as Stats.LateCopies counts them.
 const (
-	// LateApplied: the copy was the last acknowledged write of its key: it
-	// was written to the authoritative store, and copied to the other.
+	// LateApplied: Workers KV showed the copy was the last acknowledged
+	// write of its key: it was written to the authoritative store, and
+	// copied to the other.
 	LateApplied LateOutcome = "applied"
 	// LateSuperseded: the Store wrote the key after the copy's write; the
 	// newer value stands, and verification brings Workers KV level.
 	LateSuperseded LateOutcome = "superseded"
-	// LateConflict: the order is not known (see Late copies in the package
-	// documentation): the authoritative value stands, and verification
-	// brings Workers KV level with it.
+	// LateConflict: Workers KV does not show the copy as the last write
+	// (see Late copies in the package documentation): the authoritative
+	// value stands, and verification brings Workers KV level with it.
 	LateConflict LateOutcome = "conflict"
 	// LateFailed: the copy was the last write, but the authoritative
 	// store failed to take it; its key is left for repair.
 	LateFailed LateOutcome = "failed"
-	// LateHeld: the order is not known, but the authoritative store holds
-	// exactly what the copy says (a copy delivered twice): nothing is at
-	// stake.
+	// LateHeld: the authoritative store holds exactly what the copy says
+	// (the handover's comparison put it there, or a copy delivered twice):
+	// nothing is at stake.
 	LateHeld LateOutcome = "held"
 )
 
@@ -106,41 +107,16 @@ func (s *Store) credible(st Stage, now time.Time) IngestRefusal {
 	return ""
 }
 
-// lateOrder decides a late copy acknowledged at at, arriving at now: after
-// the last write of its key that this Store saw (applied), before it
-// (superseded), or not known (conflict). Two times closer than
-// IngestMaxLead, the trust given to a client's clock, are not ordered.
-// A key this Store holds in its settle set has its last write's time
-// there; a key it does not hold was last written through it at least a
-// consistency window ago (a key leaves the set only a window after its
-// last write), which orders a copy acknowledged since, provided the Store
-// has run for that long and its set never overflowed.
-func (s *Store) lateOrder(key string, at, now time.Time) LateOutcome {
-	wrote, inSet := s.set.wroteAt(key)
-	if !inSet {
-		_, _, _, reconcile := s.set.snapshot()
-		since := time.Unix(0, s.started)
-		if reconcile || s.cfg.window <= 0 || now.Sub(since) < s.cfg.window || !at.After(now.Add(-s.cfg.window).Add(s.cfg.IngestMaxLead)) {
-			return LateConflict
-		}
-		return LateApplied
-	}
-	tol := s.cfg.IngestMaxLead
-	switch {
-	case wrote.IsZero():
-		return LateConflict
-	case at.After(wrote.Add(tol)):
-		return LateApplied
-	case wrote.After(at.Add(tol)):
-		return LateSuperseded
-	}
-	return LateConflict
-}
-
-// late takes one late copy under its key's lock: it decides its order,
-// applies it to the authoritative store when it was the last write, and
-// records the key in the settle set as written by a copy, so that the flip
-// back waits for its verification.
+// late takes one late copy under its key's lock. Only Workers KV's
+// evidence orders it: when the key is outside the settle set (no write of
+// it through this Store is pending or unverified) and Workers KV, which
+// was authoritative until the flip, holds exactly what the copy says while
+// MongoDB does not, the copy is the last acknowledged write, and MongoDB
+// takes it (copied on to Workers KV). Otherwise MongoDB's value stands:
+// held when it is the copy's, superseded when this Store wrote the key
+// after the copy, else a conflict. The key is recorded in the settle set
+// as written by a copy either way, so that the flip back waits for its
+// verification.
 func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Time) (out markOutcome, outcome LateOutcome) {
 	h := hashKey(w.Key)
 	sl := s.slotOf(h)
@@ -149,29 +125,25 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.seq.Add(1)
 	defer sl.seq.Add(1)
 	sl.touch(now)
-	outcome = s.lateOrder(w.Key, at, now)
-	// Another instance may have written the key after the copy, and this
-	// Store never saw it: its own writes order the copy only when one of
-	// them supersedes it.
-	if outcome == LateApplied && !s.peersAfter(at).IsZero() {
-		outcome = LateConflict
-	}
-	// Workers KV holding the copy's value orders it still: a newer write
-	// through any instance reaches Workers KV after MongoDB.
-	if outcome == LateConflict && s.primaryHoldsCopy(ctx, w) {
-		outcome = LateApplied
-	}
 	// In complete Workers KV is neither written nor settled any more:
 	// MongoDB alone takes (or keeps) the value, and no key enters the set.
 	settles := st.mirrors()
+	wrote, inSet := s.set.wroteAt(w.Key)
+	switch {
+	case s.shadowHoldsCopy(ctx, w, now):
+		outcome = LateHeld
+	case inSet && wrote.After(at.Add(s.cfg.IngestMaxLead)):
+		outcome = LateSuperseded
+	case inSet || !s.primaryHoldsCopy(ctx, w):
+		outcome = LateConflict
+	default:
+		outcome = LateApplied
+	}
 	if outcome != LateApplied {
-		// The key stays in the set: verification brings Workers KV level
-		// with the value that stands, after the window.
+		// Verification brings Workers KV level with the value that
+		// stands, after the window.
 		if settles {
 			out = s.markIngested(w.Key, time.Time{}, now, 0)
-		}
-		if outcome == LateConflict && s.shadowHoldsCopy(ctx, w, now) {
-			outcome = LateHeld
 		}
 		return out, outcome
 	}
@@ -198,20 +170,15 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	return out, outcome
 }
 
-// primaryHoldsCopy reports whether a late copy whose order is not known is
-// the last write Workers KV acknowledged for its key: the key is outside
-// the settle set, and Workers KV holds what the copy says. A key outside
-// the set was, if this Store wrote it at all, verified alike in both
-// stores after its last write; since the flip every write through the
-// Store reaches Workers KV after MongoDB, and one still on its way holds
-// its key in the set. So nothing written through the Store came after the
-// copy's write in Workers KV, which was authoritative until the flip: the
-// copy is the last acknowledged write, and MongoDB must take it. Called
-// under the key's lock.
+// primaryHoldsCopy reports whether Workers KV holds what a late copy says,
+// for a key outside the settle set. Such a key was, if this Store wrote it
+// at all, verified alike in both stores after its last write; since the
+// flip every write through the Store reaches Workers KV after MongoDB, and
+// one still on its way holds its key in the set. So nothing written
+// through the Store came after the copy's write in Workers KV, which was
+// authoritative until the flip: the copy is the last acknowledged write.
+// Called under the key's lock.
 func (s *Store) primaryHoldsCopy(ctx context.Context, w TeeWrite) bool {
-	if _, inSet := s.set.wroteAt(w.Key); inSet {
-		return false
-	}
 	e, err := s.get(ctx, RolePrimary, w.Key, readFor(s.withExpiry, false))
 	switch {
 	case errors.Is(err, kv.ErrNotFound):

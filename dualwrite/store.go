@@ -36,11 +36,8 @@ type Store struct {
 	// authSince is when MongoDB became authoritative, as far as the Store
 	// knows (Config.AuthoritativeSince, or its own flip), in Unix
 	// nanoseconds; 0 when it does not know, or MongoDB is not.
-	authSince atomic.Int64
-	started   int64 // when New ran, Unix nanoseconds on the Store's clock
-	// peersUntil is until when other instances may have written, in Unix
-	// nanoseconds (SetPeersUntil); 0: none.
-	peersUntil  atomic.Int64
+	authSince   atomic.Int64
+	started     int64         // when New ran, Unix nanoseconds on the Store's clock
 	noFleetSaid atomic.Bool   // SetPeersUntil's warning of a Store without a Fleet, said once
 	handover    handoverCheck // the fence's full comparison (handover.go)
 	// gate orders writes against stage flips and Close: a write holds it

@@ -23,8 +23,7 @@ type StatusView struct {
 	Draining   bool       `json:"draining"`
 	BoardError string     `json:"board_error,omitempty"`
 	Polled     *time.Time `json:"polled_at,omitempty"`
-	// PeersUntil is until when another instance may have written: a late
-	// tee copy acknowledged before it is not applied by this instance.
+	// PeersUntil is until when another instance may have written.
 	PeersUntil *time.Time   `json:"peers_until,omitempty"`
 	Document   DocumentView `json:"document"`
 }
