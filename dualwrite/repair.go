@@ -105,15 +105,10 @@ func (s *Store) queueRepairs() (n int, deferred []string, free bool) {
 
 // runRepair copies one dirty key from the authoritative store, whose role
 // was fixed when the repair was queued (a stage flip drains the lanes
-// first), by the confirmation rule: it reads the authoritative store (after
-// the window, as due ensures) and then the other one, and copies only a
-// difference that has held, the same on both sides, for a whole window
-// with no write of the key seen, and that it has just read again. A
-// difference first seen, or changed, is held and the repair deferred a
-// window; stores found equal settle the key. So a repair never writes a
-// value older than the one the other store holds: a stale read of the
-// primary, or a newer copy that another instance landed since, changes one
-// side of the difference and restarts the wait (see the package doc).
+// first), by the confirmation rule (see the package doc): it reads the
+// authoritative store, then the other, and copies only a difference held
+// for a window; one first seen, or changed, is held and the repair
+// deferred a window; stores found equal settle the key.
 func (s *Store) runRepair(l *lane, j *job) {
 	defer s.set.unqueue(j.key)
 	if !j.free {

@@ -74,19 +74,18 @@ type settleSet struct {
 	mu        sync.Mutex
 	max       int
 	keys      map[string]*settleEntry // the set and the suspects
-	lines     [4]timeline             // by Mark (MarkSettled: none), by ready time
+	lines     [4]timeline             // by Mark (MarkSettled: none), by ready time; their counts
 	gen       uint64
 	overflow  uint64
 	reconcile bool
-	dirty     int // keys in MarkDirty
 	viaIngest int // keys whose last write came through Ingest (settleEntry.ingested)
 	// lastIngest is the latest ready time of a key marked as written
 	// through Ingest: the fence's estimate, kept without a scan.
 	lastIngest int64
 
-	maxSus, nSus int
-	susOverflow  uint64
-	superseded   uint64 // suspects a write took into the set
+	maxSus      int
+	susOverflow uint64
+	superseded  uint64 // suspects a write took into the set
 
 	// free holds up to maxFree entries that left the set, linked by next:
 	// in a steady stream of writes a new key costs no allocation.
@@ -213,7 +212,7 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 	defer d.mu.Unlock()
 	e := d.keys[key]
 	if e == nil || e.mark == markSuspect {
-		if len(d.keys)-d.nSus >= d.max {
+		if d.size() >= d.max {
 			out.overflow = d.full()
 			out.changed = out.overflow && d.journaled
 			return out
@@ -275,7 +274,7 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 	switch {
 	case d.keys[key] != nil || m == MarkSettled:
 		return
-	case len(d.keys)-d.nSus >= d.max:
+	case d.size() >= d.max:
 		d.full()
 		return
 	}
@@ -298,7 +297,7 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	defer d.mu.Unlock()
 	e := d.keys[key]
 	if e == nil {
-		if d.nSus >= d.maxSus {
+		if d.lines[markSuspect].n >= d.maxSus {
 			d.susOverflow++
 			return
 		}
@@ -350,7 +349,7 @@ func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (verd
 		return verdictHeld, markOutcome{}
 	case at-e.held.since < r.window || e.held.since >= r.mark:
 		return verdictWaiting, markOutcome{}
-	case e.mark == markSuspect && len(d.keys)-d.nSus >= d.max:
+	case e.mark == markSuspect && d.size() >= d.max:
 		d.drop(e)
 		first := d.full()
 		return verdictConfirmed, markOutcome{overflow: first, changed: first && d.journaled}
@@ -439,7 +438,6 @@ func (d *settleSet) acknowledge(n uint64, only bool) (cleared, commit bool) {
 // setMark moves e to mark m, and its ready time to at least ready, keeping
 // the counts, the timelines and the journal's changes.
 func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
-	d.count(e, -1)
 	if e.mark == MarkSettled {
 		d.keys[e.key] = e
 	} else {
@@ -448,27 +446,18 @@ func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
 	d.gen++
 	e.mark, e.gen, e.ready = m, d.gen, max(e.ready, ready)
 	d.lines[m].insert(e)
-	d.count(e, 1)
 	if d.journaled && m != markSuspect {
 		d.changes[e.key] = m
 	}
 	d.fly(e)
 }
 
-// count adds n to the counts e's mark is in.
-func (d *settleSet) count(e *settleEntry, n int) {
-	switch e.mark {
-	case MarkDirty:
-		d.dirty += n
-	case markSuspect:
-		d.nSus += n
-	}
-}
+// size is how many keys the set holds, suspects aside.
+func (d *settleSet) size() int { return d.lines[MarkUnsettled].n + d.lines[MarkDirty].n }
 
 // drop takes e out of the set (or the suspects) and puts it on the free
 // list. Nothing else may point to it: the refs a pass holds name keys.
 func (d *settleSet) drop(e *settleEntry) {
-	d.count(e, -1)
 	if d.journaled && e.mark != markSuspect {
 		d.changes[e.key] = MarkSettled
 	}
@@ -653,15 +642,15 @@ func (d *settleSet) ready(key string, gen uint64, cutoff time.Time) bool {
 func (d *settleSet) snapshot() (dirty, unsettled int, overflow uint64, reconcile bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.dirty, len(d.keys) - d.nSus - d.dirty, d.overflow, d.reconcile
+	return d.lines[MarkDirty].n, d.lines[MarkUnsettled].n, d.overflow, d.reconcile
 }
 
 // counts fills st's counts of the set.
 func (d *settleSet) counts(st *Stats) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = d.dirty, len(d.keys)-d.nSus-d.dirty, d.overflow, d.reconcile
-	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = d.nSus, d.susOverflow, d.superseded
+	st.Dirty, st.Unsettled, st.DirtyOverflow, st.ReconciliationNeeded = d.lines[MarkDirty].n, d.lines[MarkUnsettled].n, d.overflow, d.reconcile
+	st.Suspects, st.SuspectOverflow, st.SuspectsSuperseded = d.lines[markSuspect].n, d.susOverflow, d.superseded
 	st.Held, st.Recovered, st.JournalPending = d.held, d.recovered, len(d.changes)
 }
 
@@ -732,11 +721,15 @@ func (d *settleSet) forget(key string) {
 // the lock that writes take. A write readies its key at the clock's now,
 // which only grows, so an insertion walks back from the tail past the few
 // entries readied later and costs O(1) in the usual case.
-type timeline struct{ head, tail *settleEntry }
+type timeline struct {
+	head, tail *settleEntry
+	n          int // entries
+}
 
 // insert places e by its ready time, after the entries readied at the
 // same time.
 func (t *timeline) insert(e *settleEntry) {
+	t.n++
 	at := t.tail
 	for at != nil && at.ready > e.ready {
 		at = at.prev
@@ -755,6 +748,7 @@ func (t *timeline) insert(e *settleEntry) {
 }
 
 func (t *timeline) remove(e *settleEntry) {
+	t.n--
 	if e.prev != nil {
 		e.prev.next = e.next
 	} else {

@@ -13,27 +13,15 @@ import (
 )
 
 // Settle runs one verification pass now and returns how many keys it
-// compared. Every unsettled key whose last write (or copy) is older than
-// the consistency window and that has no copy on its way, and every
-// suspect (a key a sampled read found different) a window after its
-// difference was seen, is read from both stores in bulk (VerifyBatch keys
-// a request, kv.BulkGetter when the store has it) and classified with
-// package compare:
-//   - equal: the key is settled and leaves the set (and the journal);
-//   - different: the confirmation rule decides. A difference first seen,
-//     or one that changed on either side (primary state or shadow state,
-//     by digest, length and expiry), is held and read again a window
-//     later; the same difference, held for at least a window with no
-//     write of the key seen in between, is confirmed, reported to the
-//     Sink, and the key becomes dirty, for repair through its lane;
-//   - a read error, a write racing the read, or a key about to expire: the
-//     key stays for the next pass.
-//
-// Reads of the primary wait on Config.PrimaryBudget, reads of the shadow on
-// Config.ShadowBudget; reads of the other store are refused while its
-// breaker is open. The Store runs a pass every
-// RepairInterval and when a breaker closes; passes never run together, so
-// a Sink or an Observer, which a pass calls, must not call Settle.
+// compared: every unsettled key whose last write (or copy) is past the
+// consistency window with no copy on its way, and every suspect a window
+// after its difference was seen, read from both stores in bulk and
+// settled, held or confirmed by the confirmation rule (see The settle set
+// and Confirmation in the package doc); a read error, a write racing the
+// read or a key about to expire leaves the key for the next pass. The
+// Store runs a pass every RepairInterval and when a breaker closes; passes
+// never run together, so a Sink or an Observer, which a pass calls, must
+// not call Settle.
 func (s *Store) Settle(ctx context.Context) (int, error) {
 	if s.closed.Load() {
 		return 0, errClosed
