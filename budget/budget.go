@@ -77,21 +77,15 @@ func (l *Limiter) reserve() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
-	if now.Before(l.paused) {
-		return l.paused.Sub(now)
-	}
-	if l.max <= 0 {
-		return 0
+	if d, _ := l.delay(now); d > 0 || l.max <= 0 {
+		return d
 	}
 	if len(l.starts) < l.max {
 		l.starts = append(l.starts, now)
-		return 0
+	} else {
+		l.starts[l.next] = now
+		l.next = (l.next + 1) % l.max
 	}
-	if free := l.starts[l.next].Add(l.per); now.Before(free) {
-		return free.Sub(now)
-	}
-	l.starts[l.next] = now
-	l.next = (l.next + 1) % l.max
 	return 0
 }
 
@@ -101,15 +95,18 @@ func (l *Limiter) reserve() time.Duration {
 func (l *Limiter) Delay() (d time.Duration, paused bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.clock.Now()
+	return l.delay(l.clock.Now())
+}
+
+// delay is Delay at now, l.mu held.
+func (l *Limiter) delay(now time.Time) (time.Duration, bool) {
 	if now.Before(l.paused) {
 		return l.paused.Sub(now), true
 	}
-	if l.max <= 0 || len(l.starts) < l.max {
-		return 0, false
-	}
-	if free := l.starts[l.next].Add(l.per); now.Before(free) {
-		return free.Sub(now), false
+	if l.max > 0 && len(l.starts) == l.max {
+		if free := l.starts[l.next].Add(l.per); now.Before(free) {
+			return free.Sub(now), false
+		}
 	}
 	return 0, false
 }

@@ -1,6 +1,7 @@
 package cfkv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -157,21 +158,14 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxRetries < 0:
 		c.MaxRetries = 0
 	}
-	c.RetryBackoff = cmpOr(c.RetryBackoff, DefaultRetryBackoff)
-	c.MaxRetryWait = cmpOr(c.MaxRetryWait, DefaultMaxRetryWait)
-	c.RequestTimeout = cmpOr(c.RequestTimeout, DefaultRequestTimeout)
+	c.RetryBackoff = cmp.Or(c.RetryBackoff, DefaultRetryBackoff)
+	c.MaxRetryWait = cmp.Or(c.MaxRetryWait, DefaultMaxRetryWait)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	c.Clock = clock.OrReal(c.Clock)
 	if c.HTTPClient == nil {
 		c.HTTPClient = defaultHTTPClient()
 	}
 	return c, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // defaultHTTPClient is a client over NewTransport.

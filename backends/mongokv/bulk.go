@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,19 +35,6 @@ func group(keys []string) (order []string, byColl map[string][]string) {
 	return order, byColl
 }
 
-// batches cuts s into slices of at most BatchSize.
-func batches[T any](s []T) [][]T {
-	var out [][]T
-	for len(s) > BatchSize {
-		out = append(out, s[:BatchSize])
-		s = s[BatchSize:]
-	}
-	if len(s) > 0 {
-		out = append(out, s)
-	}
-	return out
-}
-
 // GetMany implements kv.BulkGetter with one $in query per collection and
 // batch of keys. Chunked values cost their own reads. MongoDB sends a
 // query's documents in replies of at most 16 MiB; a server that answers in
@@ -67,7 +55,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	out := make([]kv.Entry, 0, len(keys))
 	now := s.clock.Now()
 	for _, c := range order {
-		for _, batch := range batches(byColl[c]) {
+		for batch := range slices.Chunk(byColl[c], BatchSize) {
 			if out, err = s.getBatch(ctx, db, c, batch, now, out); err != nil {
 				return nil, err
 			}
@@ -181,7 +169,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 			}
 			inline = append(inline, e)
 		}
-		for _, batch := range batches(inline) {
+		for batch := range slices.Chunk(inline, BatchSize) {
 			if err := s.putBatch(ctx, db, c, batch); err != nil {
 				return err
 			}
@@ -258,7 +246,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	order, byColl := group(keys)
 	for _, c := range order {
 		coll := db.Collection(c)
-		for _, batch := range batches(byColl[c]) {
+		for batch := range slices.Chunk(byColl[c], BatchSize) {
 			inline := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: batch}}}, noChunks}
 			res, err := coll.BulkWrite(ctx, []mongo.WriteModel{mongo.NewDeleteManyModel().SetFilter(inline)}, unordered)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -184,7 +185,7 @@ func (s *Store) eachChunk(ctx context.Context, db *mongo.Database, ref *chunkRef
 		ids[i] = chunkID(ref.gen, i)
 	}
 	var deleted int64
-	for _, batch := range batches(ids) {
+	for batch := range slices.Chunk(ids, BatchSize) {
 		models := make([]mongo.WriteModel, len(batch))
 		for i, id := range batch {
 			models[i] = model(id)

@@ -126,7 +126,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	db := cmp.Or(uriDB, DefaultDatabase)
-	if err := validateDatabase(db); err != nil {
+	if err := CheckDatabase(db); err != nil {
 		return nil, fmt.Errorf("mongokv: the URI's database: %w", err)
 	}
 	for name, d := range map[string]time.Duration{"ServerSelectionTimeout": cfg.ServerSelectionTimeout, "ConnectTimeout": cfg.ConnectTimeout, "RetryAfter": cfg.RetryAfter} {
@@ -248,10 +248,10 @@ func (c *Client) connect(d *dial) {
 func (c *Client) open() (*mongo.Client, error) {
 	opts := options.Client().ApplyURI(c.cfg.URI)
 	if c.cfg.ServerSelectionTimeout > 0 || opts.ServerSelectionTimeout == nil {
-		opts.SetServerSelectionTimeout(orDefault(c.cfg.ServerSelectionTimeout, DefaultServerSelectionTimeout))
+		opts.SetServerSelectionTimeout(cmp.Or(c.cfg.ServerSelectionTimeout, DefaultServerSelectionTimeout))
 	}
 	if c.cfg.ConnectTimeout > 0 || opts.ConnectTimeout == nil {
-		opts.SetConnectTimeout(orDefault(c.cfg.ConnectTimeout, DefaultConnectTimeout))
+		opts.SetConnectTimeout(cmp.Or(c.cfg.ConnectTimeout, DefaultConnectTimeout))
 	}
 	if c.cfg.Options != nil {
 		c.cfg.Options(opts)
@@ -275,13 +275,6 @@ func (c *Client) open() (*mongo.Client, error) {
 		return conn, c.wrap("connect", err)
 	}
 	return conn, nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func (c *Client) disconnect(conn *mongo.Client) {

@@ -70,8 +70,9 @@ func isModuleCollection(name string) bool {
 	return isModule(name) && !strings.Contains(name, "-")
 }
 
-// validateDatabase applies MongoDB's rules for database names.
-func validateDatabase(name string) error {
+// CheckDatabase applies MongoDB's rules for database names, before any I/O:
+// what a program checks its settings with.
+func CheckDatabase(name string) error {
 	switch {
 	case name == "":
 		return errors.New("database name is empty")
@@ -245,7 +246,3 @@ func decodeDoc(raw bson.Raw) (doc, error) {
 	d.chunks = ref
 	return d, nil
 }
-
-// CheckDatabase refuses a database name MongoDB would refuse, before any
-// I/O: what a program checks its settings with.
-func CheckDatabase(name string) error { return validateDatabase(name) }

@@ -142,18 +142,7 @@ func TestMergeRuns(t *testing.T) {
 	}
 }
 
-func TestBatchesAndGroup(t *testing.T) {
-	keys := make([]int, 2*BatchSize+1)
-	var sizes []int
-	for _, b := range batches(keys) {
-		sizes = append(sizes, len(b))
-	}
-	if !slices.Equal(sizes, []int{BatchSize, BatchSize, 1}) {
-		t.Fatalf("batches of %d = %v", len(keys), sizes)
-	}
-	if len(batches([]int{})) != 0 {
-		t.Fatal("batches of nothing is not empty")
-	}
+func TestGroup(t *testing.T) {
 	order, by := group([]string{"b:1", "a:1", "b:2", "b:1", "plain"})
 	if !slices.Equal(order, []string{"b", "a", DefaultCollection}) || !slices.Equal(by["b"], []string{"b:1", "b:2"}) {
 		t.Fatalf("group = %q, %q", order, by)

@@ -55,7 +55,7 @@ func (c *Client) Store(cfg Config) (*Store, error) {
 	if db == "" {
 		db = c.defaultDB
 	}
-	if err := validateDatabase(db); err != nil {
+	if err := CheckDatabase(db); err != nil {
 		return nil, fmt.Errorf("mongokv: %w", err)
 	}
 	size := cfg.MaxDocumentSize

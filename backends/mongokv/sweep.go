@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,7 +120,7 @@ func (s *Store) sweepOrphans(ctx context.Context, db *mongo.Database) (int64, er
 	}
 	var total int64
 	for _, c := range order {
-		for _, batch := range batches(byColl[c]) {
+		for batch := range slices.Chunk(byColl[c], BatchSize) {
 			n, err := s.dropUnreferenced(ctx, db, db.Collection(c), batch)
 			total += n
 			if err != nil {
