@@ -300,6 +300,10 @@ func TestFenceOfEveryInstance(t *testing.T) {
 		!strings.Contains(h.HeldBy[0], `instance "b" (alive): the fence waits 40s more for binding copies, 3 keys last written by a binding copy not verified yet`) {
 		t.Fatalf("FlipHold: %+v, %v, %v", h, ok, err)
 	}
+	clk.Advance(3 * time.Second) // before b's next heartbeat: its estimate counts down
+	if h, _, _ := a.FlipHold(t.Context()); h.Remaining != 57*time.Second {
+		t.Fatalf("FlipHold 3 s after b's heartbeat: remaining %s, want 57s", h.Remaining)
+	}
 	if _, err := a.SetStage(t.Context(), dualwrite.Live); !errors.Is(err, ErrNotDrained) || !strings.Contains(err.Error(), "binding copy") {
 		t.Fatalf("flip with b's fence up: %v", err)
 	}

@@ -58,9 +58,10 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			why = append(why, fmt.Sprintf("the fence waits %s more for binding copies", wait.Round(time.Second)))
 			hold.Remaining = max(hold.Remaining, wait)
 		}
+		left := max(h.FenceRemaining-now.Sub(h.At), 0) // the estimate was At's
 		if h.ComparePending {
 			why = append(why, "its full comparison with Workers KV has not finished")
-			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
+			hold.Remaining = max(hold.Remaining, left)
 		}
 		if h.StageKey != "" {
 			why = append(why, dualwrite.StageKey+" read back "+h.StageKey+" from Workers KV (written again; the flip waits until it reads back as written)")
@@ -68,7 +69,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 		}
 		if h.IngestUnverified > 0 {
 			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
-			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
+			hold.Remaining = max(hold.Remaining, left)
 		}
 		if !live && !h.Stopped {
 			// It did not leave: it may still serve, cut off from the

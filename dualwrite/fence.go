@@ -28,9 +28,10 @@ type FenceStatus struct {
 	ReconciliationNeeded bool
 	// Remaining estimates how long until the fence lets a flip go: the
 	// quiet interval's end, or the consistency window after the latest
-	// write of an unverified key; RepairInterval (the next verification
-	// pass) when only that pass or a repair can clear it, though a flip
-	// the fence refuses asks for that pass at once. Zero when clear.
+	// write of an unverified key, the full comparison's start; the time
+	// until the next verification pass when only that pass or a repair can
+	// clear it (zero while it is due), though a flip the fence refuses
+	// asks for that pass at once. Zero when clear.
 	Remaining time.Duration
 	// HeldBy says, in words, what holds the flip back; empty when clear.
 	HeldBy []string
@@ -82,7 +83,7 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d keys last written by a binding copy are not verified against the primary yet", n))
 		wait := latest.Add(s.cfg.window).Sub(now)
 		if wait <= 0 {
-			wait = s.cfg.RepairInterval
+			wait = s.untilPass(now)
 		}
 		f.Remaining = max(f.Remaining, wait)
 	}
@@ -91,11 +92,11 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	}
 	if k := s.key.status(); from == Handover && s.cfg.fence > 0 && (k.Found == "" || k.Holds()) {
 		f.HeldBy = append(f.HeldBy, StageKey+" "+keyWords[k.Found]+": the flip waits until it reads back as written (a Workers KV read may lag a write by up to a minute), so that a tee cut off from the proxy refuses its binding")
-		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
+		f.Remaining = max(f.Remaining, s.untilPass(now))
 	}
 	if f.Dirty > 0 || f.ReconciliationNeeded {
 		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d dirty keys (reconciliation needed: %v)", f.Dirty, f.ReconciliationNeeded))
-		f.Remaining = max(f.Remaining, s.cfg.RepairInterval)
+		f.Remaining = max(f.Remaining, s.untilPass(now))
 	}
 	return f
 }

@@ -53,20 +53,26 @@ func TestFenceHoldsTheFlip(t *testing.T) {
 	// A write through the Store itself does not hold the flip back.
 	e.put("wordle:proxy", "p", kv.PutOptions{})
 	e.flush()
+	// The copy's key is verified when its window ends (RepairInterval is
+	// an hour here), and the countdown is then the full comparison's.
 	e.clk.Advance(17 * time.Second)
-	if f := e.store.Fence(); len(f.HeldBy) != 2 || f.IngestUnverified != 1 || f.Remaining != time.Hour {
-		t.Fatalf("the interval over, the copy's key not verified, the full comparison not started: %+v", f)
+	waitFor(t, "the copy's key verified once its window ended", func() bool { return e.store.Fence().IngestUnverified == 0 })
+	if f := e.store.Fence(); len(f.HeldBy) != 1 || f.Remaining != compareFrom.Sub(e.clk.Now()) {
+		t.Fatalf("the interval over, the copy's key verified, the full comparison not started: %+v", f)
 	}
 	// The full comparison starts two consistency windows after the
 	// interval (an isolate cut off from the proxy may read the stage key
 	// a window late, and its write shows a window later).
 	e.clk.Advance(compareFrom.Sub(e.clk.Now()))
-	e.put("wordle:proxy", "p2", kv.PutOptions{})
+	waitFor(t, "the full comparison, started when due", func() bool { return e.store.Fence().Compared })
+	// Nor does a write through the Store now, unverified.
+	e.put("wordle:proxy2", "p2", kv.PutOptions{})
 	e.flush()
-	// A refused flip asks for the verification at once (RepairInterval is
-	// an hour here), and asked again it goes.
-	waitFor(t, "the flip, once the copy's key is verified", func() bool { return e.store.SetStage(ctx, dualwrite.Live) == nil })
-	if st := e.store.Stats(); st.Unsettled != 1 || st.Verifications[compare.Match] != 1 {
+	must(t, e.store.SetStage(ctx, dualwrite.Live))
+	// Verified: the copy's key at its window's end, the proxy's first write
+	// at the comparison's pass.
+	waitFor(t, "the comparison's pass verifying the proxy's first write", func() bool { return e.store.Stats().Verifications[compare.Match] == 2 })
+	if st := e.store.Stats(); st.Unsettled != 1 {
 		t.Fatalf("unsettled %d, verifications %v: the proxy's own key is still in the set, and must not hold the flip", st.Unsettled, nonzero(st.Verifications))
 	}
 

@@ -205,6 +205,14 @@ type handoverCheck struct {
 	err      string
 }
 
+// pending reports whether the comparison of the handover that began at
+// since has still to finish clean, and whether its last run failed.
+func (c *handoverCheck) pending(since time.Time) (pending, failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doneFor != since.UnixNano(), c.err != ""
+}
+
 // compareFrom is when the full comparison of the handover that began at
 // since may start: after the last moment an isolate could still write its
 // binding (the fence interval covers a lease and an invocation; an
@@ -236,11 +244,11 @@ func (s *Store) comparisonHold(f *FenceStatus, since, now time.Time) {
 	case wait > 0:
 		why = fmt.Sprintf("the full comparison with Workers KV starts in %s, once no isolate can still write its binding", wait.Round(time.Second))
 	case running:
-		why, wait = "the full comparison with Workers KV is running", s.cfg.RepairInterval
+		why, wait = "the full comparison with Workers KV is running", s.untilPass(now)
 	case err != "":
-		why, wait = "the full comparison with Workers KV failed ("+err+"); it runs again", s.cfg.RepairInterval
+		why, wait = "the full comparison with Workers KV failed ("+err+"); it runs again", s.untilPass(now)
 	default:
-		why, wait = "the full comparison with Workers KV starts at the next pass", s.cfg.RepairInterval
+		why, wait = "the full comparison with Workers KV starts at the next pass", s.untilPass(now)
 	}
 	f.HeldBy = append(f.HeldBy, why)
 	f.Remaining = max(f.Remaining, wait)

@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
 // repairLoop verifies the unsettled keys and repairs the dirty ones every
-// RepairInterval and each time a breaker closes.
+// RepairInterval, each time a breaker closes, and as soon as the fence can
+// clear (nextPass).
 func (s *Store) repairLoop() {
 	for {
-		t := s.clock.NewTimer(s.cfg.RepairInterval)
+		d := s.nextPass()
+		s.passAt.Store(s.clock.Now().Add(d).UnixNano())
+		t := s.clock.NewTimer(d)
 		repair := true
 		select {
 		case <-t.C():
@@ -24,6 +28,9 @@ func (s *Store) repairLoop() {
 		case <-s.settleKick:
 			t.Stop()
 			repair = false // a pass that confirms a divergence asks for repair
+		case <-s.rearm:
+			t.Stop()
+			continue
 		case <-s.quit:
 			t.Stop()
 			return
@@ -35,6 +42,32 @@ func (s *Store) repairLoop() {
 			s.repairDirty()
 		}
 	}
+}
+
+// nextPass is how long until the loop's next pass: RepairInterval, or less
+// when the handover's full comparison falls due sooner (at once when it is
+// due and has not failed), or the window after the latest binding copy's
+// write ends (its keys can be verified then).
+func (s *Store) nextPass() time.Duration {
+	d, now, st := s.cfg.RepairInterval, s.clock.Now(), s.Stage()
+	if n, latest := s.set.ingestPending(); n > 0 && (st == Handover || st == Live) {
+		if wait := latest.Add(s.cfg.window).Sub(now); wait > 0 {
+			d = min(d, wait)
+		}
+	}
+	since := time.Unix(0, s.stageSince.Load())
+	if pending, failed := s.handover.pending(since); st == Handover && s.cfg.fence > 0 && pending {
+		if wait := s.compareFrom(since).Sub(now); wait > 0 || !failed {
+			d = min(d, max(wait, 0))
+		}
+	}
+	return d
+}
+
+// untilPass is how long until the loop's next pass, which is what a hold
+// that only a pass clears waits; zero while one is due or running.
+func (s *Store) untilPass(now time.Time) time.Duration {
+	return max(time.Unix(0, s.passAt.Load()).Sub(now), 0)
 }
 
 // RepairDirty queues a repair for each dirty key whose last write is older

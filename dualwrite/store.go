@@ -31,8 +31,9 @@ type Store struct {
 	stage atomic.Uint32
 	// stageSince is when the Store entered its stage (New, for the
 	// first), and lastCopy when the latest ingested copy arrived, in Unix
-	// nanoseconds on the Store's clock: the fence's clocks.
-	stageSince, lastCopy atomic.Int64
+	// nanoseconds on the Store's clock: the fence's clocks; passAt is when
+	// the repair loop's next pass is due.
+	stageSince, lastCopy, passAt atomic.Int64
 	// authSince is when MongoDB became authoritative, as far as the Store
 	// knows (Config.AuthoritativeSince, or its own flip), in Unix
 	// nanoseconds; 0 when it does not know, or MongoDB is not.
@@ -74,6 +75,7 @@ type Store struct {
 	events     chan BreakerEvent
 	repairKick chan struct{}
 	settleKick chan struct{} // RepairDirty asks for a verification pass
+	rearm      chan struct{} // a stage change asks for the next pass to be timed again
 	stopping   chan struct{} // closed by Close: workers drain and return
 	quit       chan struct{} // closed by Close: the other goroutines return
 	aborted    atomic.Bool   // Close gave up draining
@@ -132,6 +134,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		events:     make(chan BreakerEvent, 64),
 		repairKick: make(chan struct{}, 1),
 		settleKick: make(chan struct{}, 1),
+		rearm:      make(chan struct{}, 1),
 		stopping:   make(chan struct{}),
 		quit:       make(chan struct{}),
 	}
