@@ -29,8 +29,9 @@ func (s *Store) repairLoop() {
 			t.Stop()
 			repair = false // a pass that confirms a divergence asks for repair
 		case <-s.rearm:
-			t.Stop()
-			continue
+			if t.Stop() { // not fired yet: time the next pass again
+				continue
+			}
 		case <-s.quit:
 			t.Stop()
 			return
