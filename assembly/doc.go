@@ -32,6 +32,8 @@
 // # The end
 //
 // Drain closes the stores (their lanes drained until its ctx ends; what is
-// left stays dirty, in the journal), Leave writes the last heartbeat (within
-// 2 s when the board did not answer lately), and Close releases the rest.
+// left stays dirty, in the journal), Leave writes the last heartbeat, and
+// Close releases the rest; when the board (in MongoDB) did not answer
+// lately, the lanes and the heartbeat get 2 s each whatever the ctx, and
+// the last disconnects 2 s.
 package assembly

@@ -179,8 +179,8 @@ func Start(ctx context.Context, cfg Config) (_ *Assembly, err error) {
 		a.Namespaces = append(a.Namespaces, &Served{ID: sd.ID, Sides: sd})
 		ccfg.Stores = append(ccfg.Stores, control.Sides{Primary: sd.Primary, Shadow: sd.Shadow, Exclude: exclude})
 	}
-	answers := make(chan []answer, 1)
-	go func() { answers <- a.probe(ctx) }()
+	answers := make(chan []Answer, 1)
+	go func() { answers <- Probe(ctx, a.Namespaces, true) }()
 	lctx, cancel := context.WithTimeout(ctx, control.DefaultBoardTimeout)
 	a.doc, a.boardErr = control.Read(lctx, ccfg) // before any store is built: see its refusals
 	cancel()
@@ -216,32 +216,33 @@ func Start(ctx context.Context, cfg Config) (_ *Assembly, err error) {
 	return a, nil
 }
 
-// answer is one store's answer to the start probe.
-type answer struct {
-	where string
-	role  dualwrite.Role
-	err   error
+// Answer is one store's answer to a probe.
+type Answer struct {
+	Served *Served
+	Role   dualwrite.Role
+	Where  string // Describe's words
+	Err    error
 }
 
-// probe reads a missing key from every store once, all at once (a store
-// that connects on demand is connected first, so that the failure is the
-// probe's to say).
-func (a *Assembly) probe(ctx context.Context) []answer {
-	out := make([]answer, 2*len(a.Namespaces))
+// Probe reads ProbeKey from every store once, all at once, each within
+// StartWait: two answers a namespace. With connect, a store that connects
+// on demand is connected first, so that the failure is the probe's to say.
+func Probe(ctx context.Context, all []*Served, connect bool) []Answer {
+	out := make([]Answer, 2*len(all))
 	var wg sync.WaitGroup
-	for i, s := range a.Namespaces {
+	for i, s := range all {
 		for j, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
 			wg.Go(func() {
 				pctx, cancel := context.WithTimeout(ctx, StartWait)
 				defer cancel()
 				var err error
-				if c, ok := s.Sides.Shadow.(interface{ Connect(context.Context) error }); ok && role == dualwrite.RoleShadow {
+				if c, ok := s.Sides.Shadow.(interface{ Connect(context.Context) error }); ok && connect && role == dualwrite.RoleShadow {
 					err = c.Connect(pctx)
 				}
 				if err == nil {
 					err = s.Read(pctx, role)
 				}
-				out[2*i+j] = answer{where: s.Describe(role, err), role: role, err: err}
+				out[2*i+j] = Answer{Served: s, Role: role, Where: s.Describe(role, err), Err: err}
 			})
 		}
 	}
@@ -259,11 +260,11 @@ type SettingsError struct {
 
 func (e *SettingsError) Error() string { return strings.Join(e.Lines, "\n") }
 
-func refused(as []answer) error {
+func refused(as []Answer) error {
 	e := &SettingsError{}
 	for _, a := range as {
-		if storeerr.Refused(a.err) && !slices.Contains(e.Lines, a.where) {
-			e.Lines, e.Settings = append(e.Lines, a.where), append(e.Settings, storeerr.Setting(a.err))
+		if storeerr.Refused(a.Err) && !slices.Contains(e.Lines, a.Where) {
+			e.Lines, e.Settings = append(e.Lines, a.Where), append(e.Settings, storeerr.Setting(a.Err))
 		}
 	}
 	if len(e.Lines) > 0 {
@@ -276,17 +277,17 @@ func refused(as []answer) error {
 // the store. A store that does not answer is a warning only: the instance
 // starts, and takes it back when it answers. With the board down,
 // MongoDB's not answering is the detached start's one line.
-func (a *Assembly) say(as []answer) {
+func (a *Assembly) say(as []Answer) {
 	var said []string
 	for _, an := range as {
-		if slices.Contains(said, an.where) || a.boardErr != nil && an.role == dualwrite.RoleShadow && an.err != nil {
+		if slices.Contains(said, an.Where) || a.boardErr != nil && an.Role == dualwrite.RoleShadow && an.Err != nil {
 			continue
 		}
-		said = append(said, an.where)
-		if an.err == nil {
-			a.log.Info(a.cfg.Who.Name + ": " + an.where + "answers")
+		said = append(said, an.Where)
+		if an.Err == nil {
+			a.log.Info(a.cfg.Who.Name + ": " + an.Where + "answers")
 		} else {
-			a.log.Warn(a.cfg.Who.Name + ": " + an.where)
+			a.log.Warn(a.cfg.Who.Name + ": " + an.Where)
 		}
 	}
 }
@@ -296,12 +297,12 @@ func (a *Assembly) say(as []answer) {
 // authoritative in it (control.ServesDetached), else nothing (Gated), or,
 // with RequireStage, an error matching ErrMongoDBDown. It says which in
 // one line.
-func (a *Assembly) detached(as []answer) (dualwrite.Stage, error) {
+func (a *Assembly) detached(as []Answer) (dualwrite.Stage, error) {
 	w, dir := a.cfg.Who, a.cfg.JournalDir
 	down, up, cause := a.Namespaces[0].Describe(dualwrite.RoleShadow, a.boardErr), true, a.boardErr
 	for _, an := range as {
-		if an.role == dualwrite.RoleShadow && an.err != nil {
-			down, up, cause = an.where, false, an.err // mongokv's: kv.ErrUnavailable for an outage
+		if an.Role == dualwrite.RoleShadow && an.Err != nil {
+			down, up, cause = an.Where, false, an.Err // mongokv's: kv.ErrUnavailable for an outage
 			break
 		}
 	}
@@ -371,32 +372,17 @@ func (a *Assembly) build(stage dualwrite.Stage) error {
 			}
 			a.journals, c.Journal = append(a.journals, j), j
 		}
-		obs, err := dualwriteotel.New(tp, mp)
+		c.Primary, c.Shadow = s.Sides.Primary, s.Sides.Shadow
+		opts := append([]dualwrite.Option{dualwrite.WithLogger(a.log.With(slog.String("kv_namespace", s.ID)))}, cfg.Options...)
+		st, err := dualwriteotel.NewStore(c, dualwriteotel.Config{PrimarySystem: s.Sides.PrimarySystem, ShadowSystem: s.Sides.ShadowSystem, Unwatched: true},
+			tp, mp, dualwriteotel.WithStoreOptions(opts...))
 		if err != nil {
-			return err
-		}
-		obs.StageChanged(dualwrite.StageEvent{To: stage})
-		wrap := func(st kv.Store, system, role string) (kv.Store, error) {
-			return otelkv.New(st, otelkv.Config{System: system, Role: role, Redactor: c.Redactor, Stage: obs.Stage},
-				otelkv.WithTracerProvider(cfg.Tracer), otelkv.WithMeterProvider(cfg.Meter))
-		}
-		var errs [3]error
-		c.Primary, errs[0] = wrap(s.Sides.Primary, cmp.Or(s.Sides.PrimarySystem, otelkv.SystemCloudflareKV), otelkv.RolePrimary)
-		c.Shadow, errs[1] = wrap(s.Sides.Shadow, cmp.Or(s.Sides.ShadowSystem, otelkv.SystemMongoDB), otelkv.RoleShadow)
-		if err := errors.Join(errs[:2]...); err != nil {
-			return err
-		}
-		nlog := a.log.With(slog.String("kv_namespace", s.ID))
-		opts := append([]dualwrite.Option{dualwrite.WithObserver(obs), dualwrite.WithLogger(nlog)}, cfg.Options...)
-		if s.Dual, err = dualwrite.New(c, opts...); err != nil {
 			return fmt.Errorf("namespace %s: %w", s.ID, err)
 		}
+		s.Dual, s.Front = st.Dual, st.KV
 		a.Stores.Add(s.ID, s.Dual)
-		if s.Front, errs[2] = wrap(s.Dual, otelkv.SystemComposite, otelkv.RoleComposite); errs[2] != nil {
-			return errs[2]
-		}
 		if a.first == nil {
-			a.first = obs
+			a.first = st.Observer
 		}
 	}
 	return nil
@@ -434,7 +420,8 @@ func (a *Assembly) Follow(ctx context.Context) error {
 
 // Drain marks the instance draining on the board, then closes every store,
 // draining its lanes until ctx ends (what is left stays dirty, in the
-// journal), and stops the gauges.
+// journal), or within closeWait when the board (in MongoDB) did not
+// answer lately, and stops the gauges.
 func (a *Assembly) Drain(ctx context.Context) error {
 	if a.drained {
 		return nil
@@ -442,6 +429,9 @@ func (a *Assembly) Drain(ctx context.Context) error {
 	a.drained = true
 	if a.Follower != nil {
 		a.Follower.SetDraining()
+		var cancel context.CancelFunc
+		ctx, cancel = a.bounded(ctx)
+		defer cancel()
 	}
 	var errs []error
 	for _, s := range a.Namespaces {
@@ -457,14 +447,20 @@ func (a *Assembly) Drain(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// bounded is ctx, within closeWait when the board did not answer lately.
+func (a *Assembly) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if st := a.Follower.Status(); st.Detached || st.BoardErr != "" {
+		return context.WithTimeout(ctx, closeWait)
+	}
+	return ctx, func() {}
+}
+
 // Leave writes the instance's last heartbeat, after Drain, within
 // closeWait when the board did not answer lately.
 func (a *Assembly) Leave(ctx context.Context) error {
-	if st := a.Follower.Status(); st.Detached || st.BoardErr != "" {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, closeWait)
-		defer cancel()
-	}
+	a.Follower.Close()
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	return a.Follower.Leave(ctx, a.Stores.Left())
 }
 

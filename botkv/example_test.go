@@ -54,18 +54,19 @@ func (p prefixed) List(ctx context.Context, prefix string) ([]string, error) {
 }
 
 // What the bot adds to adopt kvshadow: its store from the environment
-// kvshadow-proxy reads (see the package's table), and the close its
-// shutdown calls. (Begin of the bot's side.)
-func NewKVShadowStore(ctx context.Context) (KVStore, func(context.Context) error, error) {
-	store, err := botkv.Open(ctx, botkv.Config{})
+// kvshadow-proxy reads (see the package's table; cfg.Getenv gives a test
+// its own), and the store itself, for its Close at shutdown and a test's
+// WaitSettled. (Begin of the bot's side.)
+func NewKVShadowStore(ctx context.Context, cfg botkv.Config) (KVStore, *botkv.Store, error) {
+	store, err := botkv.Open(ctx, cfg)
 	if err != nil {
-		return nil, nil, err // names the variable that is missing or wrong
+		return nil, nil, err // names each variable that is missing or wrong
 	}
 	kvs, err := store.Adapter(ErrNotFound)
 	if err != nil {
 		return nil, nil, errors.Join(err, store.Close(ctx))
 	}
-	return kvs, store.Close, nil
+	return kvs, store, nil
 }
 
 // (End of the bot's side.)

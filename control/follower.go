@@ -122,6 +122,10 @@ type Follower struct {
 	// Close rather than after BoardTimeout (heartbeats: see beat).
 	life     context.Context
 	stopLife context.CancelFunc
+	// beats is the context of the loop's heartbeats: Close ends it only
+	// when the Board did not answer lately (see Close).
+	beats     context.Context
+	stopBeats context.CancelFunc
 }
 
 // Option sets a piece of plumbing.
@@ -163,6 +167,7 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 	}
 	f := &Follower{cfg: cfg, beatNow: make(chan struct{}, 1), done: make(chan struct{})}
 	f.life, f.stopLife = context.WithCancel(context.Background())
+	f.beats, f.stopBeats = context.WithCancel(context.Background())
 	for _, o := range opts {
 		if o != nil {
 			o(f)
@@ -302,9 +307,15 @@ func (f *Follower) logJoin(doc Document, seeded bool) {
 
 // Close stops following and waits for the goroutine Start began: a poll
 // in flight ends at once, a heartbeat in flight is let finish, within
-// BoardTimeout, so that no heartbeat lands after Leave's. It writes
-// nothing: call Leave after the stores are closed.
+// BoardTimeout, so that no heartbeat lands after Leave's, unless the Board
+// did not answer the last call (Status.BoardErr): a heartbeat to a Board
+// that does not answer ends at once too, so that Close is short when
+// MongoDB is down. It writes nothing: call Leave after the stores are
+// closed.
 func (f *Follower) Close() {
+	if f.Status().BoardErr != "" {
+		f.stopBeats()
+	}
 	f.stopLife()
 	if f.started.Load() {
 		<-f.done
@@ -343,11 +354,14 @@ func (f *Follower) loop() {
 			poll = f.clock.NewTimer(f.cfg.PollInterval)
 		case <-beat.C():
 			began := f.clock.Now()
-			f.beat(context.WithoutCancel(f.life))
+			f.beat(f.beats)
 			// On cadence: the beat's own time comes out of the interval.
 			beat = f.clock.NewTimer(max(f.cfg.HeartbeatInterval-f.clock.Now().Sub(began), 0))
 		case <-f.beatNow:
-			f.beat(context.WithoutCancel(f.life))
+			f.beat(f.beats)
+		}
+		if f.life.Err() != nil { // Close came during the beat: no other
+			return
 		}
 	}
 }

@@ -8,16 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/service/admin"
 )
-
-// probeTimeout bounds one probe: past MongoDB's server selection timeout
-// (5 s), so that a server that cannot be reached is said to be unreachable,
-// and why, rather than slow.
-const probeTimeout = 8 * time.Second
 
 // readiness gathers the reasons the instance should get no traffic: it is
 // draining, an authoritative store does not answer, it lags behind the
@@ -42,46 +38,20 @@ type storeKey struct {
 	role      dualwrite.Role
 }
 
-// probe reads probeKey from each namespace's two stores at once, directly
-// (not through the dual-write store, which would copy or compare).
+// probe reads each namespace's two stores at once, directly (not through
+// the dual-write store, which would copy or compare).
 func (r *readiness) probe(ctx context.Context) {
-	type answer struct {
-		key           storeKey
-		authoritative bool
-		why           string
-	}
-	var wg sync.WaitGroup
-	answers := make(chan answer, 2*len(r.fleet.ns))
-	for _, s := range r.fleet.ns {
-		authority := dualwrite.RolePrimary
-		if s.Dual.Stage().ShadowAuthoritative() {
-			authority = dualwrite.RoleShadow
-		}
-		for _, role := range []dualwrite.Role{dualwrite.RolePrimary, dualwrite.RoleShadow} {
-			wg.Go(func() {
-				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-				defer cancel()
-				a := answer{key: storeKey{s.ID, role}, authoritative: role == authority}
-				if err := s.Read(pctx, role); err != nil {
-					a.why = s.Describe(role, err)
-				}
-				answers <- a
-			})
-		}
-	}
-	wg.Wait()
-	close(answers)
 	down, shade, up := map[string]string{}, map[string]string{}, map[storeKey]bool{}
-	for a := range answers {
-		up[a.key] = a.why == ""
+	for _, a := range assembly.Probe(ctx, r.fleet.ns, false) {
+		k, id := storeKey{a.Served.ID, a.Role}, a.Served.ID+"/"+a.Role.String()
+		up[k] = a.Err == nil
 		switch {
-		case a.why == "":
-		case a.authoritative:
-			down[a.key.namespace+"/"+a.key.role.String()] = fmt.Sprintf("the authoritative store (%s) of namespace %s does not answer: %s",
-				a.key.role, a.key.namespace, a.why)
+		case a.Err == nil:
+		case (a.Role == dualwrite.RoleShadow) == a.Served.Dual.Stage().ShadowAuthoritative():
+			down[id] = fmt.Sprintf("the authoritative store (%s) of namespace %s does not answer: %s", a.Role, a.Served.ID, a.Where)
 		default:
-			shade[a.key.namespace+"/"+a.key.role.String()] = fmt.Sprintf("the store copied to (%s) of namespace %s does not answer: %s; "+
-				"its copies are skipped and their keys kept dirty, to be repaired once it answers", a.key.role, a.key.namespace, a.why)
+			shade[id] = fmt.Sprintf("the store copied to (%s) of namespace %s does not answer: %s; "+
+				"its copies are skipped and their keys kept dirty, to be repaired once it answers", a.Role, a.Served.ID, a.Where)
 		}
 	}
 	r.mu.Lock()

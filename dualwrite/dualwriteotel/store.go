@@ -20,6 +20,10 @@ type Config struct {
 	// PrimarySystem and ShadowSystem are the db.system.name of the stores;
 	// "" means otelkv.SystemCloudflareKV and otelkv.SystemMongoDB.
 	PrimarySystem, ShadowSystem string
+	// Unwatched leaves the gauges to the caller (Observer.Watch), who
+	// watches one source that sums several stores, so that several never
+	// observe one series twice.
+	Unwatched bool
 }
 
 // Store is an instrumented dual-write store.
@@ -83,6 +87,9 @@ func NewStore(cfg dualwrite.Config, tcfg Config, opts ...Option) (*Store, error)
 	front, err := wrap(dual, otelkv.SystemComposite, "", otelkv.RoleComposite)
 	if err == nil {
 		var reg metric.Registration
+		if tcfg.Unwatched {
+			return &Store{KV: front, Dual: dual, Observer: obs}, nil
+		}
 		if reg, err = obs.Watch(dual); err == nil {
 			return &Store{KV: front, Dual: dual, Observer: obs, reg: reg}, nil
 		}
@@ -94,5 +101,8 @@ func NewStore(cfg dualwrite.Config, tcfg Config, opts ...Option) (*Store, error)
 // dualwrite.Store.Close) and stops the gauges.
 func (s *Store) Close(ctx context.Context) error {
 	err := s.Dual.Close(ctx)
+	if s.reg == nil {
+		return err
+	}
 	return errors.Join(err, s.reg.Unregister())
 }
