@@ -113,7 +113,7 @@ func OpenBackends(s Settings) (*Backends, error) {
 		database := cmp.Or(ns.Database, mongokv.DefaultDatabase)
 		shadow, err := sh.client.Store(mongokv.Config{Database: database, Clock: s.Clock})
 		if err != nil {
-			return nil, errors.Join(&DatabaseError{Name: database, Err: err}, b.Close(context.Background()))
+			return nil, errors.Join(fmt.Errorf("the database %q: %w", database, err), b.Close(context.Background()))
 		}
 		used = append(used, database)
 		b.Pairing.Namespaces = append(b.Pairing.Namespaces, control.Namespace{ID: ns.ID, Database: database})
@@ -132,15 +132,6 @@ func OpenBackends(s Settings) (*Backends, error) {
 	b.Note = "shadow: MongoDB database " + strings.Join(dbs, ", ") + "; stage control documents in " + db.Name()
 	return b, nil
 }
-
-// DatabaseError is a shadow database that mongokv refuses (its name).
-type DatabaseError struct {
-	Name string
-	Err  error
-}
-
-func (e *DatabaseError) Error() string { return fmt.Sprintf("the database %q: %v", e.Name, e.Err) }
-func (e *DatabaseError) Unwrap() error { return e.Err }
 
 // shared is the process's MongoDB clients for one URI: mongokv's, which
 // connects lazily and shares one connect among concurrent first callers,
@@ -171,7 +162,7 @@ func share(uri string, log *slog.Logger) (*shared, error) {
 	sh := &shared{uri: uri, refs: 1}
 	c, err := mongokv.NewClient(mongokv.ClientConfig{URI: uri, Logger: log, Options: sh.pool.Watch(nil)})
 	if err != nil {
-		return nil, &URIError{Err: err}
+		return nil, err
 	}
 	opts := options.Client().ApplyURI(uri).SetPoolMonitor(sh.pool.Monitor())
 	if opts.ServerSelectionTimeout == nil { // the URI's, else mongokv's
@@ -180,7 +171,7 @@ func share(uri string, log *slog.Logger) (*shared, error) {
 	bc, err := mongo.Connect(opts)
 	if err != nil {
 		_ = c.Close(context.Background())
-		return nil, &URIError{Err: errors.New("the driver refuses the URI")}
+		return nil, errors.New("mongokv: the driver refuses the URI")
 	}
 	sh.client, sh.board = c, bc
 	clients[uri] = sh
@@ -204,10 +195,3 @@ func (sh *shared) release(ctx context.Context) error {
 	defer cancel()
 	return errors.Join(sh.board.Disconnect(ctx), sh.client.Close(ctx))
 }
-
-// URIError is a MongoDB URI that the client refuses, in words that never
-// quote it.
-type URIError struct{ Err error }
-
-func (e *URIError) Error() string { return e.Err.Error() }
-func (e *URIError) Unwrap() error { return e.Err }

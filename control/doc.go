@@ -98,12 +98,12 @@
 // Document at start, it may run LastStage only where ServesDetached says
 // so (Workers KV authoritative), and starts its Follower with
 // StartDetached, which joins once the Board answers; the Target then
-// walks to the Document's stage one step at a time (Walk). A Board with
+// walks to the Document's stage one step at a time (Stores.Apply). A Board with
 // no Document yet gets the stage the instance has been serving, as
 // generation 1, rather than Config.Initial. The caller says, once, why it
 // starts detached; the Follower logs no Board failure while detached
 // (Status.BoardErr keeps it) and one info line when it joins.
-// kvshadow-proxy and botkv both decide so, by these functions.
+// Package assembly decides so for kvshadow-proxy and botkv alike.
 //
 // What the Board does not give, the package does not claim: two instances
 // may run different stages for up to one poll interval, during which both

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -63,22 +62,3 @@ func KeepStage(dir string, s dualwrite.Stage) error {
 // authority comes from the document alone, and nothing unverified becomes
 // authoritative.
 func ServesDetached(s dualwrite.Stage) bool { return s < dualwrite.Live }
-
-// Walk moves d to stage one step at a time, each step under the store's
-// own checks, as the Document itself went: what an instance that started
-// without the Board (StartDetached) and finds the Document moved on does.
-func Walk(ctx context.Context, d *dualwrite.Store, stage dualwrite.Stage) error {
-	if !stage.Valid() {
-		return d.SetStage(ctx, stage) // refused, with the store's own words
-	}
-	for from := d.Stage(); from != stage; from = d.Stage() {
-		next := from + 1
-		if stage < from {
-			next = from - 1
-		}
-		if err := d.SetStage(ctx, next); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -67,14 +67,16 @@ func (s *Stores) Add(id string, d *dualwrite.Store) {
 	s.ids, s.dual = append(s.ids, id), append(s.dual, d)
 }
 
-// Apply implements Target: every store, each tried even when another
-// refused, so that a retry has less left to do, each walking to stage one
-// step at a time (Walk). Once every store runs stage, it is kept in the
-// directory.
+// Apply implements Target: every store walks to stage one step at a time,
+// each step under the store's own checks, as the Document went (a store
+// started detached may find it moved on), each tried even when another
+// refused, so that a retry has less left to do. Once every store runs
+// stage, it is kept in the directory.
 func (s *Stores) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	var errs []error
 	for i, d := range s.dual {
-		if err := Walk(ctx, d, stage); err != nil {
+		err := walk(ctx, d, stage)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", s.ids[i], err))
 		}
 	}
@@ -83,6 +85,22 @@ func (s *Stores) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	}
 	if err := KeepStage(s.dir, stage); err != nil {
 		s.log.Warn("control: cannot keep the stage in the journal directory; a start without MongoDB will not know it", slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+func walk(ctx context.Context, d *dualwrite.Store, stage dualwrite.Stage) error {
+	if !stage.Valid() {
+		return d.SetStage(ctx, stage) // refused, with the store's own words
+	}
+	for from := d.Stage(); from != stage; from = d.Stage() {
+		next := from + 1
+		if stage < from {
+			next = from - 1
+		}
+		if err := d.SetStage(ctx, next); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -115,8 +133,7 @@ func (s *Stores) Report(ctx context.Context) Heartbeat {
 	for i, d := range s.dual {
 		h.Drained = d.Flush(ctx) == nil && h.Drained
 		st, f := d.Stats(), d.Fence()
-		h.Dirty, h.Unsettled = h.Dirty+st.Dirty, h.Unsettled+st.Unsettled
-		h.ReconciliationNeeded = h.ReconciliationNeeded || st.ReconciliationNeeded
+		count(&h, st)
 		if st.StageKey.Holds() && st.Stage == dualwrite.Handover && h.StageKey == "" {
 			h.StageKey = st.StageKey.Found
 		}
@@ -129,13 +146,16 @@ func (s *Stores) Report(ctx context.Context) Heartbeat {
 	return h
 }
 
+func count(h *Heartbeat, st dualwrite.Stats) {
+	h.Dirty, h.Unsettled = h.Dirty+st.Dirty, h.Unsettled+st.Unsettled
+	h.ReconciliationNeeded = h.ReconciliationNeeded || st.ReconciliationNeeded
+}
+
 // Left is the counts of Leave's heartbeat, after the stores closed.
 func (s *Stores) Left() Heartbeat {
 	var h Heartbeat
 	for _, d := range s.dual {
-		st := d.Stats()
-		h.Dirty, h.Unsettled = h.Dirty+st.Dirty, h.Unsettled+st.Unsettled
-		h.ReconciliationNeeded = h.ReconciliationNeeded || st.ReconciliationNeeded
+		count(&h, d.Stats())
 	}
 	return h
 }
