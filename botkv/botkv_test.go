@@ -97,8 +97,9 @@ func TestOpenNamesTheWrongVariable(t *testing.T) {
 
 // Several wrong variables are named in one error.
 func TestOpenNamesEveryWrongVariable(t *testing.T) {
-	_, err := botkv.Open(t.Context(), botkv.Config{Getenv: env(map[string]string{"CLOUDFLARE_ACCOUNT_ID": "", "KVSHADOW_STAGE": "on"})})
-	if err == nil || !strings.Contains(err.Error(), "CLOUDFLARE_ACCOUNT_ID: not set") || !strings.Contains(err.Error(), `KVSHADOW_STAGE: "on"`) {
+	_, err := botkv.Open(t.Context(), botkv.Config{Getenv: env(map[string]string{"CLOUDFLARE_ACCOUNT_ID": "", "KVSHADOW_STAGE": "on", "MONGODB_DB": "bot.prod"})})
+	if err == nil || !strings.Contains(err.Error(), "CLOUDFLARE_ACCOUNT_ID: not set") || !strings.Contains(err.Error(), `KVSHADOW_STAGE: "on"`) ||
+		!strings.Contains(err.Error(), `MONGODB_DB: "bot.prod"`) {
 		t.Fatalf("Open: %v", err)
 	}
 }
