@@ -229,20 +229,14 @@ func (s *Store) UnsettledKeys() []string {
 	return keys
 }
 
-// AcknowledgeReconciliation clears the flag that the settle set overflowed,
-// once a full reconciliation (shadow-report's repair) has run.
-func (s *Store) AcknowledgeReconciliation() {
-	if _, commit := s.set.acknowledge(0, false); commit {
-		s.kickCommit()
-	}
-}
-
-// AcknowledgeReconciliationAt clears the flag only if no key overflowed the
-// settle set since Stats reported DirtyOverflow as overflow, and reports
+// AcknowledgeReconciliationAt clears the flag that the settle set
+// overflowed, once a full reconciliation (shadow-report's repair) has run,
+// only if no key overflowed the set since Stats reported DirtyOverflow as
+// overflow, and reports
 // whether it did: a reconciliation that started before a later overflow
 // does not cover the keys that overflow lost.
 func (s *Store) AcknowledgeReconciliationAt(overflow uint64) bool {
-	cleared, commit := s.set.acknowledge(overflow, true)
+	cleared, commit := s.set.acknowledge(overflow)
 	if commit {
 		s.kickCommit()
 	}

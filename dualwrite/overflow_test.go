@@ -73,7 +73,9 @@ func TestDirtyOverflow(t *testing.T) {
 	e.shadow.SetOutage(false)
 	e.repair()
 	wantErr(t, "flip before acknowledging", e.store.SetStage(e.ctx(), dualwrite.Live), dualwrite.ErrUnsynced)
-	e.store.AcknowledgeReconciliation()
+	if !e.store.AcknowledgeReconciliationAt(e.store.Stats().DirtyOverflow) {
+		t.Fatal("the flag was not cleared")
+	}
 	must(t, e.store.SetStage(e.ctx(), dualwrite.Live))
 }
 

@@ -418,13 +418,13 @@ func (d *settleSet) full() (first bool) {
 	return first
 }
 
-// acknowledge clears the reconciliation flag, when only is false or no
-// key overflowed the set since its overflow count was n; commit reports
-// that the journal has the change to learn.
-func (d *settleSet) acknowledge(n uint64, only bool) (cleared, commit bool) {
+// acknowledge clears the reconciliation flag, if no key overflowed the
+// set since its overflow count was n; commit reports that the journal has
+// the change to learn.
+func (d *settleSet) acknowledge(n uint64) (cleared, commit bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if only && d.overflow != n {
+	if d.overflow != n {
 		return false, false
 	}
 	moved := d.reconcile && d.journaled

@@ -31,7 +31,7 @@ type Stats struct {
 	// Dirty is the number of dirty keys and Unsettled of unsettled ones:
 	// the settle set holds both. DirtyOverflow counts the marks refused
 	// because the set was full. ReconciliationNeeded is raised by the
-	// first overflow, until AcknowledgeReconciliation.
+	// first overflow, until AcknowledgeReconciliationAt.
 	Dirty                int
 	Unsettled            int
 	DirtyOverflow        uint64
