@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,10 +13,14 @@ import (
 // keepDirty writes the keys still dirty at exit where shadow-report
 // --keys-file reads them, one file per namespace in dir
 // (<namespace>.keys, one key a line), and removes the file of a namespace
-// left clean. It returns where the keys went, for the log.
-func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
+// left clean. It returns where the keys went, for the log: the journal, in
+// journal, keeps them too.
+func keepDirty(dir, journal string, fl *fleet, log *slog.Logger) string {
+	if journal != "" {
+		journal = "the journal in " + journal + ", which the next start on it repairs"
+	}
 	if dir == "" {
-		return "nowhere: no --dirty-dir; run a full shadow-report"
+		return cmp.Or(journal, "nowhere: no --dirty-dir or --journal-dir; run a full shadow-report")
 	}
 	for _, s := range fl.ns {
 		path := filepath.Join(dir, s.ID+".keys")
@@ -44,6 +49,9 @@ func keepDirty(dir string, fl *fleet, log *slog.Logger) string {
 			log.Warn("kvshadow-proxy: dirty keys with line breaks cannot go in a key list; run a full shadow-report",
 				slog.String("kv_namespace", s.ID), slog.Int("keys", skipped))
 		}
+	}
+	if journal != "" {
+		return dir + " and " + journal
 	}
 	return dir
 }

@@ -225,7 +225,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 
 	at := Listening{Origin: scheme + "://" + frontLn.Addr().String(), Admin: adminScheme + "://" + adminLn.Addr().String() + "/"}
 	at.API = at.Origin + "/client/v4/"
-	printBanner(stdout, c, b, at, follower.Status())
+	printBanner(stdout, c, b, at, follower.Status(), !gate.opened())
 	if o.listening != nil {
 		o.listening(at)
 	}
@@ -252,7 +252,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	closeErr := a.Drain(dctx)
 	cancel()
 	st := fl.Stats()
-	kept := keepDirty(c.DirtyDir, fl, log)
+	journal := ""
+	if st.Journal {
+		journal = c.JournalDir
+	}
+	kept := keepDirty(c.DirtyDir, journal, fl, log)
 	if closeErr != nil || st.Dirty > 0 {
 		log.Warn("kvshadow-proxy: stopped with keys left dirty", slog.Int("dirty", st.Dirty), slog.Int("unsettled", st.Unsettled),
 			slog.Uint64("left_undone", st.LeftAtClose), slog.Bool("reconciliation_needed", st.ReconciliationNeeded), slog.String("kept_in", kept))
@@ -304,14 +308,18 @@ func shutdownTelemetry(t *telemetry.Telemetry) {
 	_ = t.Shutdown(ctx)
 }
 
-func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.Status) {
+func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.Status, gated bool) {
 	api, adminURL := at.API, at.Admin
 	ids := make([]string, len(c.Namespaces))
 	for i, ns := range c.Namespaces {
 		ids[i] = ns.ID
 	}
-	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; stage %s (generation %d); instance %s\n",
-		api, strings.Join(ids, ", "), st.Stage, st.Generation, c.Instance)
+	stage := fmt.Sprintf("stage %s (generation %d)", st.Stage, st.Generation)
+	if gated {
+		stage = "no stage until the stage document can be read (every call is answered 503 meanwhile)"
+	}
+	fmt.Fprintf(w, "kvshadow-proxy: serving the Workers KV API at %s; namespaces %s; %s; instance %s\n",
+		api, strings.Join(ids, ", "), stage, c.Instance)
 	if b.Note != "" {
 		fmt.Fprintf(w, "kvshadow-proxy: %s\n", b.Note)
 	}

@@ -265,6 +265,21 @@ func TestShutdownKeepsTheDirtyKeys(t *testing.T) {
 	if !strings.Contains(r.stderr, "stopped with keys left dirty") {
 		t.Fatalf("the log does not say keys were left dirty:\n%s", r.stderr)
 	}
+
+	// Without --dirty-dir the journal keeps them, and the log says so.
+	journal := t.TempDir()
+	r = start(t, "--journal-dir", journal)
+	r.shadows[DemoNamespace].SetOutage(true)
+	if err := r.client(t, DemoNamespace).Put(ctx, "wordle:a", []byte("v"), kv.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a dirty key", func() bool { return r.stats(t).Total.Dirty == 1 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stderr, "kept_in=\"the journal in "+journal) || strings.Contains(r.stderr, "nowhere") {
+		t.Fatalf("the log does not say the journal kept the dirty keys:\n%s", r.stderr)
+	}
 }
 
 func TestStageThroughTheAdminAPI(t *testing.T) {

@@ -34,6 +34,8 @@ type process struct {
 	exited chan error
 	mu     sync.Mutex
 	stderr bytes.Buffer
+	// serving is the banner's first line.
+	serving string
 }
 
 func (p *process) Write(b []byte) (int, error) {
@@ -65,7 +67,8 @@ func startProcess(t *testing.T, bin string, env map[string]string, args ...strin
 		t.Fatal(err)
 	}
 	go func() { p.exited <- p.cmd.Wait() }()
-	api, admin, database := banner(t, out)
+	api, admin, database, serving := banner(t, out)
+	p.serving = serving
 	if admin == "" {
 		_ = p.cmd.Process.Kill()
 		t.Fatalf("the command did not start: %v\n%s", <-p.exited, p.log())

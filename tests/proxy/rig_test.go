@@ -74,13 +74,14 @@ type instance struct {
 
 // banner reads the command's first lines for its URLs and the line that
 // names the shadow's database.
-func banner(t testing.TB, out io.Reader) (api, admin, database string) {
+func banner(t testing.TB, out io.Reader) (api, admin, database, serving string) {
 	t.Helper()
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		line := lines.Text()
 		if _, rest, ok := strings.Cut(line, "serving the Workers KV API at "); ok {
 			api, _, _ = strings.Cut(rest, ";")
+			serving = line
 		}
 		if _, rest, ok := strings.Cut(line, "shadow: MongoDB database "); ok {
 			database = rest
@@ -91,7 +92,7 @@ func banner(t testing.TB, out io.Reader) (api, admin, database string) {
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return api, admin, database
+	return api, admin, database, serving
 }
 
 // startInProcess runs service.Run with env and args on free loopback ports.

@@ -207,6 +207,9 @@ func TestStartInLiveWithMongoDBDown(t *testing.T) {
 	if log := p.log(); !strings.Contains(log, "the last stage this instance ran is live, in which MongoDB is authoritative: serving nothing (503)") {
 		t.Errorf("the start does not say why it serves nothing:\n%s", log)
 	}
+	if !strings.Contains(p.serving, "no stage until the stage document can be read") || strings.Contains(p.serving, "stage live") {
+		t.Errorf("the banner names a stage it does not serve: %s", p.serving)
+	}
 	client := p.client(t, nil)
 	err := client.Put(context.Background(), "wordle:live", []byte("v"), kv.PutOptions{})
 	if !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "does not know the migration stage") {
