@@ -13,7 +13,7 @@ import (
 type unsyncedError struct{ reasons []string }
 
 func (e *unsyncedError) Error() string {
-	return "control: the flip waits until every instance is drained and clean: " + strings.Join(e.reasons, "; ")
+	return "control: the flip waits for " + strings.Join(e.reasons, "; ")
 }
 
 func (e *unsyncedError) Is(target error) bool {
@@ -68,7 +68,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			hold.Remaining = max(hold.Remaining, h.FenceRemaining)
 		}
 		if h.IngestUnverified > 0 {
-			why = append(why, fmt.Sprintf("%d keys last written by a binding copy not verified yet", h.IngestUnverified))
+			why = append(why, fmt.Sprintf("%d keys last written by a binding copy or reloaded from the journal, not verified yet", h.IngestUnverified))
 			hold.Remaining = max(hold.Remaining, left)
 		}
 		if !live && !h.Stopped {

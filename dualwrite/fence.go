@@ -80,7 +80,11 @@ func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 		f.Remaining = wait
 	}
 	if n > 0 {
-		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d keys last written by a binding copy are not verified against the primary yet", n))
+		what := "last written by a binding copy or reloaded from the journal"
+		if f.LastBindingCopy.IsZero() { // no copy came: a tee's, if any, before the restart
+			what = "reloaded from the journal (their last writer unknown)"
+		}
+		f.HeldBy = append(f.HeldBy, fmt.Sprintf("%d keys %s are not verified against the primary yet", n, what))
 		wait := latest.Add(s.cfg.window).Sub(now)
 		if wait <= 0 {
 			wait = s.untilPass(now)

@@ -37,7 +37,7 @@ func TestACopyJustBeforeTheFlipIsVerifiedFirst(t *testing.T) {
 	})
 	var refused map[string]any
 	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &refused); code != http.StatusConflict ||
-		!strings.Contains(fmt.Sprint(refused["error"]), "1 keys last written by a binding copy not verified yet") {
+		!strings.Contains(fmt.Sprint(refused["error"]), "1 keys last written by a binding copy or reloaded from the journal, not verified yet") {
 		t.Fatalf("PUT live with an unverified copy: %d %v", code, refused)
 	}
 	if s := r.stats(t).Total.Fence; s.Clear || s.IngestUnverified != 1 || s.RemainingSeconds <= 0 {

@@ -476,7 +476,7 @@ func TestTeeIngestFeedsTheShadow(t *testing.T) {
 	// MongoDB may become authoritative.
 	var refused map[string]any
 	if code := r.call(t, "PUT", "/stage", `{"stage":"live"}`, &refused); code != http.StatusConflict ||
-		!strings.Contains(fmt.Sprint(refused["error"]), "keys last written by a binding copy not verified yet") {
+		!strings.Contains(fmt.Sprint(refused["error"]), "keys last written by a binding copy or reloaded from the journal, not verified yet") {
 		t.Fatalf("PUT live with unverified copies: %d %v", code, refused)
 	}
 	var stage admin.StageView

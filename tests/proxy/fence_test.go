@@ -51,7 +51,7 @@ func TestTheFenceHoldsTheFlipOnEveryInstance(t *testing.T) {
 	}
 	b.ingest(t, "wordle:tee", "v", time.Now())
 
-	held := `instance "b" (alive): 1 keys last written by a binding copy not verified yet`
+	held := `instance "b" (alive): 1 keys last written by a binding copy or reloaded from the journal, not verified yet`
 	eventually(t, "b's heartbeat to carry its fence", func() bool {
 		f := a.stage(t).Flip
 		return f != nil && !f.Clear && strings.Contains(strings.Join(f.HeldBy, "; "), held)
