@@ -57,30 +57,6 @@ func NewFleet(board Board) *Fleet {
 // dualwrite.Config of its store.
 func (f *Fleet) Namespace(id string) dualwrite.Fleet { return &fleetView{f: f, ns: id} }
 
-var _ dualwrite.Fleet = (*Fleet)(nil)
-
-// Watermark implements dualwrite.Fleet over every namespace at once: the
-// oldest of their watermarks, for a store that serves them all.
-func (f *Fleet) Watermark(context.Context) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.known {
-		return time.Time{}
-	}
-	w := f.read
-	for _, m := range f.marks {
-		if m.Before(w) {
-			w = m
-		}
-	}
-	return w
-}
-
-// Claim implements dualwrite.Fleet.
-func (f *Fleet) Claim(ctx context.Context, id [32]byte, hold time.Duration) (bool, error) {
-	return (&fleetView{f: f}).Claim(ctx, id, hold)
-}
-
 // observe takes the heartbeats read at now (ok false: the Board could not
 // be read).
 func (f *Fleet) observe(self string, clock func() time.Time, beats []Heartbeat, now time.Time, liveFor time.Duration, ok bool) {
