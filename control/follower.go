@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -271,13 +272,9 @@ func (f *Follower) join(ctx context.Context, read Document) error {
 }
 
 // logClaim says that this instance recorded its pairing in a Document
-// that named none, or another.
+// that named none, or another (a seed is said by logJoin, or not at all).
 func (f *Follower) logClaim(doc, next Document) {
-	was := "none (it was written before pairings were recorded)"
-	if !doc.Pairing.zero() {
-		was = doc.Pairing.String()
-	}
-	if doc.Generation > 0 {
+	if was := cmp.Or(doc.Pairing.String(), "none (it was written before pairings were recorded)"); doc.Generation > 0 {
 		f.log.Info("control: recorded this instance's pairing in the stage document, which named "+was,
 			slog.Uint64("generation", next.Generation), slog.String("pairing", next.Pairing.String()))
 	}

@@ -31,7 +31,11 @@ func (p Pairing) covers(q Pairing) bool {
 	return p.Account == q.Account && !slices.ContainsFunc(q.Namespaces, func(n Namespace) bool { return !slices.Contains(p.Namespaces, n) })
 }
 
+// String names p in words, "" for the zero Pairing.
 func (p Pairing) String() string {
+	if p.zero() {
+		return ""
+	}
 	s := "Workers KV account " + p.Account
 	for _, n := range p.Namespaces {
 		s += ", namespace " + n.ID + " (MongoDB database " + n.Database + ")"
@@ -47,14 +51,8 @@ type Sides struct {
 }
 
 // Read loads the Document for an instance of cfg (Board, Pairing, Initial,
-// NewPairing, Stores) before it builds its stores, and refuses (ErrConfig)
-// a Document that governs another pairing (naming both) and a first start
-// past shadow on a Board with no Document, unless NewPairing, and, even
-// then, a start in live, rampdown or complete where a namespace's shadow
-// holds no key while its primary does. One wrong setting (a mistyped
-// database, a new namespace) would otherwise make an empty store the truth,
-// whose repairs delete the bot's keys. A Document with no pairing yet
-// (written before pairings were recorded) passes; the Follower records it.
+// NewPairing, Stores) before it builds its stores, and refuses a start as
+// "The pairing" in the package doc says (ErrConfig, in one line).
 func Read(ctx context.Context, cfg Config) (Document, error) {
 	doc, err := cfg.Board.Load(ctx)
 	if err == nil {

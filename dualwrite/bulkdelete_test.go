@@ -47,8 +47,8 @@ func TestRepairsNeverDeleteInBulk(t *testing.T) {
 			e.clk.Advance(time.Minute)
 			e.store.RepairDirty()
 			e.flush()
-			if e.smem.Len() != n || e.store.DeletesHeld() != n {
-				t.Fatalf("a later pass: the shadow holds %d keys, %d held; want the hold kept", e.smem.Len(), e.store.DeletesHeld())
+			if e.smem.Len() != n || e.store.Stats().DeletesHeld != n {
+				t.Fatalf("a later pass: the shadow holds %d keys, %d held; want the hold kept", e.smem.Len(), e.store.Stats().DeletesHeld)
 			}
 			if got := e.store.AllowDeletes(); got != n {
 				t.Fatalf("AllowDeletes allowed %d, want %d", got, n)

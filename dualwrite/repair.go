@@ -311,95 +311,82 @@ func (s *Store) readOne(ctx context.Context, r Role, key string) (cur []kv.Entry
 }
 
 // MaxRepairDeletes is how many keys a Store's repairs delete from the other
-// store on their own, between two AllowDeletes (see "Repairs never delete in
-// bulk" in the package doc).
+// store on their own (see "Repairs never delete in bulk" in the package doc).
 const MaxRepairDeletes = 100
 
-// deleteGate keeps repairs from deleting in bulk on their own. A pass of
-// no more dirty keys than the deletes left (and none asked or held before
-// it) deletes at once; the repairs of any other pass ask, and after the
-// last of them has run, the deletes asked are allowed if they fit in what
-// is left, else held until AllowDeletes.
+// deleteGate keeps repairs from deleting in bulk on their own: a pass of no
+// more dirty keys than the deletes left, with none asked before, deletes at
+// once (free); any other pass's repairs ask, and once the last has run the
+// deletes asked are allowed if they fit in what is left, else held.
 type deleteGate struct {
 	mu      sync.Mutex
-	used    int             // deletes made or allowed since AllowDeletes
+	used    int             // deletes made or allowed since the start or AllowDeletes
 	running int             // the asking passes' repairs not finished
 	asked   map[string]bool // keys whose repair would delete: undecided, or held
 	allowed map[string]bool
 	held    bool
 }
 
-// pass says whether a pass of n repairs may delete without asking; if not,
-// its n repairs are counted until they finish.
-func (g *deleteGate) pass(n int) bool {
+// pass says whether a pass of n repairs is free; if not, they are counted
+// until they finish.
+func (g *deleteGate) pass(n int) (free bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	free := !g.held && g.running == 0 && len(g.asked) == 0 && g.used+n <= MaxRepairDeletes
-	if !free {
+	if free = !g.held && g.running == 0 && len(g.asked) == 0 && g.used+n <= MaxRepairDeletes; !free {
 		g.running += n
 	}
 	return free
 }
 
-// may reports whether a repair (of a free pass or not) deletes key now;
-// otherwise the delete is asked.
+// may reports whether a repair deletes key now; otherwise the delete is asked.
 func (g *deleteGate) may(key string, free bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.allowed[key] {
+	switch {
+	case g.allowed[key]:
 		delete(g.allowed, key)
-		return true
-	}
-	if free && !g.held && g.used < MaxRepairDeletes {
+	case free && !g.held && g.used < MaxRepairDeletes:
 		g.used++
-		return true
+	default:
+		if g.asked == nil {
+			g.asked, g.allowed = map[string]bool{}, map[string]bool{}
+		}
+		g.asked[key] = true
+		return false
 	}
-	if g.asked == nil {
-		g.asked, g.allowed = map[string]bool{}, map[string]bool{}
-	}
-	g.asked[key] = true
-	return false
+	return true
 }
 
 // finish counts n repairs of asking passes done; after the last, the
-// deletes asked are decided. It returns how many it allowed, or held.
+// deletes asked are allowed, or held (the count returned).
 func (g *deleteGate) finish(n int) (allowed, held int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.running -= n
-	if g.running > 0 || g.held || len(g.asked) == 0 {
+	if g.running -= n; g.running > 0 || g.held || len(g.asked) == 0 {
 		return 0, 0
 	}
-	if g.used+len(g.asked) > MaxRepairDeletes {
-		g.held = true
+	if g.held = g.used+len(g.asked) > MaxRepairDeletes; g.held {
 		return 0, len(g.asked)
 	}
-	return g.allow(false), 0
+	g.used += len(g.asked)
+	return g.allow(), 0
 }
 
-// allow moves the keys asked to the allowed, counted unless fresh (an
-// operator's allowance, which starts the count again); the lock is held.
-func (g *deleteGate) allow(fresh bool) int {
+// allow moves the keys asked to the allowed; the lock is held.
+func (g *deleteGate) allow() int {
 	n := len(g.asked)
 	for k := range g.asked {
 		g.allowed[k] = true
 	}
 	clear(g.asked)
-	g.held, g.used = false, g.used+n
-	if fresh {
-		g.used = 0
-	}
 	return n
 }
 
 // forget drops key, whose repair is no delete now; a hold whose every key
-// was settled otherwise (a reconciliation, the bot's own writes) ends.
+// was settled otherwise (a reconciliation, the bot's writes) ends.
 func (g *deleteGate) forget(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.asked)+len(g.allowed) == 0 {
-		return
-	}
 	delete(g.asked, key)
 	delete(g.allowed, key)
 	if g.held && len(g.asked) == 0 {
@@ -416,8 +403,8 @@ func (g *deleteGate) heldKeys() int {
 	return len(g.asked)
 }
 
-// finishRepairs counts n repairs of asking passes done, and says or acts on
-// what the gate decided: allowed deletes are repaired at once.
+// finishRepairs counts n repairs of asking passes done, and acts on what
+// the gate decided: allowed deletes are repaired now, a hold is said.
 func (s *Store) finishRepairs(n int) {
 	switch allowed, held := s.dels.finish(n); {
 	case allowed > 0:
@@ -430,17 +417,14 @@ func (s *Store) finishRepairs(n int) {
 	}
 }
 
-// AllowDeletes allows the deletes held (see "Repairs never delete in bulk"
-// in the package doc), and MaxRepairDeletes more after them, and queues
-// their repairs now. It returns how many it allowed.
+// AllowDeletes allows the deletes held (Stats.DeletesHeld), and
+// MaxRepairDeletes more after them, and queues their repairs now; it
+// returns how many it allowed.
 func (s *Store) AllowDeletes() int {
 	s.dels.mu.Lock()
-	n := s.dels.allow(true)
+	n := s.dels.allow()
+	s.dels.held, s.dels.used = false, 0
 	s.dels.mu.Unlock()
 	s.RepairDirty()
 	return n
 }
-
-// DeletesHeld counts the keys whose repair, a delete, is held until an
-// operator allows it.
-func (s *Store) DeletesHeld() int { return s.dels.heldKeys() }

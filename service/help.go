@@ -75,15 +75,11 @@ WHERE
 STAGE AND INSTANCES
   --stage NAME             off, dualwrite, shadow, handover, live, rampdown, complete: written
                            only when there is no stage document yet (default off);
-                           afterwards change it with PUT /stage on the admin API. A first
-                           start past shadow (handover on) is refused, as is a start in live,
-                           rampdown or complete with MongoDB empty and Workers KV not, and
-                           one whose stage document governs another pairing (account,
-                           namespaces, databases): each is a new or mistyped database or
-                           namespace, where an empty store would become the truth
-  --new-pairing            I mean it: write this pairing (and --stage, on a board with no
-                           stage document) to the control board past the first and third
-                           of those refusals
+                           afterwards change it with PUT /stage on the admin API. Refused
+                           (a new or mistyped database or namespace): a stage document of
+                           another pairing (account, namespaces, databases), a first start
+                           past shadow, a start from live on with MongoDB empty, Workers KV not
+  --new-pairing            I mean it: record this pairing (and seed --stage) past the first two
   --instance NAME          this instance on the control board (default host:admin-port)
   --poll-interval D        how often the stage document is read (default 2s)
   --heartbeat-interval D   how often the heartbeat is written (default 5s)
