@@ -258,9 +258,9 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	outs := make([]markOutcome, len(writes))
 	var tally ingestTally
 	for i, w := range writes {
-		at, refused := s.trustAcked(w.At, now)
+		at, refused := now, s.credible(st, now)
 		if refused == "" {
-			refused = s.credible(st, now)
+			at, refused = s.trustAcked(w.At, now)
 		}
 		switch {
 		case s.excludes(w.Key):
@@ -269,7 +269,9 @@ func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 			s.ctr.refused[refusalIndex[refused]].Add(1)
 			tally.refused[refusalIndex[refused]]++
 			tally.notable = true
-			outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)
+			if refused != RefusedAfterFence { // the full comparison covers those
+				outs[i] = s.markIngested(w.Key, time.Time{}, now, 0)
+			}
 		case st.authority() == RolePrimary:
 			s.lastCopy.Store(now.UnixNano())
 			outs[i] = s.ingest(ctx, w, at, now)

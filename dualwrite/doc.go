@@ -420,10 +420,14 @@
 // one that arrives more than FenceInterval after MongoDB became
 // authoritative (the Store's own flip, or Config.AuthoritativeSince) is
 // refused (RefusedAckedAfterFlip), whatever time it claims. A refused copy
-// is counted and its key verified, which costs the flip one verification
-// pass; a batch with copies refused or late copies not applied is logged
-// once, with counts, never once a copy. What a client can still do with
-// copies is what the clients' token lets it do anyway: write keys.
+// is counted. In Handover it holds nothing; in Live its key is verified,
+// so that Workers KV is brought level before a way back, which holds the
+// way back until one verification pass after the last such copy. Within
+// the interval a forged copy is taken as a real one: what it wrote to
+// MongoDB is verified against Workers KV and repaired before the flip,
+// which the full comparison holds until two windows after the interval
+// anyway. A batch with copies refused or late copies not applied is logged
+// once, with counts, never once a copy.
 //
 // Late copies. A copy that arrives from Live on, within that interval (a
 // batch delayed past the fence, an isolate's copies kept for its next
@@ -447,7 +451,7 @@
 // What each piece covers, and the test that shows it: the arrival bounds,
 // forged and back-dated copies (TestABackDatedCopyAfterTheFlipIsRefused,
 // here and in tests/proxy as a process;
-// TestAForgedCopyInHandoverHoldsTheFlipOnePass); Workers KV's evidence, a
+// TestAForgedCopyInHandoverDoesNotHoldTheFlip); Workers KV's evidence, a
 // copy delayed past the fence that MongoDB lacks (TestLateCopies,
 // TestLateCopyThatWorkersKVStillHolds), kept for an instance cut off from
 // MongoDB less than LiveFor before the flip (its last heartbeat said clean,

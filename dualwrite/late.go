@@ -12,8 +12,9 @@ import (
 )
 
 // IngestRefusal says why an ingested copy was not trusted. A refused copy
-// is not applied; its key is recorded in the settle set, so that
-// verification brings the other store level from the authoritative one.
+// is not applied; its key is recorded in the settle set (RefusedAfterFence
+// aside), so that verification brings the other store level from the
+// authoritative one.
 type IngestRefusal string
 
 // The refusals, as Stats.IngestRefused counts them.
@@ -32,8 +33,9 @@ const (
 	RefusedAckedAfterFlip IngestRefusal = "acked_after_flip"
 	// RefusedAfterFence: a copy that arrived in Handover more than a fence
 	// interval after the Store entered it, when no isolate writes its
-	// binding any more: the full comparison covers its write, and a
-	// forgery must not reach MongoDB.
+	// binding any more: the full comparison covers its write (its key is
+	// not recorded either, so that it holds no flip), and a forgery must
+	// not reach MongoDB.
 	RefusedAfterFence IngestRefusal = "after_fence"
 )
 
