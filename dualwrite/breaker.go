@@ -124,19 +124,13 @@ func (b *breaker) isOpen(now time.Time) bool {
 // breaker. ran is false when the breaker refused: err is then the refusal
 // and op did not run.
 //
-// While the breaker is quiet (closed, no failure counted since the last
-// success), op runs without asking gobreaker, and only a failure is
-// reported to it, counted as gobreaker would have counted it, with one
-// difference: gobreaker discards the outcome of an operation admitted
-// before its counts were cleared (a trip, a CountInterval), and a failure
-// that ran on the fast path is counted in the closed breaker it finds, or
-// not at all when the breaker is no longer closed. An operation lasts at
-// most ShadowTimeout, so that is at most the failures in flight at a
-// CountInterval's turn counted towards the next: the breaker opens no
-// later than it would have. Otherwise gobreaker's Execute admits and
-// counts the operation (the half-open probes among them), and its func
-// stays on the stack: asking the breaker allocates nothing, where the
-// two-step form's Allow returned a new closure per call.
+// While quiet, op runs without gobreaker and only a failure is reported
+// to it, in the closed breaker it finds (none when no longer closed),
+// where gobreaker would discard an outcome admitted before a trip or a
+// CountInterval cleared its counts: at most the failures in flight at a
+// CountInterval's turn count towards the next, so the breaker opens no
+// later than gobreaker alone would. Otherwise Execute admits and counts
+// op, its func on the stack (Allow's closure allocated on every call).
 func (b *breaker) run(now time.Time, op func() error) (ran bool, err error) {
 	if b.isOpen(now) {
 		return false, b.refusal(now)

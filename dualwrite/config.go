@@ -76,13 +76,10 @@ type Config struct {
 	// its key marked dirty). Nil: the lanes answer to MaxQueueBytes alone.
 	Memory MemoryBudget
 
-	// MaxBacklog bounds the copies of bulk writes (PutMany, DeleteMany)
-	// that wait, over all lanes, for room in a full lane instead of being
-	// dropped: a bulk write of 10,000 keys is admitted whole to lanes that
-	// hold LaneDepth each, off the caller's path, and its copies reach the
-	// other store as fast as that store takes them. Beyond it a copy is
-	// dropped (lane_full) and its key marked dirty. Their values count
-	// against MaxQueueBytes. Default DefaultMaxBacklog.
+	// MaxBacklog bounds the copies of bulk writes that wait, over all lanes,
+	// for room in a full lane instead of being dropped (see Optional
+	// abilities); their values count against MaxQueueBytes. Default
+	// DefaultMaxBacklog.
 	MaxBacklog int
 
 	// ShadowTimeout bounds each asynchronous operation, on the Store's
@@ -90,11 +87,9 @@ type Config struct {
 	// DefaultShadowTimeout.
 	ShadowTimeout time.Duration
 	// ShadowThroughput is the rate, in bytes a second, that an operation's
-	// timeout allows for the bytes it carries (a copy's value) or may
-	// return (a verification read: up to 25 MiB; a repair's read: up to
-	// the largest value): a second more than ShadowTimeout for each whole
-	// ShadowThroughput of bytes. With the defaults a 25 MiB copy has
-	// 5 s + 25 s, a copy under 1 MiB 5 s. Default DefaultShadowThroughput.
+	// timeout allows for the bytes it carries or may return (a verification
+	// read: up to 25 MiB): a second more than ShadowTimeout for each whole
+	// ShadowThroughput. Default DefaultShadowThroughput.
 	ShadowThroughput int64
 	// Breaker configures the circuit breaker of the non-authoritative
 	// store.
@@ -118,12 +113,9 @@ type Config struct {
 	// in memory and in the journal; beyond it keys are counted and a full
 	// reconciliation is flagged (and journaled). Default DefaultMaxDirty.
 	MaxDirty int
-	// MaxSuspects bounds the suspects: keys that only a sampled read (the
-	// Store's own or a tee's, CompareReads) found different, kept apart
-	// from the settle set and never journaled, so that reads cannot take
-	// the slots of writes. A suspicion beyond it is counted
-	// (Stats.SuspectOverflow) and dropped; it never raises
-	// ReconciliationNeeded. Default DefaultMaxSuspects.
+	// MaxSuspects bounds the suspects: keys only a sampled read found
+	// different, kept apart from the settle set (see The settle set). Default
+	// DefaultMaxSuspects.
 	MaxSuspects int
 	// VerifyBatch is the most keys one verification read carries. Default
 	// DefaultVerifyBatch (one Workers KV bulk get).
@@ -140,19 +132,13 @@ type Config struct {
 	// instead. Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
 	IngestMaxAge, IngestMaxLead time.Duration
 	// AuthoritativeSince is, for a Store that starts where MongoDB is
-	// authoritative (live and after), a time at or after the flip: a
-	// fence interval after it no isolate can write its binding (none
-	// trusts a stage read before the flip for longer), so a late copy
-	// acknowledged later, past IngestMaxLead, is not credible and is
-	// refused (RefusedAckedAfterFlip) rather than ordered, applied or
-	// kept. kvshadow-proxy sets its start. Zero: not known, and only a
-	// flip the Store makes itself sets it.
+	// authoritative (live and after), a time at or after the flip, from which
+	// copies are judged (RefusedAckedAfterFlip, see Forged copies);
+	// kvshadow-proxy sets its start. Zero: only a flip the Store makes sets it.
 	AuthoritativeSince time.Time
 
 	// Journal keeps the settle set on disk (package journal), so that the
-	// keys not yet settled survive a crash and a restart: New loads it,
-	// and Close leaves in it exactly the keys not settled. Nil keeps the
-	// set in memory only, lost with the process.
+	// keys not yet settled survive a restart. Nil keeps it in memory only.
 	Journal Journal
 	// PrimaryBudget is the request budget of the primary (Workers KV's
 	// account API limit) that verification and repair draw on, shared with
@@ -160,14 +146,10 @@ type Config struct {
 	// own requests never wait on it. Nil: no cap.
 	PrimaryBudget *budget.Limiter
 	// ShadowBudget is the request budget of the shadow (MongoDB Atlas M0
-	// sustains about 100 operations a second) that the Store's own work
-	// toward it draws on: copies and comparisons wait for it in their
-	// lanes (a copy that waits past its life is dropped as timed out, its
-	// key dirty, as a slow shadow's would be), verification reads wait for
-	// it, and a repair without room is deferred to the next pass; each is
-	// counted (Stats.ShadowPacing). The callers' own requests never wait
-	// on it, nor does a write made to the shadow as the authoritative
-	// store. Nil: no cap.
+	// sustains about 100 operations a second) that the Store's own work toward
+	// it draws on (see Keys left out, and the shadow's rate); the callers'
+	// requests, and writes to the shadow as the authoritative store, never
+	// wait on it. Nil: no cap.
 	ShadowBudget *budget.Limiter
 
 	// Redactor turns keys and values into what divergence records carry.
@@ -176,23 +158,16 @@ type Config struct {
 	// Sink receives each divergence found by a comparison. Nil logs them on
 	// the Store's logger.
 	Sink Sink
-	// ExcludePrefixes lists key prefixes left out of the migration (a
-	// bot's own bookkeeping, such as "__retry:"); kv.ReservedPrefix is
-	// always among them. An excluded key is written to the authoritative
-	// store alone: it is never copied, marked, compared, verified, repaired
-	// or listed among the dirty or unsettled keys (List returns it, but
-	// never a kv.ReservedPrefix key), an ingested copy of it is dropped, and
-	// each is counted (Stats.Excluded). An empty prefix is refused.
+	// ExcludePrefixes lists key prefixes left out of the migration (a bot's
+	// own bookkeeping, such as "__retry:"); kv.ReservedPrefix is always among
+	// them. An empty prefix is refused. See Keys left out.
 	ExcludePrefixes []string
 
-	// Fleet tells the Store what the other instances over the same two
-	// stores still have on its way, and makes one difference reported
-	// once by them all (see Confirmation); package control supplies it
-	// from the heartbeats. Nil: the Store is alone; several instances
-	// over the same stores without one confirm differences that each
-	// other's copies in flight explain, and a Store told of peers
-	// (SetPeersUntil) without one warns. control.Stores builds a store
-	// with it.
+	// Fleet tells the Store what the other instances over the same stores
+	// still have on its way and reports a difference once for them all (see
+	// Confirmation); control.Stores builds a store with it. Nil: the Store is
+	// alone; instances sharing stores without one confirm differences each
+	// other's copies explain, and a Store told of peers (SetPeersUntil) warns.
 	Fleet Fleet
 }
 

@@ -10,9 +10,8 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 )
 
-// lane is one FIFO of asynchronous operations and its worker. A key always
-// hashes to the same lane, so the other store receives each key's writes in
-// the order of the authoritative store.
+// lane is one FIFO of asynchronous operations and its worker; a key
+// always hashes to the same lane.
 type lane struct {
 	// ch holds pointers, so that a queued job costs the channel a word
 	// and a coalesced copy is replaced in place (see enqueueCopy).
@@ -43,8 +42,7 @@ func newLane(depth int) *lane {
 	return &lane{ch: make(chan *job, depth), waiting: make(map[string]*job)}
 }
 
-// job is one queued operation. The enqueuing paths build one by value and
-// queue a copy of it (queued).
+// job is one queued operation.
 type job struct {
 	// write is the copy's write; a comparison or a repair has its op, key,
 	// hash and at (when the job was offered to its lane, from a clock
@@ -66,10 +64,8 @@ type job struct {
 	done  chan struct{} // barrier: closed when the lane reaches it
 }
 
-// queued returns a copy of j, to be queued. The copy is made here, not as
-// &j in the enqueuing paths, so that their j stays on their stack: &j
-// there moves j to the heap on every call (BenchmarkCallerPath: one more
-// allocation, 224 more bytes, a Put).
+// queued returns a copy of j to be queued, so that the enqueuing paths' j
+// stays on their stack (&j there escapes: an allocation a Put more).
 func queued(j job) *job { return &j }
 
 // coalescing is off only in the benchmark that measures what it saves.
@@ -165,14 +161,10 @@ func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_
 	return "", fresh
 }
 
-// enqueueCopy offers the copy of a write to its lane without blocking.
-// When the key already has a copy waiting there, the newer write replaces
-// it (an ingested write older than the waiting one is ignored): fresh
-// reports that a new copy was queued rather than one replaced. A copy of a
-// bulk write (park) that finds its lane full waits in the lane's backlog,
-// up to MaxBacklog copies over all lanes, instead of being dropped: a bulk
-// write of thousands of keys arrives faster than any shadow takes it, and
-// the caller's write must not wait for the shadow.
+// enqueueCopy offers the copy of a write to its lane without blocking: a
+// newer write replaces its key's waiting copy (an older ingested one is
+// ignored), and a bulk write's copy (park) that finds its lane full waits
+// in the backlog (MaxBacklog). fresh reports that a new copy was queued.
 func (s *Store) enqueueCopy(j job, park bool) (ok, fresh bool) {
 	l := s.laneOf(j.hash)
 	l.qmu.Lock()
@@ -339,7 +331,6 @@ func (s *Store) work(l *lane) {
 	}
 }
 
-// run runs job j.
 func (s *Store) run(l *lane, j *job) {
 	if j.done != nil {
 		// Uncount the barrier before releasing its waiter, who may read
@@ -394,10 +385,9 @@ func (s *Store) do(l *lane, parent context.Context, now time.Time, bytes int64, 
 	return err
 }
 
-// timeout is the time an operation that carries bytes of values may take:
-// ShadowTimeout, and a second more for each whole ShadowThroughput of
-// bytes, so that a large copy to a loaded store is not cut short (and
-// retried, and cut short again) where a small one would be.
+// timeout is what an operation that carries bytes of values may take:
+// ShadowTimeout and a second a ShadowThroughput of bytes, so that a large
+// copy to a loaded store is not cut short where a small one would not be.
 func (s *Store) timeout(bytes int64) time.Duration {
 	return s.cfg.ShadowTimeout + time.Duration(max(bytes, 0)/s.cfg.ShadowThroughput)*time.Second
 }

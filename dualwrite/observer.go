@@ -8,20 +8,16 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 )
 
-// Observer watches the Store's asynchronous side; the telemetry package
-// implements it to record spans and metrics, wrapping rather than threading
-// through the core. Methods are called outside every lock of the Store. Those
-// marked "caller's path" run in the caller's goroutine and must return
-// quickly; the others run on a lane's worker, where a slow observer slows
-// that lane, or on the goroutine named. Embed NopObserver to implement only
-// some methods.
+// Observer watches the Store's asynchronous side (package dualwriteotel
+// implements it). Methods are called outside every lock of the Store; those
+// marked "caller's path" must return quickly, the others run on a lane's
+// worker (a slow observer slows that lane) or the goroutine named. Embed
+// NopObserver to implement only some methods.
 type Observer interface {
-	// AsyncContext returns the context of an asynchronous operation made on
-	// behalf of caller, when a lane's worker starts it. It must not carry
-	// caller's cancellation, which may have happened already: the
-	// operation outlives the call. Telemetry starts a span here that links
-	// to the caller's span. Every context it returns is passed to exactly
-	// one OpDone. Repairs have no caller: theirs is context.Background().
+	// AsyncContext returns the context of an asynchronous operation made for
+	// caller, when a lane's worker starts it, without caller's cancellation
+	// (the operation outlives the call). Each context it returns is passed to
+	// exactly one OpDone; a repair's caller is context.Background().
 	AsyncContext(caller context.Context, op Op) context.Context
 	// OpDone reports an asynchronous operation that ran.
 	OpDone(ctx context.Context, e OpEvent)
@@ -76,10 +72,9 @@ type OpEvent struct {
 	Role     Role
 	Outcome  Outcome
 	Duration time.Duration
-	// Waited is the time the operation spent queued in its lane, from
-	// being offered to the lane until its worker started it, on the
-	// Store's clock. It grows when the other store is slower than the
-	// writes, before the lane fills and drops.
+	// Waited is the time the operation spent queued in its lane, on the
+	// Store's clock: it grows when the other store is slower than the writes,
+	// before the lane fills and drops.
 	Waited time.Duration
 	// ErrorClass is compare.ErrorClass of the error, without its text.
 	ErrorClass string
@@ -136,10 +131,8 @@ const (
 	// RepairUnneeded: both stores were found equal; nothing was written
 	// and the key settled.
 	RepairUnneeded RepairOutcome = "unneeded"
-	// RepairHeld: the repair would delete the key from the other store,
-	// and waits for the deletes of its pass to be decided, or for an
-	// operator (see "Repairs never delete in bulk" in the package doc); the
-	// key stays dirty.
+	// RepairHeld: the repair would delete the key from the other store and
+	// waits (see Repairs never delete in bulk); the key stays dirty.
 	RepairHeld RepairOutcome = "held"
 )
 
@@ -207,10 +200,8 @@ func (NopObserver) Verified(context.Context, VerifyEvent)  {}
 func (NopObserver) BreakerChanged(BreakerEvent)            {}
 func (NopObserver) StageChanged(StageEvent)                {}
 
-// Sink receives the divergences that verification confirms: the kinds for
-// which compare.Kind.Divergent holds, found by two reads of both stores a
-// consistency window apart. Records are redacted and never hold values.
-// It is called from the verification pass, outside every lock.
+// Sink receives the divergences verification confirms (see Confirmation),
+// redacted, never with values, outside every lock.
 type Sink interface {
 	Divergence(ctx context.Context, rec compare.Record)
 }

@@ -18,12 +18,8 @@ const (
 	// Shadow: as DualWrite, and a sample of reads is compared with the
 	// shadow.
 	Shadow
-	// Handover: as Shadow, the primary still authoritative, while tee
-	// mode's Workers route every read and write through the proxy instead
-	// of their binding (the stage endpoint's route). It is the fence
-	// before the flip: the flip to Live waits until no copy of a binding
-	// write has arrived for a fence interval and every key a copy wrote
-	// last is verified (see the package documentation, The handover).
+	// Handover: as Shadow, while tee mode's Workers route every read and
+	// write through the proxy: the fence before the flip (see The handover).
 	Handover
 	// Live: the shadow is authoritative: writes go to it, then to the
 	// primary; reads are the shadow's, a sample compared with the primary.
@@ -144,8 +140,7 @@ func IsFlip(from, to Stage) bool { return from.authority() != to.authority() }
 // flip unchecked by any comparison, one past Handover lets tee mode's
 // Workers still write their binding when MongoDB becomes authoritative, and
 // one past Rampdown stops writing Workers KV while a way back is still
-// offered. Complete is not left, since Workers KV was not written there: a
-// way back would make a stale store authoritative.
+// offered.
 func CheckTransition(from, to Stage) error {
 	if !to.Valid() {
 		return fmt.Errorf("%w: unknown stage %s", ErrInvalidConfig, to)

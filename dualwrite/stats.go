@@ -36,10 +36,8 @@ type Stats struct {
 	Unsettled            int
 	DirtyOverflow        uint64
 	ReconciliationNeeded bool
-	// Suspects is the number of keys that only a sampled read found
-	// different, waiting for their verification; they are not in the
-	// settle set. SuspectOverflow counts the suspicions dropped because
-	// there were MaxSuspects already.
+	// Suspects is the number of keys only a sampled read found different (see
+	// The settle set); SuspectOverflow the suspicions dropped beyond MaxSuspects.
 	Suspects        int
 	SuspectOverflow uint64
 	// SuspectsSuperseded counts the suspects a write through the Store
@@ -62,15 +60,11 @@ type Stats struct {
 	Verifications map[compare.Kind]uint64
 	Confirmed     uint64
 	Cleared       uint64
-	// Held is the number of differences held now, waiting for the
-	// confirmation rule (on keys of the settle set, and on suspects).
-	// ReportedElsewhere counts the differences this Store confirmed that
-	// another instance of the fleet had reported already (Fleet.Claim),
-	// ClaimErrors the claims that failed, reported anyway. Recovered
-	// counts the keys loaded from the journal that their first
-	// verification found different: copies that may have died with the
-	// process, repaired as dirty keys, never reported. None of these is
-	// in Confirmed.
+	// Held is the number of differences waiting for the confirmation rule.
+	// ReportedElsewhere counts the differences another instance had reported
+	// already (Fleet.Claim), ClaimErrors the claims that failed, reported
+	// anyway, Recovered the journal's keys found different (see The settle
+	// set). None of these is in Confirmed.
 	Held              int
 	ReportedElsewhere uint64
 	ClaimErrors       uint64
