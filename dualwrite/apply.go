@@ -99,15 +99,11 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 }
 
 // runCompare reads the other store after the key's earlier writes have
-// reached it and classifies the two observations (a tee's read as digests:
-// see CompareReads). A write that began since the caller's read makes the
-// comparison inconclusive; a recent write or a dirty key makes a difference
-// pending; any other difference is only suspected, since another process's
-// copy of a newer write may still be on its way: the difference is held,
-// for a key of the settle set on its entry and for any other key among the
-// suspects, and the verification reads after the window confirm it or
-// clear it by the confirmation rule (see Settle). The layer never reports a
-// difference of its own making, nor one in flight, as a divergence.
+// reached it and classifies the two observations (a tee's read as
+// digests: see CompareReads): inconclusive when a write began since the
+// caller's read, pending after a recent write or for a dirty key, else
+// suspected and held (see The settle set), since another process's copy
+// of a newer write may still be on its way.
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	s.pace(j.target)

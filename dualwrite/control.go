@@ -8,18 +8,12 @@ import (
 	"slices"
 )
 
-// SetStage changes the stage at run time, under load.
-//
-// The stage moves one step along Stages, forward or back, and never leaves
-// Complete (CheckTransition; ErrStageTransition otherwise). A change that
-// keeps the authoritative store waits only for the writes under way, so
-// that each write uses one stage from start to end. The flip of authority
-// (handover to live, or back) also holds new writes while it drains every
-// lane, so that the store about to become authoritative has received every
-// earlier write before it serves one; it refuses with ErrUnsynced while the
-// fence holds (see Fence: a recent copy of a binding write, a key a copy
-// wrote last that is not verified yet, a dirty key). If ctx ends before the
-// lanes drain, the stage is unchanged.
+// SetStage changes the stage at run time, under load, as CheckTransition
+// allows (see Stages in the package doc): a change that keeps the
+// authoritative store waits for the writes under way, so that each write
+// uses one stage from start to end; the flip also drains every lane first,
+// and refuses with ErrUnsynced while the fence holds (see Fence). If ctx
+// ends before the lanes drain, the stage is unchanged.
 func (s *Store) SetStage(ctx context.Context, to Stage) error {
 	if !to.Valid() {
 		return fmt.Errorf("%w: unknown stage %d", ErrInvalidConfig, to)
@@ -143,15 +137,11 @@ func (s *Store) waitAll(ctx context.Context, done []chan struct{}) error {
 	return nil
 }
 
-// Close stops the Store. Later calls return an error matching kv.ErrClosed.
-// It lets the lanes drain until ctx ends; then it cancels the operations
-// under way and marks the keys of the writes left undone, queued or in
-// flight, dirty, and returns an error that counts them (Stats.LeftAtClose).
-// With a Journal it then commits the settle set, so that the journal holds
-// exactly the keys not settled, dirty or unsettled, for the next New.
-// Either way every goroutine New started has stopped when Close returns.
-// The wrapped stores and the Journal are not closed: they belong to the
-// caller. Calling Close again returns nil.
+// Close stops the Store (see Lifecycle in the package doc) and returns an
+// error that counts the writes left undone (Stats.LeftAtClose); every
+// goroutine New started has stopped when it returns. The wrapped stores
+// and the Journal belong to the caller and are not closed. Calling Close
+// again returns nil.
 func (s *Store) Close(ctx context.Context) error {
 	s.closeMu.Lock()
 	if s.closeDone {
@@ -221,8 +211,7 @@ func (s *Store) DirtyKeys() []string {
 }
 
 // UnsettledKeys returns the keys whose copy was sent to the other store and
-// not yet verified, in byte order. They are user data: keep them out of
-// logs.
+// not yet verified, in byte order; user data, as DirtyKeys'.
 func (s *Store) UnsettledKeys() []string {
 	keys := s.set.list(MarkUnsettled)
 	slices.Sort(keys)
@@ -231,10 +220,9 @@ func (s *Store) UnsettledKeys() []string {
 
 // AcknowledgeReconciliationAt clears the flag that the settle set
 // overflowed, once a full reconciliation (shadow-report's repair) has run,
-// only if no key overflowed the set since Stats reported DirtyOverflow as
-// overflow, and reports
-// whether it did: a reconciliation that started before a later overflow
-// does not cover the keys that overflow lost.
+// only if no key overflowed since Stats reported DirtyOverflow as overflow,
+// and reports whether it did: a reconciliation that started before a later
+// overflow does not cover the keys that overflow lost.
 func (s *Store) AcknowledgeReconciliationAt(overflow uint64) bool {
 	cleared, commit := s.set.acknowledge(overflow)
 	if commit {

@@ -15,12 +15,9 @@ import (
 )
 
 // StageKey is the key of the primary (the bot's own namespace) where a
-// Store in tee mode (a positive FenceInterval) says that the handover
-// began: its value is "handover" from before the Store enters Handover,
-// through every later stage, until it returns to Shadow, when it is
-// deleted. A tee that cannot learn the stage from the proxy reads it from
-// its binding, and never serves its binding once it says so. The Store
-// reads it back, and writes it again (checkStageKey).
+// Store in tee mode says that the handover began (see The handover): its
+// value is "handover" from before the Store enters Handover until it
+// returns to Shadow, when it is deleted.
 const StageKey = kv.ReservedPrefix + "stage"
 
 // What the last read of StageKey found (StageKeyStatus.Found; empty
@@ -93,12 +90,10 @@ func (s *Store) markStage(ctx context.Context, from, to Stage) error {
 	return nil
 }
 
-// VerifyStageKey reads StageKey back now, as the repair loop does every
-// RepairInterval and SetStage before a flip (see checkStageKey), and
-// returns what it found. Package control calls it before it lets the
-// fleet's flip go, so that a key changed since the last pass holds the
-// flip on every instance, not only on this Store once the stage document
-// says live.
+// VerifyStageKey reads StageKey back now (see checkStageKey) and returns
+// what it found. Package control calls it before it lets the fleet's flip
+// go, so that a key changed since the last pass holds the flip on every
+// instance.
 func (s *Store) VerifyStageKey(ctx context.Context) StageKeyStatus {
 	if s.keyOwed() {
 		s.stageMu.Lock()
@@ -124,13 +119,11 @@ func (s *Store) readStageKey(ctx context.Context) (_ []byte, err error) {
 }
 
 // checkStageKey reads StageKey back from the primary, in tee mode from
-// Handover on (see The handover in the package documentation). A key
-// missing or different is counted and written again; in Handover, unless
-// this is a Store's first read (its clock started at New), the rewrite
-// starts the handover's clock again. The caller holds stageMu, so that a
-// return to Shadow (which deletes the key) is never undone by it, and
-// calls the returned func, which logs the start or the end of an episode
-// of wrong reads, once it has let go.
+// Handover on (see The handover), and writes a key missing or different
+// again; in Handover, but at a Store's first read, that restarts the
+// handover's clock. The caller holds stageMu, so that a return to Shadow
+// (which deletes the key) is never undone by it, and calls the returned
+// func (the log line of an episode's start or end) once it has let go.
 func (s *Store) checkStageKey(ctx context.Context) (say func()) {
 	if !s.keyOwed() {
 		return func() {}
@@ -214,11 +207,7 @@ func (c *handoverCheck) pending(since time.Time) (pending, failed bool) {
 }
 
 // compareFrom is when the full comparison of the handover that began at
-// since may start: after the last moment an isolate could still write its
-// binding (the fence interval covers a lease and an invocation; an
-// isolate cut off from the proxy reads StageKey, which Workers KV may show
-// a consistency window late), and after that write is visible to a read
-// of Workers KV (another window).
+// since may start (see The handover: a fence interval and two windows).
 func (s *Store) compareFrom(since time.Time) time.Time {
 	return since.Add(s.cfg.fence + 2*s.cfg.window)
 }
@@ -255,10 +244,7 @@ func (s *Store) comparisonHold(f *FenceStatus, since, now time.Time) {
 }
 
 // compareHandover runs the handover's full comparison once it is due (the
-// repair loop calls it): every key of either store whose value, expiry or
-// metadata differ is recorded as last written by a binding copy, so that
-// the fence holds the flip until verification finds it equal, repairing it
-// toward Workers KV, authoritative until the flip.
+// repair loop calls it; see The handover in the package doc).
 func (s *Store) compareHandover(ctx context.Context) {
 	if s.cfg.fence <= 0 || s.Stage() != Handover {
 		return

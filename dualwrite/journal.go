@@ -7,15 +7,10 @@ import (
 	"time"
 )
 
-// Journal keeps the settle set on durable storage, so that the keys not yet
-// settled survive a crash or a restart. The Store records each change in
-// memory before the caller's write returns and commits the changes in
-// groups from its own goroutine, never on the caller's path. Package
-// journal implements it over bbolt.
-//
-// The Store calls Load once, from New, and Commit from one goroutine at a
-// time; the Journal belongs to the program, which closes it after the
-// Store's Close.
+// Journal keeps the settle set on durable storage (see The settle set);
+// package journal implements it over bbolt. The Store calls Load once,
+// from New, and Commit from one goroutine at a time; the Journal belongs
+// to the program, which closes it after the Store's Close.
 type Journal interface {
 	// Load returns every key the journal holds, with its mark, and whether
 	// a full reconciliation is needed.
@@ -28,13 +23,11 @@ type Journal interface {
 }
 
 // Recorder is an optional ability of a Journal, found by type assertion:
-// it keeps a mark from the moment the Store makes it, so that the mark
-// survives the death of the process (SIGKILL, a panic, the OOM killer)
-// before the key's write has even reached the authoritative store, and
-// without the caller waiting on the disk: in memory the operating system
-// holds for a file (a shared mapping, or a write into the page cache),
-// synced only by the next Commit. A Commit is what survives a crash of
-// the machine.
+// it keeps a mark from the moment the Store makes it, in memory the
+// operating system holds for a file (a shared mapping, or a write into the
+// page cache), so that it survives the death of the process before the
+// key's write reaches the authoritative store, without the caller waiting
+// on the disk; only a Commit survives a crash of the machine.
 //
 // The Store calls Record on the caller's path, under the key's ordering
 // lock, each time a key enters the settle set or becomes dirty there, and

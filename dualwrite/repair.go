@@ -73,15 +73,9 @@ func (s *Store) untilPass(now time.Time) time.Duration {
 
 // RepairDirty queues a repair for each dirty key whose last write is older
 // than the consistency window, as far as the lanes have room, and returns
-// how many it queued. Each repair runs in its key's lane, so it never races
-// a newer write: it reads the authoritative store (value, expiry and
-// metadata) and copies the key to the other store, or deletes it there
-// when the authoritative store no longer has it; the key is then unsettled
-// until a verification after another window finds both stores equal. The
-// Store calls it periodically and when a breaker closes; call it to repair
-// now. It also asks the Store's loop for a verification pass (Settle) now,
-// in the loop's goroutine, whose confirmed divergences become dirty keys
-// repaired in turn.
+// how many it queued (see The settle set); the Store calls it every
+// RepairInterval and when a breaker closes. It also asks the Store's loop
+// for a verification pass (Settle) now.
 func (s *Store) RepairDirty() int {
 	n := s.repairDirty()
 	s.kickSettle()

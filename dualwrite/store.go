@@ -97,9 +97,7 @@ var (
 )
 
 // New checks cfg, loads the settle journal when there is one, and starts
-// the Store's goroutines: one worker per lane, the timeout watchdog, the
-// repair and verification loop, the event loop and the journal's
-// committer. Close stops them.
+// the Store's goroutines (see Lifecycle in the package doc); Close stops them.
 func New(cfg Config, opts ...Option) (*Store, error) {
 	set, err := cfg.resolve()
 	if err != nil {

@@ -28,25 +28,21 @@ type TeeRead struct {
 }
 
 // CompareReads compares reads of the primary made elsewhere (tee mode)
-// with the shadow, as the Store's own sampled reads are compared, and
-// returns how many it queued. Each read is queued on its key's lane, behind
-// the key's pending copies (those Ingest queued before the call included),
-// where the shadow is read and its value reduced to a digest and length:
-// the value read elsewhere is never needed. A difference in digest, length
-// or expiry (compare.ValueMismatch, MissingInShadow, ExtraInShadow,
-// TTLMismatch) is compare.Suspected and the key joins the settle set; the
-// verification read after the window confirms or clears it. A read made
-// before the key's latest write that the Store knows of (its At before
-// that write's acknowledged-at time, or its Store time for the Store's own
-// writes), or raced by a write while queued, is compare.Inconclusive.
+// with the shadow, as the Store's own sampled reads are (see Optional
+// abilities in the package doc), and returns how many it queued. A
+// difference is compare.Suspected and held (see The settle set); a read
+// made before the key's latest write that the Store knows of (its At
+// before that write's acknowledged-at time, or its Store time for the
+// Store's own writes), or raced by a write while queued, is
+// compare.Inconclusive.
 //
-// Only the Shadow and Handover stages compare them (in Handover the tee
-// sends its reads through the proxy, so only an isolate on an older stage
-// still sends digests). DualWrite, and any stage when CompareRate is zero,
-// compare none and return 0; a stage where the primary is not
-// authoritative or the shadow is not written returns ErrIngestStage. Inputs are checked before any is queued
-// (ErrInvalidRead, or kv.ErrInvalidKey for a key). Reads are not sampled
-// again by CompareRate: whoever sends them sampled them.
+// Only the Shadow and Handover stages compare them (in Handover only an
+// isolate on an older stage still sends digests); DualWrite, and any stage
+// when CompareRate is zero, compare none and return 0; a stage where the
+// primary is not authoritative or the shadow is not written returns
+// ErrIngestStage. Inputs are checked before any is queued (ErrInvalidRead,
+// or kv.ErrInvalidKey for a key). Reads are not sampled again by
+// CompareRate: whoever sends them sampled them.
 func (s *Store) CompareReads(ctx context.Context, reads []TeeRead) (int, error) {
 	for i, r := range reads {
 		if err := validateTeeRead(r); err != nil {

@@ -45,12 +45,11 @@ const settledPoll = 50 * time.Millisecond
 // the Store's clock (a clock.Fake must be advanced).
 //
 // A key settles only once its last write is a ConsistencyWindow old, so
-// with the default window (zero: 60 s) a wait lasts at least a minute after
-// the last write. Against stores that read their own writes at once (the
-// memory store, the kvapi emulator without -consistency-window, mongokv)
-// set ConsistencyWindow negative, which means none; against the emulator
-// with -consistency-window D set it to D. While the breaker is open
-// nothing is verified or repaired: the wait goes on until it closes.
+// with the default window a wait lasts at least a minute after the last
+// write. Against stores that read their own writes at once (the memory
+// store, mongokv, the kvapi emulator without -consistency-window) set
+// ConsistencyWindow negative; against the emulator with -consistency-window
+// D, set it to D. While the breaker is open the wait goes on until it closes.
 //
 // It returns a nil error and a zero Left once settled. It returns Left and
 // an error matching ErrNotSettled (and ctx's error when ctx ended) when ctx
