@@ -227,24 +227,19 @@
 // other store, in the authoritative order for its key, or leaves its key
 // dirty; every key ends settled (both stores verified equal after the
 // window) or in the settle set, reported by Stats and DirtyKeys,
-// UnsettledKeys. Nothing is reported as a divergence unless the same
-// difference held for a window (see Confirmation).
+// UnsettledKeys.
 //
 // N instances over the same stores: per-process lanes cannot order two
 // processes' writes of one key, so the other store may end with the older
-// of two concurrent writes. Each instance settles the keys it wrote: its
-// verification reads both stores a window after its own last write, and a
-// difference the confirmation rule confirms is repaired from the
-// authoritative store. A key leaves an instance's set only when it reads
-// both stores equal. What no instance wrote (a write around the layer) is
+// of two concurrent writes; each instance settles the keys it wrote, by the
+// confirmation rule. What no instance wrote (a write around the layer) is
 // found only by a full reconciliation, or by the sampled comparison of a
 // read.
 //
 // Crash: without a Journal the settle set and the queued copies die with
-// the process; only a full reconciliation finds their keys. With one, the
-// restarted Store verifies every key the journal holds. The death of the
-// process (SIGKILL, a panic, the OOM killer) loses no mark when the
-// Journal is a Recorder (package journal's is): every key whose write was
+// the process; only a full reconciliation finds their keys. With a
+// Recorder (package journal's), the death of the process (SIGKILL, a
+// panic, the OOM killer) loses no mark: every key whose write was
 // acknowledged or in flight is in the set after the restart. A crash of
 // the machine loses at most the marks made since the last commit that
 // completed began: the keys first written (or first dirtied) in the last
@@ -292,18 +287,16 @@
 // bulk are taken in one fixed order, so two bulks never deadlock and the
 // per-key order holds between bulks and single writes. A bulk write's
 // copies that find their lane full wait in the lane's backlog (up to
-// MaxBacklog copies over all lanes) instead of being dropped, and reach the
-// other store as fast as it takes them; the caller does not wait for them.
-// While a lane has a backlog, other work for it joins the backlog
-// (barriers: Flush, a flip) or is refused as from a full lane, and a newer
-// write of a key whose copy waits there replaces that copy, so each key's
-// order holds. A bulk call the authoritative store fails with an error
-// of unknown outcome (a timeout after the store took the keys) may have
-// landed any of its keys: every key of it is then dirty, as a single
-// write of unknown outcome is, and repair copies what the store holds;
-// with one call a key, the keys after the failed one never reached the
-// store. GetMany reads the
-// authoritative store in bulk; its sampled keys are compared as Get's are.
+// MaxBacklog copies over all lanes) instead of being dropped. While a lane
+// has a backlog, other work for it joins the backlog (barriers: Flush, a
+// flip) or is refused as from a full lane, and a newer write of a key whose
+// copy waits there replaces that copy, so each key's order holds. A bulk
+// call the authoritative store fails with an error of unknown outcome (a
+// timeout after the store took the keys) leaves every key of it dirty, as
+// a single write of unknown outcome does, for repair to copy what the store
+// holds; with one call a key, the keys after the failed one never reached
+// the store. GetMany reads the authoritative store in bulk; its sampled
+// keys are compared as Get's are.
 //
 // Ingest takes tee mode's writes: writes the primary has already applied
 // elsewhere (the bot's Worker, through its binding), each with its key,
@@ -477,8 +470,5 @@
 //
 // WaitSettled, for a test or an orderly shutdown, waits until every key
 // written so far is settled (lanes drained, no key dirty or unsettled), or
-// until its context ends, returning what is left (Left). Keys settle a
-// ConsistencyWindow after their last write: against stores that read
-// their own writes at once, set ConsistencyWindow negative (zero is the
-// 60 s default).
+// until its context ends, returning what is left (Left).
 package dualwrite
