@@ -4,16 +4,10 @@
 // reason, repairs by outcome, asynchronous operations and breaker
 // transitions, and traces each asynchronous operation (a mirrored write, a
 // comparison, a repair) as a span of its own that links to the caller's
-// span, rather than a child that would outlive its parent. Watch adds the
-// gauges read from the store's Stats: the stage, the breaker states, lane
-// and queue depth and coalesced copies, dirty keys and their overflow,
-// suspects, their overflow and the suspicions cleared or superseded, and
-// the settle journal's state, commits and pending marks.
-//
-// NewStore assembles the whole instrumented composite: the primary and the
-// shadow wrapped by otelkv with their roles, the Observer, and the
-// composite itself wrapped for the caller's spans, all sharing one
-// Redactor.
+// span, rather than a child that would outlive its parent (the caller has
+// usually ended its span before the operation runs). Watch adds the gauges
+// read from the store's Stats; NewStore assembles the whole instrumented
+// composite.
 //
 // Like otelkv it uses only the OpenTelemetry API, with providers injected
 // by options and the global ones by default, and it records no key and no

@@ -122,10 +122,8 @@ var spanNames = map[dualwrite.Op]string{
 // sampled: samplers here read neither attributes nor links) costs nothing.
 var asyncStart = []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)}
 
-// AsyncContext implements dualwrite.Observer. The operation's span starts a
-// new trace linked to the caller's span: the caller has usually returned
-// and ended its span before the operation runs, and a child outliving its
-// parent would distort the caller's trace.
+// AsyncContext implements dualwrite.Observer: the operation's span starts a
+// new trace linked to the caller's span (see the package doc).
 func (o *Observer) AsyncContext(caller context.Context, op dualwrite.Op) context.Context {
 	ctx := context.WithoutCancel(caller)
 	if _, off := o.tracer.(tracenoop.Tracer); off {
