@@ -35,15 +35,13 @@ type Document struct {
 	// Generation grows by one at each change; 0 means no document yet.
 	Generation uint64
 	UpdatedAt  time.Time
-	// UpdatedBy is the instance that made the change.
-	UpdatedBy string
+	UpdatedBy  string // the instance that made the change
 	// Pairing is what the Document governs; zero in one written before
 	// pairings were recorded.
 	Pairing Pairing
 }
 
-// describe names d for a loser of a change: the stage, the generation and
-// who wrote it.
+// describe names d for a loser of a change.
 func (d Document) describe() string {
 	if d.Generation == 0 {
 		return "there is no stage document"
@@ -57,8 +55,7 @@ func (d Document) describe() string {
 
 // Heartbeat is what an instance reports about itself.
 type Heartbeat struct {
-	Instance string
-	// Generation and Stage are what the instance runs.
+	Instance   string
 	Generation uint64
 	Stage      dualwrite.Stage
 	At         time.Time
@@ -69,66 +66,47 @@ type Heartbeat struct {
 	Dirty                int
 	Unsettled            int
 	ReconciliationNeeded bool
-	// QuietUntil is when the instance's handover fence interval ends;
-	// IngestUnverified counts its keys last written by such a copy and not
-	// verified yet; FenceRemaining is its estimate of the time until its
-	// fence clears (dualwrite.FenceStatus). A flip between handover and
-	// live waits for every instance's.
+	// QuietUntil, IngestUnverified and FenceRemaining are the instance's
+	// handover fence (dualwrite.FenceStatus).
 	QuietUntil       time.Time
 	IngestUnverified int
 	FenceRemaining   time.Duration
 	// Watermarks holds, for each Workers KV namespace the instance serves,
-	// its store's low watermark (dualwrite.Store.Watermark): every write
-	// it made before that time has reached the other store, or is dirty,
-	// or is in its journal unverified. Other instances confirm no
-	// divergence first seen before it (see Fleet).
+	// its store's dualwrite.Store.Watermark (see Fleet).
 	Watermarks map[string]time.Time
-	// ComparePending: in handover, the instance's full comparison of the
-	// namespace with Workers KV has not finished clean yet
-	// (dualwrite.FenceStatus.Compared).
+	// ComparePending: in handover, not dualwrite.FenceStatus.Compared yet.
 	ComparePending bool
-	// StageKey is what the instance's last read of dualwrite.StageKey in
-	// Workers KV found when it holds the flip (dualwrite.StageKeyStatus.Holds);
-	// empty when it read back as written.
+	// StageKey is what the last read of dualwrite.StageKey found when it
+	// holds the flip (dualwrite.StageKeyStatus.Holds).
 	StageKey string
 	// Draining: the instance is shutting down; Stopped: it has stopped and
 	// this is its last report.
 	Draining bool
 	Stopped  bool
-	// Lag says why the instance does not run the Document's generation,
-	// when it does not.
-	Lag string
+	Lag      string // as Status.Lag
 }
 
 // Clean reports no dirty key and no pending reconciliation: what a live
-// instance must report for a flip, as dualwrite.Store.SetStage requires of
-// its own store. Unsettled keys do not count against a live instance, which
-// verifies them itself after the consistency window (under load there are
-// always some).
+// instance must report for a flip (its unsettled keys it verifies itself;
+// under load there are always some).
 func (h Heartbeat) Clean() bool {
 	return h.Dirty == 0 && !h.ReconciliationNeeded
 }
 
 // Settled reports Clean and no unsettled key either: what an instance that
-// stopped must have reported for a flip, since nobody verifies its keys
-// until it restarts on its journal.
+// stopped must have reported for a flip.
 func (h Heartbeat) Settled() bool { return h.Clean() && h.Unsettled == 0 }
 
-// Board is where the instances share the Document and their heartbeats. The
-// MongoDB implementation is NewMongoBoard; NewMemoryBoard serves one
-// process.
+// Board is where the instances share the Document and their heartbeats:
+// NewMongoBoard, or NewMemoryBoard for one process.
 type Board interface {
-	// Load returns the Document; a zero Document (Generation 0) when there
-	// is none yet.
+	// Load returns the Document; a zero Document when there is none yet.
 	Load(ctx context.Context) (Document, error)
 	// Swap writes next if the Document's generation is still expect (0:
 	// there is none), else fails with ErrConflict.
 	Swap(ctx context.Context, expect uint64, next Document) error
-	// Beat writes an instance's heartbeat, replacing its previous one.
 	Beat(ctx context.Context, h Heartbeat) error
-	// Instances returns every heartbeat on the board.
 	Instances(ctx context.Context) ([]Heartbeat, error)
-	// Forget removes an instance's heartbeat; forgetting an unknown
-	// instance is not an error.
+	// Forget removes an instance's heartbeat, if any.
 	Forget(ctx context.Context, instance string) error
 }

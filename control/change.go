@@ -11,22 +11,18 @@ import (
 
 // Change is the outcome of SetStage.
 type Change struct {
-	// Document is the Document after the call.
-	Document Document
-	// Changed is false when the Document already had the stage.
-	Changed bool
+	Document Document // after the call
+	Changed  bool     // false when the Document already had the stage
 	// Applied reports whether this instance runs Document now; when it
 	// does not, Lag says why and it retries at every poll.
 	Applied bool
 	Lag     string
 }
 
-// SetStage changes the Document's stage, under the rules of the package
-// documentation, and applies it to this instance at once. A refusal is an
-// error that matches dualwrite.ErrStageTransition (a flip from a stage that
-// does not write both stores), ErrNotDrained and dualwrite.ErrUnsynced (an
-// instance not drained and clean), or ErrConflict (another change won: the
-// Change then holds the winner's Document, which this instance follows).
+// SetStage changes the Document's stage under the package doc's rules and
+// applies it to this instance at once. A refusal matches
+// dualwrite.ErrStageTransition, ErrNotDrained and dualwrite.ErrUnsynced,
+// or ErrConflict (the Change then holds the winner's Document).
 func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, error) {
 	doc, err := f.load(ctx)
 	if err != nil {
@@ -48,8 +44,6 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 	next := Document{Stage: to, Generation: doc.Generation + 1, UpdatedAt: f.clock.Now(), UpdatedBy: f.cfg.Instance, Pairing: doc.Pairing}
 	if err := f.swap(ctx, doc.Generation, next); err != nil {
 		if errors.Is(err, ErrConflict) {
-			// Another change won: this instance follows it now, and the
-			// caller is told what it is.
 			f.Poll(ctx)
 			if won, lerr := f.load(ctx); lerr == nil {
 				doc = won
@@ -67,9 +61,8 @@ func (f *Follower) SetStage(ctx context.Context, to dualwrite.Stage) (Change, er
 }
 
 // FlipChecker is the optional ability of a Target to check afresh, before
-// a flip between handover and live, what it otherwise checks only now and
-// then (dualwrite.Store.VerifyStageKey), so that its report holds the flip
-// when it must.
+// a flip between handover and live, what it otherwise checks now and then
+// (dualwrite.Store.VerifyStageKey).
 type FlipChecker interface {
 	CheckBeforeFlip(ctx context.Context)
 }
@@ -86,8 +79,6 @@ func (f *Follower) flipAllowed(ctx context.Context, doc Document) error {
 	return h.err()
 }
 
-// hold is what holds a flip from doc back: this instance's fresh report and
-// every other heartbeat on the Board.
 func (f *Follower) hold(ctx context.Context, doc Document) (Hold, error) {
 	bctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	beats, err := f.cfg.Board.Instances(bctx)
@@ -126,9 +117,8 @@ type InstanceView struct {
 	Age  time.Duration
 }
 
-// Forget removes an instance's heartbeat from the Board: after the keys it
-// left were reconciled, or when it will not come back. This instance's own
-// heartbeat comes back at its next beat.
+// Forget removes an instance's heartbeat from the Board, once the keys it
+// left are reconciled (this instance's own comes back at its next beat).
 func (f *Follower) Forget(ctx context.Context, instance string) error {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	defer cancel()

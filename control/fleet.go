@@ -17,13 +17,11 @@ type Claimer interface {
 	Claim(ctx context.Context, id [32]byte, instance string, at time.Time, hold time.Duration) (first bool, err error)
 }
 
-// Fleet is what the heartbeats tell an instance of the others, for its
-// dual-write stores: the low watermark of each namespace (the oldest write
-// any other live instance may still have on its way to the other store,
-// from the Watermarks of their heartbeats) and the claims of the
-// differences reported. The Follower whose Config names it updates it
-// after every heartbeat; each store takes the view of its namespace
-// (Namespace), which is a dualwrite.Fleet.
+// Fleet is what the heartbeats tell an instance's stores of the others:
+// each namespace's oldest write another live instance may still have on
+// its way, and the claims of the differences reported. The Follower whose
+// Config names it updates it after every heartbeat; Namespace is a store's
+// dualwrite.Fleet.
 //
 // A live instance counts until its heartbeat is LiveFor old: past that it
 // is taken for dead, its queued copies died with it, and its journal
@@ -57,8 +55,7 @@ func NewFleet(board Board) *Fleet {
 // dualwrite.Config of its store.
 func (f *Fleet) Namespace(id string) dualwrite.Fleet { return &fleetView{f: f, ns: id} }
 
-// observe takes the heartbeats read at now (ok false: the Board could not
-// be read).
+// observe takes the heartbeats read at now (ok false: the Board could not).
 func (f *Fleet) observe(self string, clock func() time.Time, beats []Heartbeat, now time.Time, liveFor time.Duration, ok bool) {
 	f.mu.Lock()
 	f.now = clock
@@ -87,9 +84,7 @@ type fleetView struct {
 	ns string
 }
 
-// Watermark implements dualwrite.Fleet: the board's last read, or the
-// oldest watermark another live instance published for the namespace
-// then; zero before the first read.
+// Watermark implements dualwrite.Fleet; zero before the first read.
 func (v *fleetView) Watermark(context.Context) time.Time {
 	v.f.mu.Lock()
 	defer v.f.mu.Unlock()

@@ -24,59 +24,44 @@ const (
 
 // Target is what a Follower drives: the instance's dual-write stores.
 type Target interface {
-	// Apply moves every store to stage; it fails as
-	// dualwrite.Store.SetStage does, and is retried at the next poll.
+	// Apply moves every store to stage; a failure is retried at the next poll.
 	Apply(ctx context.Context, stage dualwrite.Stage) error
-	// Report returns the instance's state for its heartbeat: Drained,
-	// Dirty, Unsettled and ReconciliationNeeded; the Follower fills in the
-	// rest. It may wait for the lanes, within ctx, which ends half a
-	// HeartbeatInterval after the call.
+	// Report returns the instance's part of its heartbeat (the Follower
+	// fills in the rest). ctx ends half a HeartbeatInterval after the call.
 	Report(ctx context.Context) Heartbeat
 }
 
 // Config configures a Follower; zero fields mean the defaults.
 type Config struct {
-	// Board and Target are required; Instance names this instance on the
-	// Board and is required.
+	// Board, Target and Instance (this instance's name) are required.
 	Board    Board
 	Target   Target
 	Instance string
 	// Initial is the stage written when the Board has no Document yet
-	// (a detached instance writes the stage it serves: see StartDetached).
-	// An instance that finds one follows it, whatever Initial says.
-	Initial dualwrite.Stage
-	// PollInterval bounds how long a change takes to reach this instance.
-	// Default DefaultPollInterval.
-	PollInterval time.Duration
-	// HeartbeatInterval is how often the heartbeat is written. Default
-	// DefaultHeartbeatInterval.
+	// (see StartDetached for a detached instance).
+	Initial           dualwrite.Stage
+	PollInterval      time.Duration
 	HeartbeatInterval time.Duration
 	// LiveFor is the age under which a heartbeat counts as a live
 	// instance. Default three HeartbeatIntervals: a live instance's
 	// heartbeat is at most one and a half old, and a Board write (beats
 	// keep their cadence, and Report gets half an interval).
-	LiveFor time.Duration
-	// BoardTimeout bounds each Board call. Default DefaultBoardTimeout.
+	LiveFor      time.Duration
 	BoardTimeout time.Duration
-	// Pairing is what this instance serves; a Document that governs another
-	// is refused, and one that names none gets it (see Read). The zero
-	// Pairing checks nothing. NewPairing waives the refusals and records
-	// Pairing over another: kvshadow-proxy's --new-pairing. Stores are
-	// what Read lists at start; the Follower does not use them.
+	// Pairing, NewPairing and Stores are what Read checks ("The pairing" in
+	// the package doc); the Follower does not use Stores.
 	Pairing    Pairing
 	NewPairing bool
 	Stores     []Sides
-	// Fleet, if set, learns the other instances' watermarks after every
-	// heartbeat, for this instance's stores (see Fleet). Nil: a Stores
-	// Target's Fleet, else the stores are not told (and with several
-	// instances they confirm differences another's copies explain).
+	// Fleet learns the others' watermarks after every heartbeat. Nil: a
+	// Stores Target's Fleet, else none (and with several instances the
+	// stores confirm differences another's copies explain).
 	Fleet *Fleet
 }
 
 // Status is what the Follower knows of its own instance.
 type Status struct {
-	Instance string
-	// Generation is the generation the instance runs, Stage its stage.
+	Instance   string
 	Generation uint64
 	Stage      dualwrite.Stage
 	// Document is the last Document read from the Board, and Polled when.
@@ -87,12 +72,10 @@ type Status struct {
 	// success.
 	Lag      string
 	BoardErr string
-	// Detached: the instance started without reading the Board (see
-	// StartDetached) and has not read it since; it runs its own last stage.
+	// Detached: started by StartDetached and has not read the Board since.
 	Detached bool
 	Draining bool
-	// PeersUntil is until when another instance may have written, from
-	// the heartbeats (see PeerAware); zero until the Board shows one or
+	// PeersUntil: see PeerAware; zero until the Board shows a peer or
 	// cannot be read.
 	PeersUntil time.Time
 }
@@ -111,20 +94,16 @@ type Follower struct {
 	status  Status
 	applyMu sync.Mutex // serializes applying a Document
 
-	// seen names the other instances on the Board at the last heartbeat;
-	// only the heartbeat's goroutine touches it (see peers).
-	seen map[string]bool
+	seen map[string]bool // the others at the last heartbeat; the heartbeat's goroutine only
 
 	beatNow chan struct{}
 	done    chan struct{}
 	started atomic.Bool
-	// life ends at Close: it stops the loop, and it is the context of the
-	// loop's polls, so that a poll of a Board that does not answer ends at
-	// Close rather than after BoardTimeout (heartbeats: see beat).
-	life     context.Context
-	stopLife context.CancelFunc
-	// beats is the context of the loop's heartbeats: Close ends it only
-	// when the Board did not answer lately (see Close).
+	// life ends at Close, and with it a poll in flight; beats, the
+	// heartbeats' context, ends only when the Board did not answer lately
+	// (see Close and beat).
+	life      context.Context
+	stopLife  context.CancelFunc
 	beats     context.Context
 	stopBeats context.CancelFunc
 }
@@ -132,8 +111,7 @@ type Follower struct {
 // Option sets a piece of plumbing.
 type Option func(*Follower)
 
-// WithClock sets the clock of the poll and heartbeat timers and of the
-// heartbeats' times.
+// WithClock sets the Follower's clock.
 func WithClock(c clock.Clock) Option { return func(f *Follower) { f.clock = c } }
 
 // WithLogger sets the logger of stage changes and Board failures.
@@ -184,8 +162,7 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 
 // Start reads the Document (writing Initial as generation 1 when there is
 // none), applies it, writes the first heartbeat and starts following. It
-// fails if the Board cannot be read or the stage cannot be applied: an
-// instance must not serve in a stage other than the Document's.
+// fails if the Board cannot be read or the stage cannot be applied.
 func (f *Follower) Start(ctx context.Context) error { return f.StartFrom(ctx, Document{}) }
 
 // StartFrom starts as Start does, from doc when the caller has just read
@@ -200,21 +177,10 @@ func (f *Follower) StartFrom(ctx context.Context, doc Document) error {
 	return nil
 }
 
-// StartDetached starts an instance that could not read the Board: its
-// Target runs last already (the stage the instance itself last ran, which
-// the caller judged safe to run unverified, or one it serves nothing in),
-// and the Follower reports it with Status.Detached set, and keeps trying
-// the Board at every poll; the first read that succeeds joins as Start
-// does and follows the Document from then on. When there is no Document
-// yet, it writes last as generation 1, not Initial, if ServesDetached(last):
-// last is what the instance has served meanwhile, what its writes did.
-// Heartbeats are tried meanwhile. boardErr is why the Board could not be
-// read, for Status.BoardErr.
-//
-// The caller says why it starts detached (one warning, with what it
-// serves meanwhile); the Follower does not say it again, nor log the Board
-// calls that fail while it is detached: Status.BoardErr keeps the last
-// one. It logs the join, at info.
+// StartDetached starts an instance that could not read the Board (boardErr)
+// and whose Target runs last already; it joins as Start does at the first
+// poll that reads the Board ("Starting without the Board" in the package
+// doc).
 func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	if !last.Valid() {
 		return fmt.Errorf("%w: unknown stage %s", ErrConfig, last)
@@ -231,9 +197,8 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	return nil
 }
 
-// join reads the Document (unless read is one), writing what claim says
-// first (the seed as generation 1 when there is none, this instance's
-// pairing when it names none), and applies it.
+// join reads the Document (unless read is one), writes what claim says
+// first, and applies it.
 func (f *Follower) join(ctx context.Context, read Document) error {
 	doc, err := read, error(nil)
 	if doc.Generation == 0 {
@@ -271,8 +236,6 @@ func (f *Follower) join(ctx context.Context, read Document) error {
 	return f.apply(ctx, doc)
 }
 
-// logClaim says that this instance recorded its pairing in a Document
-// that named none, or another (a seed is said by logJoin, or not at all).
 func (f *Follower) logClaim(doc, next Document) {
 	if was := cmp.Or(doc.Pairing.String(), "none (it was written before pairings were recorded)"); doc.Generation > 0 {
 		f.log.Info("control: recorded this instance's pairing in the stage document, which named "+was,
@@ -280,11 +243,9 @@ func (f *Follower) logClaim(doc, next Document) {
 	}
 }
 
-// seed is the stage an instance writes to a Board with no Document:
-// Initial, or, for a detached instance, the stage it has been serving
-// where ServesDetached allows it. A detached instance whose last stage is
-// live or later serves nothing, and that stage, unverified, must not make
-// MongoDB authoritative (a Board found empty may be the wrong database).
+// seed is the stage an instance writes to a Board with no Document. A
+// detached instance's last stage of live or later, unverified, must not
+// make MongoDB authoritative (a Board found empty may be the wrong database).
 func (f *Follower) seed() dualwrite.Stage {
 	st := f.Status()
 	if st.Detached && ServesDetached(st.Stage) {
@@ -293,7 +254,6 @@ func (f *Follower) seed() dualwrite.Stage {
 	return f.cfg.Initial
 }
 
-// logJoin says, in one line, that a detached instance joined the Board.
 func (f *Follower) logJoin(doc Document, seeded bool) {
 	msg := "control: the control board answers; following the stage document"
 	if seeded {
@@ -302,13 +262,10 @@ func (f *Follower) logJoin(doc Document, seeded bool) {
 	f.log.Info(msg, slog.Uint64("generation", doc.Generation), slog.String("stage", doc.Stage.String()))
 }
 
-// Close stops following and waits for the goroutine Start began: a poll
-// in flight ends at once, a heartbeat in flight is let finish, within
-// BoardTimeout, so that no heartbeat lands after Leave's, unless the Board
-// did not answer the last call (Status.BoardErr): a heartbeat to a Board
-// that does not answer ends at once too, so that Close is short when
-// MongoDB is down. It writes nothing: call Leave after the stores are
-// closed.
+// Close stops following and waits for the loop. A heartbeat in flight is
+// let finish (so that none lands after Leave's) unless the Board did not
+// answer the last call, so that Close is short when MongoDB is down. It
+// writes nothing: call Leave after the stores are closed.
 func (f *Follower) Close() {
 	if f.Status().BoardErr != "" {
 		f.stopBeats()
@@ -390,8 +347,7 @@ func (f *Follower) setPolled(doc Document) {
 }
 
 // apply runs doc's stage on the Target, or records why it could not.
-// Applications are serialized (the Target's SetStage is; the status must
-// follow the last), and the outcome is logged after, outside the lock.
+// Applications are serialized so that the status follows the last.
 func (f *Follower) apply(ctx context.Context, doc Document) error {
 	from, err := f.applyLocked(ctx, doc)
 	if err != nil {
@@ -437,9 +393,7 @@ func (f *Follower) report(ctx context.Context) Heartbeat {
 }
 
 // beat writes the heartbeat. Close does not cut it short: a write the
-// client gives up on may still be applied by the server, after Leave's
-// last heartbeat, and undo it (an instance that stopped with keys left
-// would read as alive, one that left as silent).
+// client gives up on may still be applied by the server after Leave's.
 func (f *Follower) beat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.BoardTimeout)
 	defer cancel()
@@ -481,7 +435,6 @@ func (f *Follower) swap(ctx context.Context, expect uint64, next Document) error
 	return f.boardDone(err)
 }
 
-// boardDone records the outcome of a Board call and returns err.
 func (f *Follower) boardDone(err error) error {
 	if err != nil && f.life.Err() != nil && errors.Is(err, context.Canceled) {
 		return err // a call Close ended: no news of the Board
@@ -494,8 +447,7 @@ func (f *Follower) boardDone(err error) error {
 	was, detached := f.status.BoardErr, f.status.Detached
 	f.status.BoardErr = msg
 	f.mu.Unlock()
-	// Detached, a failure is what the caller said at start: only
-	// BoardErr (GET /stage, the board gauge, readyz) keeps it.
+	// Detached, the caller said it at start.
 	if err != nil && was == "" && !detached {
 		f.log.Warn("control: the control board cannot be reached", slog.String("error", msg))
 	}

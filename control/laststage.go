@@ -12,9 +12,8 @@ import (
 )
 
 // StageFile is the file in an instance's journal directory that holds the
-// stage the instance last ran: what it may run when it starts with the
-// Board (in MongoDB) out of reach. kvshadow-proxy (--journal-dir) and a Go
-// bot's botkv (KVSHADOW_JOURNAL_DIR) keep it alike.
+// stage the instance last ran ("Starting without the Board" in the package
+// doc).
 const StageFile = "stage"
 
 // LastStage reads the stage the instance last ran from dir; false when it
@@ -35,9 +34,8 @@ func LastStage(dir string) (dualwrite.Stage, bool) {
 }
 
 // KeepStage writes the stage the instance runs to dir, atomically (a
-// rename): a crash leaves the old stage or the new one, never half a name.
-// An empty dir keeps nothing. A Target calls it once every store runs the
-// stage it applied.
+// rename: a crash leaves the old stage or the new one). An empty dir keeps
+// nothing.
 func KeepStage(dir string, s dualwrite.Stage) error {
 	if dir == "" {
 		return nil
@@ -56,9 +54,7 @@ func KeepStage(dir string, s dualwrite.Stage) error {
 }
 
 // ServesDetached reports whether an instance may serve in stage s without
-// having read the stage document: only while Workers KV is authoritative,
-// where its writes go where the fleet's go until a flip, and a flip waits
-// for the fence and for every instance it can see. From live on, MongoDB's
-// authority comes from the document alone, and nothing unverified becomes
-// authoritative.
+// having read the stage document: only while Workers KV is authoritative
+// (a flip waits for the fence and for every instance it can see). From
+// live on, MongoDB's authority comes from the document alone.
 func ServesDetached(s dualwrite.Stage) bool { return s < dualwrite.Live }

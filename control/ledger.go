@@ -10,10 +10,9 @@ import (
 	"time"
 )
 
-// ReportRun is the record of one full shadow-report run (every key of one
-// Workers KV namespace compared with one MongoDB database), which the
-// report writes in the Ledger when it ends, so that an operator can clear
-// an overflowed settle set with it.
+// ReportRun is the record of one full shadow-report run, written in the
+// Ledger when it ends, so that an operator can clear an overflowed settle
+// set with it.
 type ReportRun struct {
 	ID         string
 	StartedAt  time.Time
@@ -43,10 +42,9 @@ type SeenOverflow struct {
 	Growth uint64
 }
 
-// Overflow is one instance's settle set overflowing for one namespace, as
-// the service records it: raised the first time the instance sees its
-// reconciliation flag, grown each time it sees more keys go untracked,
-// cleared by a report run.
+// Overflow is one instance's settle set overflowing for one namespace:
+// raised when the instance first sees its reconciliation flag, grown as
+// more keys go untracked, cleared by a report run.
 type Overflow struct {
 	ID        string
 	Instance  string
@@ -57,16 +55,15 @@ type Overflow struct {
 	// the last growth cannot clear it.
 	Growth    uint64
 	ClearedAt time.Time
-	// ClearedBy is the ID of the report run that cleared it; "" while open.
+	// ClearedBy is the report run that cleared it; "" while open.
 	ClearedBy string
 }
 
 // Open reports whether the overflow is not cleared yet.
 func (o Overflow) Open() bool { return o.ClearedBy == "" }
 
-// Ledger keeps report runs and overflows beside the stage document.
-// MongoBoard is one (its collections ReportsCollection and
-// OverflowsCollection), MemoryLedger another, for one process.
+// Ledger keeps report runs and overflows beside the stage document:
+// MongoBoard, or MemoryLedger for one process.
 type Ledger interface {
 	// RecordReport stores a run; its ID must be new.
 	RecordReport(ctx context.Context, run ReportRun) error
@@ -75,7 +72,7 @@ type Ledger interface {
 	// OpenOverflows returns the overflows of a namespace not cleared yet.
 	OpenOverflows(ctx context.Context, namespace string) ([]Overflow, error)
 	// LastOverflow returns the newest overflow of an instance and
-	// namespace, open or cleared; ok is false when there is none.
+	// namespace, open or cleared.
 	LastOverflow(ctx context.Context, instance, namespace string) (o Overflow, ok bool, err error)
 	// SaveOverflow inserts or replaces an overflow by its ID.
 	SaveOverflow(ctx context.Context, o Overflow) error
@@ -90,8 +87,8 @@ func NewID() string {
 
 // CheckClears says whether run may clear the open overflow o of the store
 // of namespace and database: a full run of that store that passed a 100%
-// gate and started after o last grew (it saw o, with its current Growth).
-// Its error matches ErrNotReconciled and says why not.
+// gate and saw o with its current Growth. Its error matches
+// ErrNotReconciled.
 func CheckClears(run ReportRun, o Overflow, namespace, database string) error {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("%w: report %s %s", ErrNotReconciled, run.ID, fmt.Sprintf(format, args...))

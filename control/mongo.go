@@ -104,10 +104,8 @@ func (e *mongoError) Error() string   { return e.msg }
 func (e *mongoError) Unwrap() []error { return e.errs }
 
 // Load implements Board: the stage document, carried forward along the
-// claims of the generations after it (see Swap), so that a change whose
-// winner stopped between its claim and its write of the stage document, or
-// a stage document written back by a late writer, is read as the claims
-// say.
+// claims after it (a winner that stopped between its claim and its write
+// of the stage document, or a late writer, is read as the claims say).
 func (b *MongoBoard) Load(ctx context.Context) (Document, error) {
 	coll := b.db.Collection(ControlCollection)
 	var d controlDoc
@@ -162,23 +160,18 @@ func (b *MongoBoard) claim(ctx context.Context, g int64) (controlDoc, bool, erro
 }
 
 // carry writes claim c as the stage document unless that holds its
-// generation or a later one already. Every writer of one generation writes
-// the same claim, so a second write of it changes nothing; a write that
-// came late over a later generation is carried forward again by the next
-// Load. A failure leaves that to the next Load too.
+// generation or a later one already; what fails or comes late, the next
+// Load carries forward again.
 func (b *MongoBoard) carry(ctx context.Context, c controlDoc) {
 	c.ID = controlID
 	_, _ = b.db.Collection(ControlCollection).ReplaceOne(ctx,
 		bson.D{{Key: "_id", Value: controlID}, {Key: "generation", Value: bson.D{{Key: "$lt", Value: c.Generation}}}}, c)
 }
 
-// Swap implements Board: an insert of the stage document when expect is 0
-// (a duplicate _id means another instance won), else an insert of the
-// claim of generation expect+1, a document of its own whose _id names the
-// generation ("stage:N"), then the stage document written as the claim
-// says. The server's unique _id takes one claim per generation, where an
-// update filtered on the generation may match twice on a server that does
-// not make it atomic (FerretDB); a loser is told the winner's stage.
+// Swap implements Board: an insert of the stage document when expect is 0,
+// else of the claim of generation expect+1 ("stage:N", see the package
+// doc), then the stage document written as the claim says; a loser is
+// told the winner's stage.
 func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) error {
 	if next.Generation != expect+1 {
 		return fmt.Errorf("%w: generation %d follows %d, not %d", ErrConflict, expect+1, expect, next.Generation)
@@ -220,8 +213,6 @@ func (b *MongoBoard) Swap(ctx context.Context, expect uint64, next Document) err
 	case err != nil:
 		return boardErr("claiming generation "+fmt.Sprint(d.Generation), err)
 	}
-	// The claim is the change: should this write fail, the next Load
-	// carries the stage document forward.
 	b.carry(ctx, claim)
 	return nil
 }
@@ -285,8 +276,7 @@ func (b *MongoBoard) Instances(ctx context.Context) ([]Heartbeat, error) {
 	return out, nil
 }
 
-// findAll decodes every document of coll that filter matches; its error
-// says what it was doing.
+// findAll decodes every document of coll that filter matches.
 func findAll[D any](ctx context.Context, coll *mongo.Collection, filter bson.D, what string, opts ...options.Lister[options.FindOptions]) ([]D, error) {
 	cur, err := coll.Find(ctx, filter, opts...)
 	if err != nil {

@@ -21,17 +21,13 @@ func (e *unsyncedError) Is(target error) bool {
 }
 
 // Hold is what keeps the flip between handover and live from happening
-// across the fleet: each instance's reasons, and the longest wait that a
-// heartbeat can tell.
+// across the fleet.
 type Hold struct {
-	// From and To are the flip asked about: the Document's stage and the
-	// other side of the fence.
+	// From (the Document's stage) and To are the flip asked about.
 	From, To dualwrite.Stage
-	// HeldBy says, per instance, what holds the flip back; empty when
-	// nothing does.
+	// HeldBy says, per instance, what holds the flip back.
 	HeldBy []string
-	// Remaining is the longest time an instance reported until its fence
-	// clears (dualwrite.FenceStatus.Remaining, and its quiet interval);
+	// Remaining is the longest dualwrite.FenceStatus.Remaining reported;
 	// 0 when only a repair or an operator can clear what holds it.
 	Remaining time.Duration
 }
@@ -72,9 +68,7 @@ func blockers(beats []Heartbeat, self Heartbeat, generation uint64, now time.Tim
 			hold.Remaining = max(hold.Remaining, left)
 		}
 		if !live && !h.Stopped {
-			// It did not leave: it may still serve, cut off from the
-			// Board (and so from MongoDB), writing Workers KV alone
-			// what no heartbeat reports.
+			// It did not leave: it may still serve, cut off (package doc).
 			why = append(why, "it stopped reporting without leaving, and may still serve without the control board, writing Workers KV alone")
 		}
 		if len(why) == 0 {
@@ -106,10 +100,8 @@ func (h Hold) err() error {
 	return nil
 }
 
-// FlipHold returns what holds back the flip from the Document's stage, when
-// that stage is one side of the flip (handover or live): every instance on
-// the Board, this one afresh. ok is false in the other stages, where the
-// next step is no flip.
+// FlipHold returns what holds back the flip from the Document's stage
+// (handover or live; ok is false in the other stages).
 func (f *Follower) FlipHold(ctx context.Context) (hold Hold, ok bool, err error) {
 	doc, err := f.load(ctx)
 	if err != nil {

@@ -36,8 +36,8 @@ var (
 )
 
 // NewStores returns an empty Stores over board, which keeps the stage it
-// applies in dir (see KeepStage; "" keeps none) and says on log (nil:
-// slog.Default()) when it cannot.
+// applies in dir (see KeepStage) and says on log (nil: slog.Default())
+// when it cannot.
 func NewStores(board Board, dir string, log *slog.Logger) *Stores {
 	if log == nil {
 		log = slog.Default()
@@ -45,8 +45,7 @@ func NewStores(board Board, dir string, log *slog.Logger) *Stores {
 	return &Stores{fleet: NewFleet(board), dir: dir, log: log}
 }
 
-// Fleet is the Fleet of the stores: Fleet().Namespace(id) is the
-// dualwrite.Config.Fleet of namespace id's.
+// Fleet is the Fleet of the stores.
 func (s *Stores) Fleet() *Fleet { return s.fleet }
 
 // New builds namespace id's store from cfg, its Fleet the Stores', and
@@ -67,11 +66,9 @@ func (s *Stores) Add(id string, d *dualwrite.Store) {
 	s.ids, s.dual = append(s.ids, id), append(s.dual, d)
 }
 
-// Apply implements Target: every store walks to stage one step at a time,
-// each step under the store's own checks, as the Document went (a store
-// started detached may find it moved on), each tried even when another
-// refused, so that a retry has less left to do. Once every store runs
-// stage, it is kept in the directory.
+// Apply implements Target: every store walks to stage one step at a time
+// (a store started detached may find the Document moved on), each tried
+// even when another refused, so that a retry has less left to do.
 func (s *Stores) Apply(ctx context.Context, stage dualwrite.Stage) error {
 	var errs []error
 	for i, d := range s.dual {
@@ -124,8 +121,7 @@ func (s *Stores) CheckBeforeFlip(ctx context.Context) {
 const ReportWait = time.Second
 
 // Report implements Target: drained when every copy queued before the
-// call reached the other store within ReportWait; the counts summed, the
-// fence's the latest, a watermark per namespace.
+// call reached the other store within ReportWait.
 func (s *Stores) Report(ctx context.Context) Heartbeat {
 	ctx, cancel := context.WithTimeout(ctx, ReportWait)
 	defer cancel()
