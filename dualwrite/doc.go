@@ -338,8 +338,7 @@
 // isolates write their binding and send copies afterwards, each on a stage
 // answer whose lease the proxy sets (the answer's lease_ms; package
 // service refuses a fence shorter than that lease and the longest
-// invocation together). From Handover on the tee routes every read and
-// write through the proxy. Before the Store enters Handover it writes
+// invocation together). Before the Store enters Handover it writes
 // StageKey ("__kvshadow:stage", value "handover" in every later stage) to
 // the primary, the bot's own namespace, which a tee that cannot reach the
 // proxy reads from its binding: it serves from the binding only while that
@@ -355,20 +354,19 @@
 // the quiet interval, the credible window of copies and the full
 // comparison, since an isolate cut off from the proxy may have served its
 // binding while the key was gone, and that write is then compared before
-// the flip. After the flip nothing can take such a write
-// back: a fresh isolate (no module state) cut off from the proxy between a
-// deletion and the rewrite, within a RepairInterval plus Workers KV's
-// propagation, serves its binding; an isolate that saw the handover does
-// not. The flip from Handover to Live (and the way back) is fenced;
-// SetStage refuses it (ErrUnsynced, saying what holds it; Fence and
-// Stats.Fence say so at any time) until
+// the flip. After the flip nothing can take such a write back: a fresh
+// isolate (no module state) cut off from the proxy between a deletion and
+// the rewrite, within a RepairInterval plus Workers KV's propagation,
+// serves its binding; an isolate that saw the handover does not. The flip
+// from Handover to Live (and the way back) is fenced; SetStage refuses it
+// (ErrUnsynced, saying what holds it; Fence and Stats.Fence say so at any
+// time) until
 //
-//   - from Handover, the Store has been in it for FenceInterval
-//     (DefaultFenceInterval is the tee's lease, its stage read timeout and
-//     the longest invocation, waitUntil included, with a margin): no
-//     isolate can still write its binding on a stage read before. A copy
-//     does not restart the interval, so that no client holds the flip by
-//     sending copies: one that arrives after it is refused (below);
+//   - from Handover, the Store has been in it for FenceInterval (see
+//     DefaultFenceInterval): no isolate can still write its binding on a
+//     stage read before. A copy does not restart the interval, so that no
+//     client holds the flip by sending copies: one that arrives after it is
+//     refused (below);
 //   - from Handover, the full comparison has finished clean: FenceInterval
 //     and two consistency windows after the Store entered Handover (an
 //     isolate cut off from the proxy may read StageKey a window late, and

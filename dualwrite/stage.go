@@ -117,9 +117,8 @@ func (s Stage) mirrors() bool { return s != Off && s != Complete }
 func (s Stage) compares() bool { return s == Shadow || s == Handover || s == Live }
 
 // RoutesThroughProxy reports whether tee mode's Workers send every read and
-// write through the proxy in stage s, rather than through their binding:
-// from Handover on, so that at the flip the proxy is the only writer it
-// has to trust.
+// write through the proxy in stage s, rather than through their binding
+// (from Handover on: see the package doc).
 func (s Stage) RoutesThroughProxy() bool { return s >= Handover }
 
 // ShadowAuthoritative reports whether MongoDB (the shadow) is the
