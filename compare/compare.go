@@ -3,7 +3,9 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,27 +175,10 @@ func jsonValueEqual(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, vx := range x {
-			vy, ok := y[k]
-			if !ok || !jsonValueEqual(vx, vy) {
-				return false
-			}
-		}
-		return true
+		return ok && maps.EqualFunc(x, y, jsonValueEqual)
 	case []any:
 		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonValueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(x, y, jsonValueEqual)
 	case json.Number:
 		y, ok := b.(json.Number)
 		return ok && numberEqual(x, y)

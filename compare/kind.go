@@ -1,5 +1,7 @@
 package compare
 
+import "slices"
+
 // Kind is the outcome of comparing one key across the two stores.
 type Kind string
 
@@ -60,11 +62,4 @@ func (k Kind) Divergent() bool {
 }
 
 // Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
+func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
@@ -215,7 +216,9 @@ func (k *bodyKey) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
 	}
-	if !utf8.Valid(raw) || countReplacements(raw) != countRunes(s, utf8.RuneError) {
+	// s is valid UTF-8 (encoding/json replaces what is not), so each
+	// U+FFFD in it is one rune.
+	if !utf8.Valid(raw) || countReplacements(raw) != strings.Count(s, "\uFFFD") {
 		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: not valid UTF-8")
 	}
 	*k = bodyKey(s)
@@ -233,16 +236,6 @@ func countReplacements(raw []byte) int {
 				n++
 			}
 			i++ // skip the escaped character, so that `\\ufffd` is text
-		}
-	}
-	return n
-}
-
-func countRunes(s string, r rune) int {
-	n := 0
-	for _, c := range s {
-		if c == r {
-			n++
 		}
 	}
 	return n

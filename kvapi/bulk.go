@@ -48,7 +48,7 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 		writeError(w, e)
 		return
 	}
-	accepted, refused := s.limitWrites(req.ns.id, entries, func(e kv.Entry) string { return e.Key }, now)
+	accepted, refused := s.limitWrites(req.ns.id, entries, now)
 	if err := putEntries(r, req.ns.store, accepted); err != nil {
 		writeError(w, storeError(err))
 		return
@@ -123,17 +123,17 @@ func putEntries(r *http.Request, store kv.Store, entries []kv.Entry) error {
 
 // limitWrites splits a bulk call's items into those the per-key write rate
 // lets through and the keys it refuses.
-func (s *Server) limitWrites(ns string, items []kv.Entry, key func(kv.Entry) string, now time.Time) (accepted []kv.Entry, refused []string) {
+func (s *Server) limitWrites(ns string, items []kv.Entry, now time.Time) (accepted []kv.Entry, refused []string) {
 	refused = []string{}
 	if !s.faults.rateLimited() {
 		return items, refused
 	}
 	accepted = items[:0:0]
 	for _, it := range items {
-		if ok, _ := s.limiter.allow(ns, key(it), now); ok {
+		if ok, _ := s.limiter.allow(ns, it.Key, now); ok {
 			accepted = append(accepted, it)
 		} else {
-			refused = append(refused, key(it))
+			refused = append(refused, it.Key)
 		}
 	}
 	return accepted, refused
@@ -155,7 +155,7 @@ func (s *Server) bulkDelete(w http.ResponseWriter, r *http.Request, req request)
 		items[i].Key = k
 	}
 	items = lastOfEach(items)
-	accepted, refused := s.limitWrites(req.ns.id, items, func(e kv.Entry) string { return e.Key }, s.clock.Now())
+	accepted, refused := s.limitWrites(req.ns.id, items, s.clock.Now())
 	if err := deleteKeys(r, req.ns.store, accepted); err != nil {
 		writeError(w, storeError(err))
 		return

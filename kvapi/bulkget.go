@@ -2,6 +2,7 @@ package kvapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -222,18 +223,10 @@ func jsonPieces(s []byte, emit func(plain []byte, esc string)) {
 // readMany reads keys in one store call when it can; reads from an edge
 // location go through its cache one key at a time.
 func (s *Server) readMany(r *http.Request, req request, keys []string) (map[string]kv.Entry, error) {
-	found := make(map[string]kv.Entry, len(keys))
-	bg, bulk := req.ns.store.(kv.BulkGetter)
-	if bulk && (req.location == "" || s.faults.consistencyWindow() <= 0) {
-		entries, err := bg.GetMany(r.Context(), keys)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			found[e.Key] = e
-		}
-		return found, nil
+	if bg, ok := req.ns.store.(kv.BulkGetter); ok && (req.location == "" || s.faults.consistencyWindow() <= 0) {
+		return getMany(r.Context(), bg, keys)
 	}
+	found := make(map[string]kv.Entry, len(keys))
 	for _, k := range keys {
 		e, err := s.readAt(r.Context(), req.ns.id, req.ns.store, req.location, k)
 		switch {
@@ -243,6 +236,19 @@ func (s *Server) readMany(r *http.Request, req request, keys []string) (map[stri
 		case !errors.Is(err, kv.ErrNotFound):
 			return nil, err
 		}
+	}
+	return found, nil
+}
+
+// getMany reads keys in one call, by key.
+func getMany(ctx context.Context, bg kv.BulkGetter, keys []string) (map[string]kv.Entry, error) {
+	entries, err := bg.GetMany(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]kv.Entry, len(entries))
+	for _, e := range entries {
+		found[e.Key] = e
 	}
 	return found, nil
 }

@@ -58,11 +58,8 @@ type ServeConfig struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	// WriteTimeout is the connection's write deadline, from the end of a
-	// request's headers. The handler's context has a deadline a margin
-	// before it, a tenth of WriteTimeout and at most 5 s (MaxAnswerMargin):
-	// 1 min 55 s by default. A store call that runs past it ends with
-	// context.DeadlineExceeded while the answer that says so (503 10001
-	// with Retry-After) can still reach the client.
+	// request's headers; the handler's context ends a margin before it
+	// (MaxAnswerMargin, and the package documentation).
 	WriteTimeout   time.Duration
 	IdleTimeout    time.Duration
 	MaxHeaderBytes int
@@ -100,10 +97,8 @@ type ServeConfig struct {
 	Wrap func(http.Handler) http.Handler
 }
 
-// HTTPServer is a hardened *http.Server around a Server: the timeouts and
-// header limit of its ServeConfig, at most MaxConcurrent requests at once,
-// a client token required unless told otherwise, and Cloudflare's envelope
-// on every refusal, net/http's own included.
+// HTTPServer is a hardened *http.Server around a Server, as the package
+// documentation lists.
 type HTTPServer struct {
 	srv             *http.Server
 	tls             *tls.Config

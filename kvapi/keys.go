@@ -123,12 +123,9 @@ func withDetails(ctx context.Context, store kv.Store, res kv.ListResult) ([]keyI
 	found := make(map[string]kv.Entry, len(keys))
 	switch st := store.(type) {
 	case kv.BulkGetter:
-		entries, err := st.GetMany(ctx, keys)
-		if err != nil {
+		var err error
+		if found, err = getMany(ctx, st, keys); err != nil {
 			return nil, err
-		}
-		for _, e := range entries {
-			found[e.Key] = e
 		}
 	case kv.ExpiryGetter:
 		for _, k := range keys {

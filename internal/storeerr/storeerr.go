@@ -29,7 +29,7 @@ func WorkersKV(err error) string {
 	if errors.Is(err, kv.ErrUnavailable) {
 		return "unreachable (" + NetCause(err.Error(), "no answer") + ")"
 	}
-	return NetCause(err.Error(), WithoutTopology(err.Error()))
+	return NetCause(err.Error(), ShortTopology(err.Error()))
 }
 
 // workersKVHint names the setting a refusal points at.
@@ -160,35 +160,7 @@ func MongoHosts(uri string) string {
 }
 
 // ShortTopology replaces the MongoDB driver's topology description in an
-// error's text with its cause (mongokv.ShortTopology), for the errors of
-// clients that are not mongokv's (the control board's).
+// error's text, a dump of every server's state, with its cause
+// (mongokv.ShortTopology): for the errors of clients that are not
+// mongokv's (the control board's) and for lines said to a person.
 func ShortTopology(msg string) string { return mongokv.ShortTopology(msg) }
-
-// WithoutTopology drops the MongoDB driver's topology description from an
-// error's text: a dump of every server's state that buries the cause (kept
-// by NetCause) and can run over many lines' worth of one line.
-func WithoutTopology(msg string) string {
-	const marker = ", current topology: {"
-	for {
-		i := strings.Index(msg, marker)
-		if i < 0 {
-			return msg
-		}
-		depth, j := 0, i+len(marker)-1
-		for ; j < len(msg); j++ {
-			switch msg[j] {
-			case '{':
-				depth++
-			case '}':
-				depth--
-			}
-			if depth == 0 {
-				break
-			}
-		}
-		if j >= len(msg) {
-			return msg[:i]
-		}
-		msg = msg[:i] + msg[j+1:]
-	}
-}

@@ -62,7 +62,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	err = run(ctx, o, stdout, stderr)
 	if err != nil && !errors.Is(err, ErrBelowParity) {
 		// One line per problem, each with the command's name.
-		for line := range strings.SplitSeq(storeerr.WithoutTopology(err.Error()), "\n") {
+		for line := range strings.SplitSeq(storeerr.ShortTopology(err.Error()), "\n") {
 			fmt.Fprintf(stderr, "shadow-report: %s\n", line)
 		}
 	}
