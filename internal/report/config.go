@@ -17,14 +17,13 @@ import (
 
 // The errors of a run, checked with errors.Is.
 var (
-	// ErrConfig: the Config is unusable (a nil store, a bad scope, a
-	// sample rate outside (0, 1], ...). Run reports it before any I/O.
+	// ErrConfig: the Config is unusable; Run reports it before any I/O.
 	ErrConfig = errors.New("report: invalid configuration")
 	// ErrInterrupted: the run stopped before the end (its context ended).
 	// Everything committed before is in the checkpoint, when there is one.
 	ErrInterrupted = errors.New("report: scan interrupted")
-	// ErrCheckpoint: the checkpoint file cannot be read or written, or was
-	// made by a run with other options or stores.
+	// ErrCheckpoint: the checkpoint file cannot be read or written, or is
+	// another run's.
 	ErrCheckpoint = errors.New("report: checkpoint")
 	// ErrUnordered: a store listed keys out of UTF-8 byte order, which a
 	// merge-join cannot survive.
@@ -33,25 +32,22 @@ var (
 
 // Defaults of the zero Config.
 const (
-	DefaultBatchSize       = 100 // Workers KV's bulk-get limit
-	DefaultConcurrency     = 4
-	DefaultMaxRecords      = 1000
-	DefaultMaxModules      = 1000
-	DefaultRetries         = 6
-	DefaultRecheckWindow   = 60 * time.Second // Workers KV's read consistency
-	DefaultCheckpointEvery = time.Second
-	// DefaultProgressLinesEvery is how often a log receives a progress
-	// line.
-	DefaultProgressLinesEvery = 30 * time.Second
+	DefaultBatchSize          = 100 // Workers KV's bulk-get limit
+	DefaultConcurrency        = 4
+	DefaultMaxRecords         = 1000
+	DefaultMaxModules         = 1000
+	DefaultRetries            = 6
+	DefaultRecheckWindow      = 60 * time.Second // Workers KV's read consistency
+	DefaultCheckpointEvery    = time.Second
+	DefaultProgressLinesEvery = 30 * time.Second // progress lines to a log
 )
 
 // DefaultBudget is Workers KV's account API limit: the primary's budget when
 // its Config leaves it zero.
 var DefaultBudget = budget.WorkersKV
 
-// Role names a side of the comparison. The roles are the stores' identities
-// (the primary is Workers KV, the shadow MongoDB), whichever is
-// authoritative.
+// Role names a side of the comparison: the primary is Workers KV, the
+// shadow MongoDB, whichever is authoritative.
 type Role string
 
 // The two roles.
@@ -69,8 +65,7 @@ func ParseRole(s string) (Role, error) {
 	return "", fmt.Errorf("%w: role %q (want primary or shadow)", ErrConfig, s)
 }
 
-// Budget caps a side's requests: at most Requests in any window of Per.
-// The zero value means the side's default; Requests < 0 means no cap.
+// Budget caps a side's requests; the zero value means the side's default.
 type Budget = budget.Budget
 
 // Side is one store of the comparison.
@@ -79,12 +74,11 @@ type Side struct {
 	// Name labels the side in reports ("cloudflare_kv", "mongodb"); empty
 	// means the role's name. It must not carry secrets.
 	Name string
-	// Budget caps the requests the run makes to this store, scan and repair
-	// together. Zero means DefaultBudget for the primary and no cap for the
-	// shadow.
+	// Budget caps the run's requests to this store, scan and repair
+	// together. Zero: DefaultBudget for the primary, no cap for the shadow.
 	Budget Budget
 	// BulkLimit is the most keys one bulk read or write carries; zero means
-	// BatchSize (100 keys: one Workers KV bulk-get request).
+	// BatchSize.
 	BulkLimit int
 	// Spent is what the caller already asked of this store for this run
 	// (shadow-report's check that both stores answer): counted in the
@@ -100,43 +94,31 @@ type Scope struct {
 	Modules  []string `json:"modules"`
 	Prefixes []string `json:"prefixes"`
 	// ExcludeModules and ExcludePrefixes drop keys inside the scanned
-	// ranges, as kv.ReservedPrefix always is. Excluded keys are still
-	// listed (lists are cheap) but neither counted nor read; Counts.Excluded
-	// says how many there were.
+	// ranges, as kv.ReservedPrefix always is: listed, neither counted nor
+	// read (Counts.Excluded).
 	ExcludeModules  []string `json:"exclude_modules"`
 	ExcludePrefixes []string `json:"exclude_prefixes"`
 	// SampleRate in (0, 1] compares that fraction of the keys, chosen by a
 	// hash of the key so both stores and every rerun pick the same ones;
 	// zero means 1. Keys are still listed and counted on each side.
 	SampleRate float64 `json:"sample_rate"`
-	// Keys, when set, makes the run compare exactly these keys, read from
-	// both stores in bulk, instead of listing the stores: the keys a
-	// dual-write store left dirty (dualwrite.Store.DirtyKeys), or a list
-	// an engineer made. The fields above still filter them. Run sorts and
-	// deduplicates them. They are user data: a report carries only their
-	// number (KeyList), and a key-list report says that it is one.
-	Keys []string `json:"-"`
-	// KeyList is the number of distinct Keys, set by Run; 0 when the run
-	// lists the stores.
-	KeyList int `json:"key_list,omitempty"`
+	// Keys, when set, makes a key-list run ("Key lists" in the package
+	// doc); the fields above still filter them. They are user data: a
+	// report carries only their number, KeyList, which Run sets.
+	Keys    []string `json:"-"`
+	KeyList int      `json:"key_list,omitempty"`
 }
 
-// Repair configures the repair of divergent keys. The zero value does not
-// repair.
+// Repair configures the repair of divergent keys (see "Repair" in the
+// package doc). The zero value does not repair.
 type Repair struct {
-	// Enabled plans a repair of every divergent key: the authoritative
-	// side's value and expiry copied over the other side, or the other
-	// side's copy deleted when the authoritative side has none.
 	Enabled bool
-	// Apply performs the plan; without it the run is a dry run that only
-	// counts what it would write.
-	Apply bool
+	Apply   bool // without it, a dry run
 	// Authoritative is the side copied from; empty means Primary.
 	Authoritative Role
 	// RecheckWindow is how long a write into the primary may take to be
-	// read back (Workers KV reads are eventually consistent): a re-check
-	// that still differs inside it is "pending", not a failure. Zero means
-	// DefaultRecheckWindow.
+	// read back: a re-check that still differs inside it is "pending".
+	// Zero means DefaultRecheckWindow.
 	RecheckWindow time.Duration
 }
 
@@ -154,13 +136,10 @@ type Config struct {
 	// Secret keys the HMAC of keys and value digests. Empty draws a random
 	// one, kept in the checkpoint so that a resumed run hashes alike.
 	Secret []byte
-	// BatchSize is how many keys are read from each store at once; zero
-	// means DefaultBatchSize.
-	BatchSize int
-	// ListLimit is the page size of listings; zero means kv.MaxListLimit.
-	ListLimit int
-	// Concurrency is how many batches are read at once; zero means
-	// DefaultConcurrency.
+	// BatchSize is the keys read from each store at once, Concurrency the
+	// batches read at once, ListLimit the page size (zero: kv.MaxListLimit).
+	BatchSize   int
+	ListLimit   int
 	Concurrency int
 	// Retries is how often an unavailable store is retried, after the
 	// delay it asks for, before its keys count as errors (or a listing
@@ -169,15 +148,12 @@ type Config struct {
 	// MaxRecords caps the divergent keys the report lists (the counts stay
 	// exact); zero means DefaultMaxRecords, negative means none listed.
 	MaxRecords int
-	// MaxModules caps the modules counted apart; keys of further modules
-	// count under OtherModules. Zero means DefaultMaxModules.
+	// MaxModules caps the modules counted apart (then OtherModules).
 	MaxModules int
 	Repair     Repair
-	// RunID names the run in the report (Report.RunID); optional.
-	RunID string
+	RunID      string
 	// Truth says why Repair.Authoritative is the authoritative store, for
-	// the report (Report.Truth); its Side is ignored. The zero value
-	// reports the choice as a default.
+	// the report; its Side is ignored.
 	Truth Truth
 	// Settle, when positive, reads every key the scan found divergent
 	// again once Settle has passed since its first read (Workers KV's
@@ -192,25 +168,19 @@ type Config struct {
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).
 	MinParity float64
-	// Checkpoint is the path of the checkpoint file; empty means none. A
-	// run resumes from an existing one and removes it when it completes.
-	Checkpoint string
-	// CheckpointEvery is the least time between checkpoint writes; zero
-	// means DefaultCheckpointEvery. The last committed batch is always
-	// written when a run stops early.
+	// Checkpoint is the path of the checkpoint file (see "Checkpoints" in
+	// the package doc); empty means none.
+	Checkpoint      string
 	CheckpointEvery time.Duration
 	// Identity describes the two stores (never secrets) so that a
 	// checkpoint is not resumed against other stores.
 	Identity string
 	// Progress receives the run's progress; nil means none. By default it
 	// is one line redrawn every second, for a terminal; with ProgressLines
-	// it is a plain line every ProgressEvery, for a log.
-	Progress io.Writer
-	// ProgressLines writes progress as plain lines, without carriage
-	// returns or escape codes, for logs, CI and background runs.
+	// plain lines (no carriage returns or escape codes) every ProgressEvery
+	// (zero: DefaultProgressLinesEvery), for a log.
+	Progress      io.Writer
 	ProgressLines bool
-	// ProgressEvery is the time between progress lines; zero means a
-	// second on a terminal and DefaultProgressLinesEvery as lines.
 	ProgressEvery time.Duration
 	// ExpectedKeys, when known, lets the progress line estimate the time
 	// left.
@@ -219,9 +189,7 @@ type Config struct {
 	// stale cursor, a store asking to be left alone), each in one Write,
 	// possibly from several goroutines; nil means none.
 	Notices io.Writer
-	// Clock drives budgets, retries and timestamps; nil means the system
-	// clock.
-	Clock clock.Clock
+	Clock   clock.Clock
 }
 
 // normalized returns cfg with its defaults filled in, or an ErrConfig error.

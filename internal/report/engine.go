@@ -57,11 +57,9 @@ type committed struct {
 	Repair     RepairCounts       `json:"repair"`
 }
 
-// Run scans both stores as cfg says and returns the report. It stops when
-// ctx ends, saving what it committed to the checkpoint (when there is one)
-// and returning an error matching ErrInterrupted; a later Run with the same
-// Config resumes there and returns the report an uninterrupted run would
-// have.
+// Run scans both stores as cfg says and returns the report. When ctx ends
+// it saves the checkpoint (see "Checkpoints" in the package doc) and
+// returns an error matching ErrInterrupted.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c, err := cfg.normalized()
 	if err != nil {

@@ -25,21 +25,17 @@ const OtherModules = "*"
 // Report is the outcome of a run, as the renderers print it and JSON
 // carries it (see the package documentation for the schema).
 type Report struct {
-	Schema        string `json:"schema"`
-	SchemaVersion int    `json:"schema_version"`
-	// RunID names the run where shadow-report records it (a full run, in
-	// the control database beside the stage document).
-	RunID      string    `json:"run_id,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
-	// Resumed reports that the run continued from a checkpoint.
-	Resumed bool     `json:"resumed"`
-	Primary SideInfo `json:"primary"`
-	Shadow  SideInfo `json:"shadow"`
-	Scope   Scope    `json:"scope"`
-	Options Options  `json:"options"`
-	// Truth is the store taken as authoritative, and why.
-	Truth Truth `json:"truth"`
+	Schema        string    `json:"schema"`
+	SchemaVersion int       `json:"schema_version"`
+	RunID         string    `json:"run_id,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	Resumed       bool      `json:"resumed"`
+	Primary       SideInfo  `json:"primary"`
+	Shadow        SideInfo  `json:"shadow"`
+	Scope         Scope     `json:"scope"`
+	Options       Options   `json:"options"`
+	Truth         Truth     `json:"truth"`
 	// Totals and Modules count what the scan found, before any repair.
 	Totals  Counts         `json:"totals"`
 	Modules []ModuleCounts `json:"modules"`
@@ -47,24 +43,15 @@ type Report struct {
 	// MaxRecords; DivergencesOmitted counts the rest.
 	Divergences        []compare.Record `json:"divergences"`
 	DivergencesOmitted int64            `json:"divergences_omitted"`
-	// BinaryInShadow lists the keys whose shadow value is not valid UTF-8,
-	// whatever their kind, up to MaxRecords; BinaryOmitted counts the
-	// rest. MongoDB holds such a value as BSON Binary, which the
-	// JavaScript bot reads as an object, not a string: the bytes may
-	// match, the bot's reading does not.
-	BinaryInShadow []compare.Record `json:"binary_in_shadow,omitempty"`
-	BinaryOmitted  int64            `json:"binary_omitted,omitempty"`
-	// TooLargeForBot lists the keys whose shadow value is longer than one
-	// MongoDB document holds (mongokv.InlineLimit), whatever their kind,
-	// up to MaxRecords; TooLargeOmitted counts the rest. mongokv keeps
-	// such a value in chunks, and the JavaScript bot, which reads the
-	// document's value field, reads the key as missing.
+	// BinaryInShadow and TooLargeForBot list, up to MaxRecords, the keys
+	// the bot cannot read as the Go layer does ("Values that are not
+	// text" in the package doc).
+	BinaryInShadow  []compare.Record `json:"binary_in_shadow,omitempty"`
+	BinaryOmitted   int64            `json:"binary_omitted,omitempty"`
 	TooLargeForBot  []compare.Record `json:"too_large_for_bot,omitempty"`
 	TooLargeOmitted int64            `json:"too_large_omitted,omitempty"`
 	Repair          *RepairReport    `json:"repair,omitempty"`
-	// Settle is present when the run read its differing keys again
-	// (Config.Settle); LeftForLater lists those that had changed, up to
-	// MaxRecords: they are pending, and out of the gated parity.
+	// Settle and LeftForLater: see "Reading again what differs".
 	Settle       *SettleReport `json:"settle,omitempty"`
 	LeftForLater []LeftKey     `json:"left_for_later,omitempty"`
 	// Parity is what the gate compares with MinParity: the scan's parity,
@@ -75,26 +62,21 @@ type Report struct {
 
 // SideInfo describes one store's part in the run.
 type SideInfo struct {
-	Name string `json:"name"`
-	// Budget is "1200/5m0s" or "unlimited".
-	Budget   string   `json:"budget"`
+	Name     string   `json:"name"`
+	Budget   string   `json:"budget"` // "1200/5m0s" or "unlimited"
 	Requests Requests `json:"requests"`
-	// Expiries reports whether the store's reads carried expiries.
-	Expiries bool `json:"expiries"`
+	Expiries bool     `json:"expiries"` // the store's reads carried expiries
 }
 
 // Options records how the run compared.
 type Options struct {
 	TTLToleranceSeconds float64           `json:"ttl_tolerance_seconds"`
 	KeyPolicy           compare.KeyPolicy `json:"key_policy"`
-	// ExpiriesCompared is false when a store cannot report expiries; then
-	// only values are compared.
-	ExpiriesCompared bool    `json:"expiries_compared"`
-	MinParity        float64 `json:"min_parity"`
+	ExpiriesCompared    bool              `json:"expiries_compared"`
+	MinParity           float64           `json:"min_parity"`
 	// StableHashes reports that hashed keys were keyed by a configured
 	// secret (the proxy's key secret), so that a key hashes the same in
-	// every run and in the proxy's answers; false means a secret drawn for
-	// this run.
+	// every run and in the proxy's answers.
 	StableHashes bool `json:"stable_hashes"`
 }
 
@@ -116,25 +98,17 @@ type Counts struct {
 	PrimaryKeys int64 `json:"primary_keys"`
 	ShadowKeys  int64 `json:"shadow_keys"`
 	// Compared is the keys classified: the union of both sides, sampled.
-	Compared int64      `json:"compared"`
-	Kinds    KindCounts `json:"kinds"`
-	// Divergent is the keys whose kind is a real difference in data.
-	Divergent int64 `json:"divergent"`
-	// BinaryInShadow is the compared keys whose shadow value is not valid
-	// UTF-8 (see Report.BinaryInShadow). They keep their kind: this is a
-	// call-out beside parity, not part of it.
+	Compared  int64      `json:"compared"`
+	Kinds     KindCounts `json:"kinds"`
+	Divergent int64      `json:"divergent"`
+	// BinaryInShadow and TooLargeForBot are call-outs beside parity (see
+	// Report.BinaryInShadow): the keys keep their kind.
 	BinaryInShadow int64 `json:"binary_in_shadow"`
-	// TooLargeForBot is the compared keys whose shadow value is too large
-	// for the bot's document shape (see Report.TooLargeForBot); a call-out
-	// beside parity too.
 	TooLargeForBot int64 `json:"too_large_for_bot"`
-	// Excluded is the keys listed in the scanned ranges but left out:
-	// under an excluded module or prefix, or kvshadow's reserved
-	// __kvshadow:. Counted in Totals alone.
+	// Excluded is the keys listed in the scanned ranges but left out (see
+	// Scope); counted in Totals alone.
 	Excluded int64 `json:"excluded,omitempty"`
-	// Parity is the percentage of compared keys that agree (match, or
-	// expired on one side a moment early), 100 when none was compared.
-	// Errors count against it: an unread key is not known to agree.
+	// Parity (see the package doc) is 100 when no key was compared.
 	Parity float64 `json:"parity"`
 }
 
