@@ -12,7 +12,6 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// errBreakerOpen is the cause of an operation the breaker refused.
 var errBreakerOpen = errors.New("dualwrite: circuit breaker open")
 
 // tripping marks a breaker that has just opened and whose open period has
@@ -198,7 +197,6 @@ func (b *breaker) calm(w uint64, clean bool) {
 	}
 }
 
-// clean reports whether gobreaker is closed with no failure counted.
 func (b *breaker) clean() bool {
 	return b.cb.State() == gobreaker.StateClosed && b.cb.Counts().ConsecutiveFailures == 0
 }

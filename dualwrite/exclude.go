@@ -19,7 +19,6 @@ type Excluded struct {
 // kv.ReservedPrefix first: what a tee is told to leave out too.
 func (s *Store) ExcludedPrefixes() []string { return s.cfg.exclude.Prefixes() }
 
-// excludes reports whether key is left out of the migration.
 func (s *Store) excludes(key string) bool { return s.cfg.exclude.Excludes(key) }
 
 // excluded reports whether a write of key is left out of the migration,

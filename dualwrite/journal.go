@@ -45,7 +45,6 @@ type Recorder interface {
 	Seal()
 }
 
-// journalRetry is how long the committer waits after a failed commit.
 const journalRetry = time.Second
 
 // commitLoop commits the settle set's changes in groups: as soon as there

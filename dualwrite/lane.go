@@ -123,7 +123,6 @@ func (s *Store) reserveBytes(n int64) bool {
 	return true
 }
 
-// releaseBytes gives back what reserveBytes took.
 func (s *Store) releaseBytes(n int64) {
 	if n <= 0 {
 		return
@@ -392,7 +391,6 @@ func (s *Store) timeout(bytes int64) time.Duration {
 	return s.cfg.ShadowTimeout + time.Duration(max(bytes, 0)/s.cfg.ShadowThroughput)*time.Second
 }
 
-// abort cancels the lane's running operation.
 func (l *lane) abort() {
 	l.mu.Lock()
 	c := l.claimLocked()

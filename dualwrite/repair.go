@@ -82,7 +82,6 @@ func (s *Store) RepairDirty() int {
 	return n
 }
 
-// kickSettle asks the Store's loop for a verification pass now.
 func (s *Store) kickSettle() {
 	select {
 	case s.settleKick <- struct{}{}:

@@ -220,7 +220,6 @@ func (s *Store) breakerChanged(e BreakerEvent) {
 	s.obs.BreakerChanged(e)
 }
 
-// warnOnce logs msg the first time it is seen.
 func (s *Store) warnOnce(msg string, attrs ...slog.Attr) {
 	if _, seen := s.warned.LoadOrStore(msg, true); !seen {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
