@@ -37,7 +37,6 @@ const (
 
 func getenv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
 
-// disabled reports OTEL_SDK_DISABLED=true.
 func disabled() bool { return strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") }
 
 // exporters returns the exporters chosen for sig, deduplicated, with "none"
@@ -73,7 +72,6 @@ func exporters(sig signal) ([]exporter, error) {
 	return out, nil
 }
 
-// otlpProtocol returns the OTLP transport for sig.
 func otlpProtocol(sig signal) (protocol, error) {
 	name := "OTEL_EXPORTER_OTLP_" + string(sig) + "_PROTOCOL"
 	raw := getenv(name)
