@@ -26,13 +26,12 @@ const (
 	DefaultMaxDirty          = 100_000
 	DefaultMaxSuspects       = 10_000
 	DefaultVerifyBatch       = 100 // one Workers KV bulk get
-	// DefaultFenceInterval is how long the flip waits after the last copy
-	// of a binding write (and after the Store entered Handover): the tee's
-	// stage TTL (30 s), plus its stage read timeout (1 s), plus the longest
-	// invocation, waitUntil included (30 s), is the longest an isolate can
-	// still write its binding on a stage read before Handover and have
-	// its copy on the way: 61 s, rounded up by 4 s for the copy's own trip
-	// and for the clocks of the instances that compare heartbeats.
+	// DefaultFenceInterval: the tee's stage TTL (30 s), plus its stage read
+	// timeout (1 s), plus the longest invocation, waitUntil included (30 s),
+	// is the longest an isolate can still write its binding on a stage read
+	// before Handover and have its copy on the way: 61 s, rounded up by 4 s
+	// for the copy's own trip and for the clocks of the instances that
+	// compare heartbeats.
 	DefaultFenceInterval = 65 * time.Second
 	// DefaultIngestMaxAge is how far before its arrival an ingested
 	// write's acknowledged-at time is trusted: past the fence and a
@@ -121,15 +120,14 @@ type Config struct {
 	// DefaultVerifyBatch (one Workers KV bulk get).
 	VerifyBatch int
 
-	// FenceInterval is how long the flip between Handover and Live waits
-	// after the last ingested copy of a binding write (and, from Handover,
-	// after the Store entered it). Default DefaultFenceInterval; negative
-	// means no wait (no tee writes any binding: proxy mode only).
+	// FenceInterval is how long the flip from Handover to Live waits after
+	// the Store entered Handover (see The handover). Default
+	// DefaultFenceInterval; negative means no wait (no tee writes any binding:
+	// proxy mode only).
 	FenceInterval time.Duration
 	// IngestMaxAge and IngestMaxLead bound how far before and after its
-	// arrival an ingested write's acknowledged-at time is trusted; a copy
-	// outside them is refused (Stats.IngestRefused) and its key verified
-	// instead. Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
+	// arrival an ingested write's acknowledged-at time is trusted (see The
+	// clocks). Defaults DefaultIngestMaxAge and DefaultIngestMaxLead.
 	IngestMaxAge, IngestMaxLead time.Duration
 	// AuthoritativeSince is, for a Store that starts where MongoDB is
 	// authoritative (live and after), a time at or after the flip, from which
