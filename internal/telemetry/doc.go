@@ -19,11 +19,7 @@
 // reads OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_METRIC_EXPORT_INTERVAL.
 //
 // A service that Prometheus scrapes sets Config.Prometheus and serves
-// MetricsHandler: the same instruments, in the names the OpenTelemetry
-// Collector's Prometheus exporter gives them.
-//
-// A signal with no exporter costs nothing: the tracer provider is then a
-// no-op, so instrumented calls record no span for nobody.
+// MetricsHandler.
 //
 // One deliberate departure from the specification: when a signal's
 // exporter variable is unset and no OTLP endpoint is configured for it, the
