@@ -25,9 +25,8 @@ type Harness struct {
 	// Writers is the number of concurrent writers; zero means 8.
 	Writers int
 	// ListsInfo says that the store lists each key's expiry and metadata
-	// with the key (kv.ListResult.Info), as Workers KV does: a listing
-	// without them fails the suite. Without it a store may leave Info nil,
-	// and the suite checks Info only where the store gives it.
+	// with the key (kv.ListResult.Info; see the package doc); without it the
+	// suite checks Info only where the store gives it.
 	ListsInfo bool
 }
 
