@@ -63,15 +63,12 @@ type Config struct {
 	Ready func(ctx context.Context) []Reason
 	// Metrics serves GET /metrics; nil answers 404.
 	Metrics http.Handler
-	// Operations counts the requests the front answered, for the summary
-	// of GET /stats; nil counts none.
+	// Operations counts the requests the front answered, for GET /stats.
 	Operations func() Operations
-	// Reconciler serves POST /reconciliation and the reconciliation of
-	// GET /stats; nil answers 404 there.
+	// Reconciler serves POST /reconciliation; nil answers 404.
 	Reconciler Reconciler
 	// TeeRefused counts the batches the tee endpoint refused whole, by
-	// error code, added to total.ingest_refused of GET /stats; nil adds
-	// none.
+	// error code, for total.ingest_refused of GET /stats.
 	TeeRefused func() map[string]uint64
 }
 
@@ -87,8 +84,7 @@ type Reason struct {
 	Degraded bool
 }
 
-// MaxBody bounds a request body: the API reads only small ones (a stage,
-// a reconciliation).
+// MaxBody bounds a request body: the API reads only small ones.
 const MaxBody = 4 << 10
 
 // DefaultDirtyLimit is how many keys GET /dirty lists without ?limit=.
@@ -180,9 +176,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) == 1
 }
 
-// readyz answers the probes, which send no token: ready or not, and why in
-// general words; the details (which namespace, which store) only with the
-// admin token.
+// readyz answers the probes (see Reason).
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	reasons := h.cfg.Ready(r.Context())
 	detailed := h.authorized(r)
@@ -280,8 +274,7 @@ const completeUnconfirmed = `complete is irreversible: Workers KV is no longer w
 	`(the way back through rampdown, live and handover closes for good); confirm with ` +
 	`{"stage": "complete", "confirm_irreversible": true}`
 
-// limitOf reads ?limit=, a count of what, def when absent; a bad one is
-// answered 400.
+// limitOf reads ?limit=, a count of what, def when absent.
 func limitOf(w http.ResponseWriter, r *http.Request, def int, what string) (int, bool) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {

@@ -17,7 +17,7 @@ type Reconciler interface {
 	Reconciliation(namespace string) ReconciliationView
 	// Clear clears the namespace's overflow with the report run of that ID.
 	// Its errors match ErrUnknownNamespace, control.ErrNoRecord,
-	// control.ErrNotReconciled (the message says why) or control.ErrBoard.
+	// control.ErrNotReconciled or control.ErrBoard.
 	Clear(ctx context.Context, namespace, report string) (ReconciliationView, error)
 }
 
@@ -28,8 +28,7 @@ var ErrUnknownNamespace = errors.New("admin: no such namespace")
 // Needed, else cleared by the report run ClearedBy.
 type ReconciliationView struct {
 	Needed bool `json:"needed"`
-	// Overflow is the overflow's ID in the Ledger; empty when none was
-	// recorded.
+	// Overflow is the overflow's ID in the Ledger; empty when none.
 	Overflow  string     `json:"overflow,omitempty"`
 	RaisedAt  *time.Time `json:"raised_at,omitempty"`
 	Growth    uint64     `json:"growth"`
@@ -42,9 +41,8 @@ func ReconciliationOf(needed bool, o control.Overflow) ReconciliationView {
 	return ReconciliationView{Needed: needed, Overflow: o.ID, RaisedAt: timePtr(o.RaisedAt), Growth: o.Growth, ClearedAt: timePtr(o.ClearedAt), ClearedBy: o.ClearedBy}
 }
 
-// clearReconciliation serves POST /reconciliation {"namespace", "report"}:
-// the flag goes only for a full report run that passed at 100% and started
-// after the overflow last grew; a refusal says why.
+// clearReconciliation serves POST /reconciliation {"namespace", "report"}
+// through the Reconciler (control.CheckClears).
 func (h *Handler) clearReconciliation(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Reconciler == nil {
 		writeError(w, http.StatusNotFound, "this instance keeps no record of overflows")

@@ -65,12 +65,9 @@ type InstanceView struct {
 type StageView struct {
 	Self      StatusView     `json:"self"`
 	Instances []InstanceView `json:"instances"`
-	// Flip is present in handover and live: what holds the flip to the
-	// other side back, and for how long.
+	// Flip is present in handover and live.
 	Flip *FlipView `json:"flip,omitempty"`
-	// StageKey is, per namespace ID, what this instance's last read of
-	// __kvshadow:stage found and how often it wrote it again (tee mode,
-	// from handover on).
+	// StageKey is, per namespace ID, as StoreStats.StageKey.
 	StageKey map[string]dualwrite.StageKeyStatus `json:"stage_key,omitempty"`
 }
 
@@ -146,9 +143,8 @@ type FenceView struct {
 	LastBindingCopy  *time.Time `json:"last_binding_copy,omitempty"`
 	QuietUntil       *time.Time `json:"quiet_until,omitempty"`
 	IngestUnverified int        `json:"ingest_unverified"`
-	// In handover: when the full comparison with Workers KV may start,
-	// whether it has yet to finish clean, and how many keys it found
-	// different (each held until verified).
+	// In handover: the full comparison with Workers KV
+	// (dualwrite.FenceStatus).
 	CompareFrom     *time.Time `json:"compare_from,omitempty"`
 	ComparePending  bool       `json:"compare_pending"`
 	CompareDiffered int        `json:"compare_differed"`
@@ -177,14 +173,11 @@ type Operations struct {
 	Errors     uint64 `json:"errors"`
 }
 
-// DivergenceSummary counts the divergences found: Confirmed, the running
-// total of those confirmed and reported by this instance (the same
-// difference after the consistency window, no copy known to the fleet on
-// its way); Suspected, the differences held now, waiting for that rule
-// (most go away); SuspectedTotal, the running total of differences seen
-// first (sampled reads, first verification reads); Recovered, the running
-// total of keys named by the journal after a restart and found different,
-// repaired without a report.
+// DivergenceSummary counts the divergences found: Confirmed (reported by
+// this instance, see dualwrite's Confirmation), Suspected (held now; most
+// go away), SuspectedTotal (seen first), Recovered (named by the journal
+// after a restart and found different, repaired without a report); all but
+// Suspected are running totals.
 type DivergenceSummary struct {
 	Confirmed      uint64 `json:"confirmed"`
 	Suspected      uint64 `json:"suspected"`
@@ -198,8 +191,7 @@ type SummaryView struct {
 	Instance   string `json:"instance"`
 	Stage      string `json:"stage"`
 	Generation uint64 `json:"generation"`
-	// Operations are the Workers KV API requests the front answered;
-	// Errors those answered 500 or above.
+	// Operations and Errors: see Operations.
 	Operations  uint64            `json:"operations"`
 	Errors      uint64            `json:"errors"`
 	Breaker     string            `json:"breaker"`
@@ -222,8 +214,7 @@ type StatsView struct {
 	Generation uint64                `json:"generation"`
 	Total      StoreStats            `json:"total"`
 	Namespaces map[string]StoreStats `json:"namespaces"`
-	// Reconciliation is each namespace's last settle-set overflow, and
-	// the report run that cleared it.
+	// Reconciliation is each namespace's last settle-set overflow.
 	Reconciliation map[string]ReconciliationView `json:"reconciliation,omitempty"`
 }
 
