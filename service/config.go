@@ -25,12 +25,9 @@ import (
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
-// The environment variables the service reads besides Cloudflare's
-// (cfkv.EnvAccountID, EnvAPIToken, EnvNamespaceID, EnvBaseURL) and the
-// OTEL_* ones. Secrets come from the environment or a file, never a flag: a
-// flag shows in ps.
-// The names are package kvenv's, which a Go bot's constructor (package
-// botkv) reads too.
+// The environment variables the service reads besides Cloudflare's (cfkv)
+// and OTEL_*; package kvenv's names, as botkv's. Secrets come from the
+// environment or a file, never a flag: a flag shows in ps.
 const (
 	EnvToken      = kvenv.Token      // the clients' token
 	EnvAdminToken = kvenv.AdminToken // the admin API's token
@@ -111,8 +108,7 @@ type Config struct {
 	FenceInterval     time.Duration
 	// TeeLease is how long a tee may trust a stage answer (its lease_ms);
 	// TeeInvocation the longest a bot's invocation runs after routing a
-	// write, its waitUntil included. A FenceInterval shorter than both
-	// together is refused.
+	// write. A FenceInterval shorter than both together is refused.
 	TeeLease, TeeInvocation time.Duration
 	IngestMaxAge            time.Duration
 	IngestMaxLead           time.Duration
@@ -124,10 +120,8 @@ type Config struct {
 	MaxSettle       int
 	BreakerFailures int
 	BreakerOpen     time.Duration
-	// ShadowRate caps the requests a second the instance's own work makes
-	// to MongoDB (copies, comparisons, verification, repairs:
-	// dualwrite.Config.ShadowBudget), shared by every namespace; 0 is no
-	// cap.
+	// ShadowRate caps the requests a second of dualwrite.Config.ShadowBudget,
+	// shared by every namespace; 0 is no cap.
 	ShadowRate int
 	// ExcludePrefixes are the key prefixes left out of the migration
 	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.

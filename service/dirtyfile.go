@@ -11,10 +11,8 @@ import (
 )
 
 // keepDirty writes the keys still dirty at exit where shadow-report
-// --keys-file reads them, one file per namespace in dir
-// (<namespace>.keys, one key a line), and removes the file of a namespace
-// left clean. It returns where the keys went, for the log: the journal, in
-// journal, keeps them too.
+// --keys-file reads them (<namespace>.keys in dir), and removes the file of
+// a namespace left clean. It returns where the keys went, for the log.
 func keepDirty(dir, journal string, fl *fleet, log *slog.Logger) string {
 	if journal != "" {
 		journal = "the journal in " + journal + ", which the next start on it repairs"

@@ -14,11 +14,10 @@ import (
 const whyNoStage = "kvshadow-proxy does not know the migration stage: the control board (MongoDB) cannot be read and this instance " +
 	"keeps no stage in which Workers KV is authoritative, so it serves nothing until MongoDB answers; retry shortly"
 
-// stageGate holds the front's requests back (503, Cloudflare's envelope,
-// Retry-After) until the follower runs the stage document, when the
-// instance started without it in a stage it may not serve unverified. Once
-// open it stays open: from then on the follower's lag is readiness's
-// business, as on any instance.
+// stageGate holds the front's requests back (503, Retry-After) until the
+// follower runs the stage document, when the instance started without it
+// in a stage it may not serve unverified. Once open it stays open: from
+// then on the follower's lag is readiness's business.
 type stageGate struct {
 	follower *control.Follower
 	open     atomic.Bool

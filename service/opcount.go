@@ -8,11 +8,9 @@ import (
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
-// opCounter counts the Workers KV API requests the front answers, for the
-// summary of GET /stats: operations, and errors (answers of 500 and above:
-// the authoritative store failed or could not be reached). Refusals of a
-// client's mistake (4xx) are operations, not errors; a missing key is an
-// answer.
+// opCounter counts the Workers KV API requests the front answers, for GET
+// /stats: operations, and errors (answers of 500 and above; a client's
+// mistake, 4xx, is no error).
 type opCounter struct {
 	ops, errs atomic.Uint64
 }

@@ -36,9 +36,9 @@ func WithListening(fn func(Listening)) Option { return func(o *runOptions) { o.l
 // their own making.
 func WithBackends(open Opener) Option { return func(o *runOptions) { o.open = open } }
 
-// WithClock sets the clock of the data path (the front's expiry checks, the
-// dual-write stores, and the Opener's stores); the control board's polls and
-// the probes keep the system clock. The default is the system clock.
+// WithClock sets the clock of the data path (the front, the dual-write
+// stores, the Opener's stores); the control board's polls and the probes
+// keep the system clock.
 func WithClock(c clock.Clock) Option { return func(o *runOptions) { o.clock = c } }
 
 // WithLogger sets the logger of the service and its stores; the default

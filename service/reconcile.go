@@ -16,12 +16,9 @@ import (
 )
 
 // reconciler records in the Ledger each overflow of this instance's settle
-// sets, and clears one with a report run (POST /reconciliation). An
-// overflow is raised the first time the instance sees its store's
-// reconciliation flag, and grows each time the store's overflow count
-// moved since (or the instance restarted on a journal that kept the
-// flag, since the keys lost before the restart are not counted): a report
-// clears it only if it saw it, at its current growth, when it started.
+// sets (control.Overflow), and clears one with a report run (POST
+// /reconciliation, control.CheckClears). A restart on a journal that kept
+// the flag counts as a growth: the keys lost before it are not counted.
 type reconciler struct {
 	ledger   control.Ledger
 	instance string
@@ -38,12 +35,9 @@ type reconciler struct {
 type overflowState struct {
 	dual     *dualwrite.Store
 	database string
-	// open is the overflow recorded and not cleared; seen the store's
-	// DirtyOverflow when it was last brought up to date.
-	open *control.Overflow
-	seen uint64
-	// last is the newest overflow, open or cleared, for /stats.
-	last control.Overflow
+	open     *control.Overflow // recorded, not cleared
+	seen     uint64            // the store's DirtyOverflow when last brought up to date
+	last     control.Overflow  // the newest, open or cleared, for /stats
 }
 
 var _ admin.Reconciler = (*reconciler)(nil)
@@ -73,8 +67,8 @@ func (r *reconciler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// observe brings every namespace's record up to date; a Ledger that does
-// not answer is said and tried again at the next observation.
+// observe brings every namespace's record up to date, or tries again at the
+// next observation.
 func (r *reconciler) observe(ctx context.Context) {
 	var failed []string
 	r.mu.Lock()

@@ -36,12 +36,10 @@ const (
 	adminMaxConnections = 64
 )
 
-// Run serves until ctx ends, then shuts down in order: it reports itself
-// draining (readyz 503) and waits ShutdownDelay for load balancers to
-// notice, stops accepting and lets requests under way finish (Grace), drains
-// the lanes (Drain), writes the keys still dirty to DirtyDir, leaves the
-// control board and stops. Its error is nil after a shutdown that followed
-// ctx, whatever the lanes left: what they left is counted and kept.
+// Run serves until ctx ends, then shuts down in the order the package doc
+// gives (after ShutdownDelay, for load balancers to notice). Its error is
+// nil after a shutdown that followed ctx, whatever the lanes left: what
+// they left is counted and kept.
 func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Option) error {
 	o := resolve(opts)
 	log := o.logger

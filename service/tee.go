@@ -11,11 +11,9 @@ import (
 // TeePath+"ingest" and TeePath+"stage", beside the Workers KV API.
 const TeePath = "/kvshadow/v1/"
 
-// withTee serves TeePath with h and everything else with api. h takes
-// TeePath+"ingest" and TeePath+"stage" exactly; any other path under
-// TeePath reaches it as TeePath itself, which it answers 404 (after its
-// token check, as it answers every path), so that no path beyond the two
-// is taken for one of them.
+// withTee serves TeePath with h and everything else with api. Any path
+// under TeePath but the two reaches h as TeePath itself, which it answers
+// 404 after its token check, so that no other is taken for one of them.
 func withTee(h http.Handler) func(http.Handler) http.Handler {
 	return func(api http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
