@@ -18,8 +18,8 @@ var (
 	// the message names the next allowed steps.
 	ErrStageTransition = errors.New("dualwrite: stage transition not allowed")
 	// ErrUnsynced: SetStage refused to change which store is authoritative
-	// while keys are dirty (the store about to become authoritative missed
-	// writes) or after the dirty set overflowed. Repair, or reconcile and
+	// while the fence holds it (the message says what: dirty keys, an
+	// overflowed set, the handover's conditions). Repair, or reconcile and
 	// call AcknowledgeReconciliation (AcknowledgeReconciliationAt, or
 	// kvshadow-proxy's POST /reconciliation), then try again.
 	ErrUnsynced = errors.New("dualwrite: the other store is not in sync")

@@ -36,10 +36,9 @@ type FenceStatus struct {
 	// HeldBy says, in words, what holds the flip back; empty when clear.
 	HeldBy []string
 	// In Handover with a fence: CompareFrom is when the full comparison
-	// of the namespace with Workers KV may start (see The handover in the
-	// package documentation); Compared whether it finished clean for this
-	// handover, and CompareDiffered how many keys it found different
-	// (each then held back until verified).
+	// with Workers KV may start (see The handover); Compared whether it
+	// finished clean for this handover, CompareDiffered how many keys it
+	// found different (each held back until verified).
 	CompareFrom     time.Time
 	Compared        bool
 	CompareDiffered int
