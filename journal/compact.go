@@ -36,7 +36,9 @@ func (j *Journal) compact() error {
 	if err != nil {
 		return err
 	}
-	err = copyJournal(dst, j.db)
+	// In one transaction, each bucket's keys in order with full pages:
+	// nothing is inserted between them until the next write of the set.
+	err = bolt.Compact(dst, j.db, 0)
 	if err == nil {
 		err = dst.Sync()
 	}
@@ -75,27 +77,6 @@ func (j *Journal) reopen() error {
 	db.AllocSize = allocSize
 	j.db = db
 	return nil
-}
-
-// copyJournal copies both buckets of src into the empty dst in one
-// transaction, the marks in key order with full pages: nothing will be
-// inserted between them until the next write of the set.
-func copyJournal(dst, src *bolt.DB) error {
-	return src.View(func(stx *bolt.Tx) error {
-		return dst.Update(func(dtx *bolt.Tx) error {
-			for _, name := range [][]byte{bucketSettings, bucketMarks} {
-				b, err := dtx.CreateBucket(name)
-				if err != nil {
-					return err
-				}
-				b.FillPercent = 1
-				if err := stx.Bucket(name).ForEach(b.Put); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
 }
 
 // syncDir makes a rename in dir durable.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -160,11 +161,7 @@ func Open(path string, opts Options) (*Journal, error) {
 func (j *Journal) recover() error {
 	logged := j.log.replay()
 	if len(logged) > 0 {
-		keys := make([]string, 0, len(logged))
-		for k := range logged {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(logged))
 		err := j.db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketMarks)
 			b.FillPercent = fillPercent
@@ -249,11 +246,7 @@ func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark,
 			return fmt.Errorf("journal: commit: %w", err)
 		}
 	}
-	keys := make([]string, 0, len(changes))
-	for k := range changes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(changes))
 	// One step of growth for the whole commit: each step is a truncate and
 	// an fsync.
 	j.db.AllocSize = max(allocSize, len(keys)*growthPerKey)

@@ -80,10 +80,6 @@ type ServeConfig struct {
 	MaxConnections int
 	// Logger says when the connection cap is reached; nil is slog.Default().
 	Logger *slog.Logger
-	// unguarded serves as the front did before fair admission, the
-	// connection cap and the memory budget: a plain semaphore of
-	// MaxConcurrent, nothing charged. The benchmark that prices them sets it.
-	unguarded bool
 	// Unauthenticated says, in so many words, that the front serves a
 	// Server without a token: allowed only on loopback (and Unix socket)
 	// listeners, and only to requests CheckLocal passes (no web page of
@@ -135,11 +131,7 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 	if adm.key == nil {
 		adm.key = RemoteHost
 	}
-	if cfg.unguarded {
-		h = bound(h, maxConc)
-	} else {
-		h = adm.serve(h)
-	}
+	h = adm.serve(h)
 	if cfg.Unauthenticated {
 		h = localOnly(h)
 	}
@@ -155,9 +147,6 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 	}
 	hs := &HTTPServer{srv: srv, tls: cfg.TLSConfig, unauthenticated: cfg.Unauthenticated,
 		maxConns: or(cfg.MaxConnections, DefaultMaxConnections), log: cfg.Logger}
-	if cfg.unguarded {
-		hs.maxConns = 0
-	}
 	return hs, nil
 }
 
@@ -168,25 +157,6 @@ func or[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// bound serves at most n requests at once, refusing the next with 503: the
-// admission of an unguarded front.
-func bound(h http.Handler, n int) http.Handler {
-	slots := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		markServing(r)
-		select {
-		case slots <- struct{}{}:
-		default:
-			e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: too many requests at once")
-			e.retryAfter = OverloadRetryAfter
-			writeError(w, e)
-			return
-		}
-		defer func() { <-slots }()
-		h.ServeHTTP(w, r)
-	})
-}
-
 // Serve accepts connections on ln until Shutdown or Close; it returns
 // http.ErrServerClosed then. An unauthenticated front refuses a listener
 // that is not on loopback.
@@ -194,9 +164,7 @@ func (h *HTTPServer) Serve(ln net.Listener) error {
 	if h.unauthenticated && !localAddr(ln.Addr()) {
 		return fmt.Errorf("%w: an unauthenticated front listens on loopback only, not %s", ErrUnauthenticated, ln.Addr())
 	}
-	if h.maxConns > 0 {
-		ln = LimitListener(ln, h.maxConns, h.tls != nil, h.log)
-	}
+	ln = LimitListener(ln, h.maxConns, h.tls != nil, h.log)
 	if h.tls != nil {
 		ln = tls.NewListener(ln, h.tls)
 	}

@@ -68,9 +68,6 @@ type Config struct {
 	// for Workers KV (the emulator) and serves them as Workers KV does:
 	// kvshadow-proxy writes its stage key through it.
 	RefuseReserved bool
-	// unguarded charges nothing to a memory budget: what the benchmark that
-	// prices the budget compares with.
-	unguarded bool
 }
 
 // ErrConfig reports a Config that New refuses.
@@ -132,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		f = &Faults{}
 	}
 	mem := cfg.Memory
-	if mem == nil && !cfg.unguarded {
+	if mem == nil {
 		var err error
 		if mem, err = membudget.New(membudget.Config{}); err != nil {
 			return nil, err
@@ -199,10 +196,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e := limitBody(w, r, bodyLimit(req.endpoint, r)); e != nil {
 		writeError(w, e)
-		return
-	}
-	if s.memory == nil { // unguarded: nothing charged
-		h(s, w, r, req)
 		return
 	}
 	// Charged after the token is checked: bytes declared by someone without
