@@ -45,7 +45,7 @@ bot-bench: workers-deps
 # the tee in wrangler dev, the bridge in a second wrangler dev over the same
 # local KV data, kvshadow-proxy at the bridge, the embedded MongoDB-compatible
 # server; Ctrl-C gives the verdict. TEE_CHECK_FLAGS: -config, -binding,
-# -kv-id, -port, -stage, -var NAME:VALUE.
+# -kv-id, -port, -stage (dualwrite, shadow, handover, live), -var NAME:VALUE.
 tee-check: workers-deps
 	@[ -n "$(BOT)" ] || { echo "make tee-check: BOT=path/to/your/worker is required"; exit 2; }
 	@cd tests && $(GO) build -o $(CURDIR)/bin/tee-check ./teecheck
@@ -116,7 +116,7 @@ integration: workers-deps nodeinterop-deps wrangler-deps testlog
 workers-pack:
 	@mkdir -p bin
 	@cd workers && npm pack --pack-destination $(CURDIR)/bin
-	@echo "make workers-pack: in the bot's Worker project: npm install $$(ls -t $(CURDIR)/bin/kvshadow-workers-*.tgz | head -1)"
+	@f=$$(cd bin && ls -t kvshadow-workers-*.tgz | head -1); echo "make workers-pack: bin/$$f; copy it into the bot's Worker project and run there: npm install ./$$f (package.json records the path, which must hold on every machine that installs the bot)"
 
 workers-deps:
 	@[ -d workers/node_modules/miniflare ] && [ -d workers/node_modules/mongodb ] || (cd workers && npm ci --no-audit --no-fund)

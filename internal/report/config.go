@@ -163,7 +163,8 @@ type Config struct {
 	// difference on both sides, as divergent; one that changed (a write or
 	// its copy was on its way) as pending, left for later and out of the
 	// gated parity (Report.Settle, Report.LeftForLater). Zero reads
-	// nothing again. Not with Repair.Apply, which reads its repairs back.
+	// nothing again. Not with Repair: its dry run says what it would copy
+	// at once, and applied it reads its repairs back.
 	Settle time.Duration
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).

@@ -84,8 +84,10 @@ func stateOf(p, s compare.Observation) [32]byte {
 	return out
 }
 
-// settling reports whether divergent keys are read again.
-func (e *engine) settling() bool { return e.cfg.Settle > 0 && !e.cfg.Repair.Apply }
+// settling reports whether divergent keys are read again: not in a repair,
+// whose dry run says at once what it would copy (a backfill's waited 70 s
+// for it), and which, applied, reads its repairs back.
+func (e *engine) settling() bool { return e.cfg.Settle > 0 && !e.cfg.Repair.Enabled }
 
 // settle reads the keys the scan found divergent again, Settle after each
 // was first read, and counts each as it then stands: agreeing, the same

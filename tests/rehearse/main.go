@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,7 +18,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	switch err := run(ctx, os.Args[1:], os.Stdout); {
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(os.Stderr, "rehearse: %v\n", err)
+		os.Exit(2)
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "rehearse: FAIL: %v\n", err)
 		os.Exit(1)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,5 +137,15 @@ func TestHelpExitsZero(t *testing.T) {
 	var out strings.Builder
 	if err := run(t.Context(), []string{"-help"}, &out); err != nil || !strings.Contains(out.String(), "-fence") {
 		t.Fatalf("-help: %v\n%s", err, out.String())
+	}
+}
+
+// A usage mistake is one (exit 2, as for every command), not a failed rehearsal.
+func TestUsageMistakes(t *testing.T) {
+	for _, args := range [][]string{{"-bogus"}, {"-updates", "2"}} {
+		var out strings.Builder
+		if err := run(t.Context(), args, &out); !errors.Is(err, errUsage) {
+			t.Errorf("rehearse %v: %v, want a usage error", args, err)
+		}
 	}
 }

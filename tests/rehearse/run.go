@@ -89,6 +89,9 @@ func (r *rig) say(format string, args ...any) {
 	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
+// errUsage marks a command line mistake: exit 2, as for every command.
+var errUsage = errors.New("usage")
+
 // The files the rehearsal writes in its folder: the guide's reports, kept.
 var reportFiles = []string{"parity.html", "gate.json", "final.html"}
 
@@ -122,10 +125,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *updates < 8 || *fence < 0 || *benchN < 0 || *rtt < 0 {
-		return errors.New("-updates must be at least 8, and -fence, -bench and -rtt not negative")
+		return fmt.Errorf("%w: -updates must be at least 8, and -fence, -bench and -rtt not negative", errUsage)
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
@@ -190,7 +193,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := r.bot.next(&ready, 3*time.Minute); err != nil {
 		return err
 	}
-	r.say("the bot Worker (the real bot's createStore, DualKVStore, MongoKVStore, drift-verifier) and the bridge Worker in workerd, one KV namespace; bridge at %s", ready.Bridge)
+	r.say("the bot Worker (kvshadow's re-implementation of the real bot's storage, workers/test/realbot: createStore, DualKVStore, MongoKVStore, drift-verifier) and the bridge Worker in workerd, one KV namespace; bridge at %s", ready.Bridge)
 	if r.primary, err = cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: bridgeToken, BaseURL: ready.Bridge, MaxRetries: -1}); err != nil {
 		return err
 	}

@@ -15,7 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
@@ -45,7 +50,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	kvID := fs.String("kv-id", "", "the binding's namespace ID (default: read from the config)")
 	workers := fs.String("workers", "", "kvshadow's workers/ folder: the bridge, and the wrangler used when the bot has none (default ../workers from the tests module)")
 	port := fs.Int("port", 8787, "the bot's port")
-	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified) or shadow (reads compared too)")
+	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified), shadow (reads compared too), handover or live (every call through the proxy; the flip to live waits for the fence, about 65 s)")
 	var vars varsFlag
 	fs.Var(&vars, "var", "NAME:VALUE, more [vars] for the bot (repeatable)")
 	fs.Usage = func() {
@@ -56,12 +61,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	to, err := dualwrite.ParseStage(*stage)
-	if *bot == "" || err != nil || (to != dualwrite.DualWrite && to != dualwrite.Shadow) {
+	if *bot == "" || err != nil || to < dualwrite.DualWrite || to > dualwrite.Live {
 		fs.Usage()
-		return errors.New("-bot is required, and -stage is dualwrite or shadow")
+		return fmt.Errorf("%w: -bot is required, and -stage is dualwrite, shadow, handover or live", errUsage)
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
@@ -119,8 +124,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer stopProxy()
 	adm := &admin.Client{URL: at.Admin, Token: adminToken}
-	if to == dualwrite.Shadow {
-		if _, err := adm.SetStage(ctx, to); err != nil {
+	fmt.Fprintf(out, "tee-check: kvshadow-proxy's admin API: export ADMIN=%s KVSHADOW_ADMIN_TOKEN=%s (docs/admin-api.md; PUT $ADMIN/stage moves the stage)\n", at.Admin, adminToken)
+	for st := dualwrite.Shadow; st <= to; st++ {
+		if err := flip(ctx, adm, st, out); err != nil {
 			return err
 		}
 	}
@@ -141,12 +147,39 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("the bot's wrangler dev: %w", err)
 	}
 	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, proxyAddr, to, bridgeURL, *kvID)
-	return watch(ctx, adm, out)
+	primary, err := cfkv.New(cfkv.Config{AccountID: "local", NamespaceID: *kvID, APIToken: bridgeToken, BaseURL: bridgeURL, MaxRetries: -1})
+	if err != nil {
+		return err
+	}
+	return watch(ctx, adm, out, primary, mongo.URI())
+}
+
+// errUsage marks a command line mistake: exit 2, as for every command.
+var errUsage = errors.New("usage")
+
+// flip moves the proxy to stage to, asking again while the fence holds it
+// (the way into live waits for its interval and the full comparison).
+func flip(ctx context.Context, adm *admin.Client, to dualwrite.Stage, out io.Writer) error {
+	for said := false; ; said = true {
+		_, err := adm.SetStage(ctx, to)
+		if e := (*admin.Error)(nil); !errors.As(err, &e) || e.Status != http.StatusConflict {
+			return err
+		}
+		if !said {
+			fmt.Fprintf(out, "tee-check: moving to %s waits for the fence: %v\n", to, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // watch prints the proxy's counts as they change until ctx ends, then
-// lets the last copies settle and gives the verdict.
-func watch(ctx context.Context, adm *admin.Client, out io.Writer) error {
+// lets the last copies settle and gives the verdict, naming each key that
+// differs in plain (it is the user's own machine).
+func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string) error {
 	said := ""
 	for ctx.Err() == nil {
 		if line, err := counts(context.Background(), adm); err == nil && line != said {
@@ -175,11 +208,52 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "tee-check: at the end: %s\n", line)
-	if st.Summary.Divergences.Confirmed > 0 {
-		return fmt.Errorf("%w: %d (kvshadow-proxy's log names their kinds; nothing was injected, so each is a write the tee, the bridge or the proxy got wrong)", ErrConfirmed, st.Summary.Divergences.Confirmed)
+	if n, err := differ(out, primary, mongoURI); err != nil || n > 0 || st.Summary.Divergences.Confirmed > 0 {
+		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above; nothing was injected, so a handler wrote the binding around the tee, or the tee, the bridge or the proxy got a write wrong)%s",
+			ErrConfirmed, st.Summary.Divergences.Confirmed, n, errText(err))
 	}
 	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed\n")
 	return nil
+}
+
+// differ compares the Worker's local KV data with MongoDB key by key, as
+// shadow-report does, and names each key that differs, in plain (it is
+// the user's own machine), with what it means; it returns how many. A write
+// around the tee that nothing read is found so too.
+func differ(out io.Writer, primary kv.Store, mongoURI string) (int, error) {
+	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongoURI})
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close(context.Background())
+	shadow, err := client.Store(mongokv.Config{})
+	if err != nil {
+		return 0, err
+	}
+	r, err := report.Run(context.Background(), report.Config{Primary: report.Side{Store: primary, Name: "Workers KV"}, Shadow: report.Side{Store: shadow, Name: "MongoDB"},
+		KeyPolicy: compare.KeyPlain, Scope: report.Scope{ExcludePrefixes: []string{"__retry:"}}})
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range r.Divergences {
+		fmt.Fprintf(out, "tee-check: %s: %s: %s%s\n", d.Key, d.Kind, compare.Explain(d.Kind, compare.PrimaryAuthority).Meaning, around(d.Kind))
+	}
+	return len(r.Divergences), nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "; comparing the stores: " + err.Error()
+}
+
+// around says who wrote a key that Workers KV holds newer than MongoDB.
+func around(k compare.Kind) string {
+	if k == compare.MissingInShadow || k == compare.ValueMismatch {
+		return "; no copy of its last write reached the proxy: the handler that wrote it wrote around the tee (env.KV itself, not the kvshadowTee that wraps it)"
+	}
+	return ""
 }
 
 func counts(ctx context.Context, adm *admin.Client) (string, error) {

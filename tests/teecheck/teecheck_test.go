@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"io"
@@ -23,8 +24,18 @@ import (
 // that data and compares sampled reads, and confirms nothing. (Against
 // kvshadow-proxy --demo, which compares with an emulator the Worker never
 // wrote, every copy is a divergence.) The copies verified are counted, so
-// that a check in which no copy arrived cannot pass.
+// that a check in which no copy arrived cannot pass. In every stage it
+// offers, and it prints the admin API's address and token; a handler that
+// writes its binding around the tee fails it, the key named in plain.
 func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
+	// Every stage it offers: in handover and live every call goes through
+	// the proxy.
+	for _, stage := range []string{"shadow", "handover", "live"} {
+		t.Run(stage, func(t *testing.T) { teeCheck(t, stage) })
+	}
+}
+
+func teeCheck(t *testing.T, stage string) {
 	workers, _ := filepath.Abs(filepath.Join("..", "..", "workers"))
 	if _, err := os.Stat(filepath.Join(workers, "node_modules", "wrangler")); err != nil {
 		t.Fatal("workers/node_modules lacks wrangler: run make workers-deps")
@@ -35,7 +46,7 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-bot", filepath.Join(workers, "test", "realbot"), "-workers", workers, "-port", strconv.Itoa(port),
+		done <- run(ctx, []string{"-bot", filepath.Join(workers, "test", "realbot"), "-workers", workers, "-port", strconv.Itoa(port), "-stage", stage,
 			"-var", "KVSHADOW_TEE:1", "-var", "DUAL_WRITE:0", "-var", "KVSHADOW_SAMPLE:0.5"}, pw)
 		_ = pw.Close()
 	}()
@@ -76,6 +87,15 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 		}
 	}
 	time.Sleep(2 * time.Second) // the tee's last copies leave 250 ms after the last write
+	if stage == "shadow" {
+		// A handler that writes its binding around the tee: no copy is
+		// sent, and nothing reads the key.
+		resp, err := http.Post(bot, "application/json", strings.NewReader(`{"around":["wordle:around","v"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 	cancel()
 	var err error
 	select {
@@ -85,6 +105,13 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	got := out.String()
+	if stage == "shadow" {
+		// The check fails naming the key in plain, and who wrote it.
+		if !errors.Is(err, ErrConfirmed) || !strings.Contains(got, "tee-check: wordle:around: missing_in_shadow: ") || !strings.Contains(got, "wrote around the tee") {
+			t.Fatalf("a write around the tee: %v\n%s", err, got)
+		}
+		err = nil
+	}
 	if err != nil {
 		t.Fatalf("tee-check: %v\n%s", err, got)
 	}
@@ -95,8 +122,21 @@ func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 	if verified, _ := strconv.Atoi(end[1]); verified < len(keys) {
 		t.Errorf("%s keys' copies verified of %d keys written: the tee's copies did not reach the proxy\n%s", end[1], len(keys), got)
 	}
-	if end[2] != "0" || !strings.Contains(got, "OK: no divergence confirmed") {
-		t.Errorf("divergences confirmed=%s\n%s", end[2], got)
+	if end[2] != "0" || (stage != "shadow") != strings.Contains(got, "OK: no divergence confirmed") || !strings.Contains(got, "stage="+stage) {
+		t.Errorf("divergences confirmed=%s, or not in %s\n%s", end[2], stage, got)
+	}
+	if !regexp.MustCompile(`export ADMIN=http://127\.0\.0\.1:[0-9]+/ KVSHADOW_ADMIN_TOKEN=\S+`).MatchString(got) {
+		t.Errorf("no admin address and token to try the stages with:\n%s", got)
+	}
+}
+
+// A usage mistake is one (exit 2, as for every command), not a failed check.
+func TestUsageMistakes(t *testing.T) {
+	for _, args := range [][]string{{"-bogus"}, {"-bot", "x", "-stage", "complete"}, {"-stage", "live"}} {
+		var out syncbuf.Buffer
+		if err := run(t.Context(), args, &out); !errors.Is(err, errUsage) {
+			t.Errorf("tee-check %v: %v, want a usage error", args, err)
+		}
 	}
 }
 

@@ -53,7 +53,8 @@ COMPARISON
                                 difference as divergent, one that changed (a write or its copy
                                 was on its way) is left for later, named, and out of the gated
                                 parity. So runs under traffic agree, and a write around the
-                                layer, which holds, fails every one
+                                layer, which holds, fails every one. Not with --repair, which
+                                says at once what it would copy
 
 OUTPUT
   --format table|json|markdown|html
