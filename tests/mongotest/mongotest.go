@@ -18,28 +18,23 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// EnvURI names the environment variable that points the tests at an
-// external MongoDB instead of an embedded FerretDB.
+// EnvURI names the environment variable of an external MongoDB.
 const EnvURI = "MONGODB_URI"
 
 // Config configures Start. The zero value is an embedded FerretDB with its
 // data in a temporary directory and its logs discarded.
 type Config struct {
 	// Dir holds FerretDB's SQLite files; empty means a temporary
-	// directory that Close removes. A given Dir is kept, so a demo can
-	// restart on the same data.
+	// directory that Close removes.
 	Dir string
 	// Logger receives FerretDB's own logs; nil discards them (FerretDB
 	// logs every connection at info level, which drowns test output).
 	Logger *slog.Logger
-	// IgnoreEnv starts FerretDB even when MONGODB_URI is set, for tests
-	// that depend on FerretDB's behaviour itself.
+	// IgnoreEnv starts FerretDB even when MONGODB_URI is set.
 	IgnoreEnv bool
-	// Listen is the TCP address the server listens on, such as
-	// 127.0.0.1:27018; empty means a random loopback port. To restart a
-	// server under the same URI (a test of an outage, a client that must
-	// reconnect), Close it and Start again with the Listen its URI names
-	// (Addr) and the same Dir: the data and the URI are kept.
+	// Listen is the TCP address the server listens on; empty means a
+	// random loopback port. To restart a server under the same URI, Close
+	// it and Start again with its Addr and the same Dir.
 	Listen string
 }
 
@@ -62,9 +57,8 @@ type Server struct {
 }
 
 // Start returns the server named by MONGODB_URI when that variable is set, or
-// starts an embedded FerretDB listening on cfg.Listen (a random loopback
-// port by default). The server runs until Close; ctx bounds only the
-// start. An address in use fails the start.
+// starts an embedded FerretDB. The server runs until Close; ctx bounds only
+// the start.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -110,9 +104,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Addr is the embedded server's listening address (host:port), what
-// Config.Listen takes to start it again under the same URI; empty for an
-// external one.
+// Addr is the embedded server's listening address; empty for an external one.
 func (s *Server) Addr() string { return s.addr }
 
 // URI is the server's connection string. An external server's URI may carry
@@ -126,8 +118,7 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) External() bool { return s.external }
 
 // Close stops an embedded server, waits for it to release its files and
-// removes its temporary directory. It leaves an external server running.
-// Close is idempotent.
+// removes its temporary directory; idempotent.
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -151,8 +142,7 @@ func (s *Server) removeTemp() error {
 	return os.RemoveAll(s.tempDir)
 }
 
-// Client returns a driver client for the server that the Server owns and
-// Close disconnects; tests use it to inspect stored documents directly.
+// Client returns a driver client for the server that Close disconnects.
 func (s *Server) Client() (*mongo.Client, error) {
 	s.adminOnce.Do(func() {
 		s.admin, s.adminErr = mongo.Connect(options.Client().ApplyURI(s.uri))
@@ -160,8 +150,7 @@ func (s *Server) Client() (*mongo.Client, error) {
 	return s.admin, s.adminErr
 }
 
-// NewDatabaseName returns a database name that no other caller gets, so that
-// tests sharing one server never see each other's data. The name is at most
+// NewDatabaseName returns a database name that no other caller gets: at most
 // 38 bytes of [a-z0-9_], within every server's limits.
 func NewDatabaseName(label string) string {
 	var b [6]byte

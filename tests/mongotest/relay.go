@@ -11,12 +11,8 @@ import (
 )
 
 // Relay is a MongoDB server as one process reaches it: a TCP relay on a
-// port of its own. Cut(true) is a network outage as the driver sees it
-// (every connection closed, new ones closed on arrival; Cut(false) lets
-// them through again); Down is a server that is down (nothing listens:
-// connections refused) and Up brings it back on the same port. A test
-// gives one process its way to the server through a Relay, and cuts that
-// process off while the others keep theirs.
+// port of its own, so that a test cuts one process off while the others
+// keep their way to the server.
 type Relay struct {
 	addr, target string
 	mu           sync.Mutex
@@ -134,7 +130,8 @@ func (r *Relay) pipe(dst, src net.Conn, fromClient bool) {
 	r.mu.Unlock()
 }
 
-// Cut starts (true) or ends (false) the outage.
+// Cut starts (true) or ends (false) a network outage as the driver sees it:
+// every connection closed, new ones closed on arrival.
 func (r *Relay) Cut(cut bool) {
 	r.mu.Lock()
 	r.cut = cut
@@ -148,10 +145,9 @@ func (r *Relay) Cut(cut bool) {
 	}
 }
 
-// DropOn makes the relay close every connection whose client sends marker
-// (nil: none), the connection on which it sends it too: a test makes one
-// command fail, as a network that breaks mid-command does, while the
-// connect and every other command work.
+// DropOn makes the relay close every connection on which the client sends
+// marker (nil: none): one command fails as in a network that breaks
+// mid-command, while every other works.
 func (r *Relay) DropOn(marker []byte) {
 	r.mu.Lock()
 	r.dropOn = bytes.Clone(marker)

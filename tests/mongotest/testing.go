@@ -25,8 +25,7 @@ func New(tb testing.TB) *Server {
 }
 
 // Database returns a fresh database name for tb and drops that database when
-// the test ends, so that runs against a long-lived MONGODB_URI server leave
-// nothing behind.
+// the test ends.
 func (s *Server) Database(tb testing.TB) string {
 	tb.Helper()
 	name := NewDatabaseName(tb.Name())

@@ -1,7 +1,6 @@
-// Package proxytest starts what the tests that run kvshadow-proxy as a team
-// runs it need: an emulated Workers KV account as the primary, and the
-// service itself in the test's process, configured by its command line and
-// environment as the binary would be.
+// Package proxytest starts what the tests that run kvshadow-proxy need: an
+// emulated Workers KV account as the primary, and the service in the test's
+// process, configured by its command line and environment.
 package proxytest
 
 import (
@@ -69,9 +68,8 @@ type Proxy struct {
 // Stdout is what the proxy has printed.
 func (p *Proxy) Stdout() string { return p.out.String() }
 
-// Start runs the service with env and args (after free loopback
-// listeners) until the test ends, and fails the test if it does not start
-// or does not stop cleanly.
+// Start runs the service with env and args until the test ends, and fails
+// the test if it does not start or stop cleanly.
 func Start(t testing.TB, env map[string]string, args ...string) *Proxy {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
@@ -89,11 +87,10 @@ func Start(t testing.TB, env map[string]string, args ...string) *Proxy {
 	return p
 }
 
-// Run runs the service with env and args in this process, its log to
-// stderr, until stop (or ctx ends); it returns once the service listens,
-// and stop returns what the service returned. It is Start for a command
-// that runs kvshadow-proxy beside it (rehearse, tee-check) or a test that
-// needs the service's options or its own ending.
+// Run runs the service with env and args in this process until stop (or
+// ctx ends), which returns what the service returned; it returns once the
+// service listens. It is Start for a command (rehearse, tee-check) or a
+// test that needs its own ending.
 func Run(ctx context.Context, env map[string]string, stderr io.Writer, args []string, opts ...service.Option) (at service.Listening, stop func() error, err error) {
 	return launch(ctx, env, args, io.Discard, stderr, opts...)
 }
