@@ -29,7 +29,6 @@ var injections = []injection{
 	{key: "misc:injected:ttl", kind: compare.TTLMismatch, primary: "x", shadow: "x", ttl: 2 * time.Hour},
 }
 
-// inject writes every injection straight to the two stores.
 func inject(ctx context.Context, primary, shadow kv.Store) error {
 	for _, in := range injections {
 		if in.primary != "" {

@@ -39,11 +39,9 @@ type proxy struct {
 	last dualwrite.Stats
 }
 
-// startProxy runs the service over the demo's stores: primary is Workers
-// KV (the emulator, read from the bot's edge location), shadow is MongoDB
-// behind a switch that can take it down, and the stage document lives in
-// MongoDB. The dual-write settings are the demo's, scaled down to the
-// emulator's window so that a one-minute run shows every phase.
+// startProxy runs the service over the demo's stores, the shadow behind a
+// switch that can take it down. The dual-write settings are scaled down to
+// the emulator's window so that a one-minute run shows every phase.
 func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow kv.Store, log *slog.Logger) (*proxy, error) {
 	env := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": demoAccount, "CLOUDFLARE_KV_NAMESPACE_ID": demoNamespace,
@@ -80,19 +78,16 @@ func startProxy(ctx context.Context, cfg config, srv *servers, primary, shadow k
 	return p, nil
 }
 
-// botClient is the bot's Workers KV client, pointed at the proxy.
 func (p *proxy) botClient() (*cfkv.Store, error) {
 	return cfkv.New(cfkv.Config{AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: proxyToken,
 		BaseURL: p.api, RetryBackoff: 50 * time.Millisecond})
 }
 
-// setStage changes the stage through the admin API.
 func (p *proxy) setStage(ctx context.Context, stage dualwrite.Stage) error {
 	_, err := p.client.SetStage(ctx, stage)
 	return err
 }
 
-// repair asks the proxy to repair its dirty keys now.
 func (p *proxy) repair(ctx context.Context) error { return p.client.Repair(ctx) }
 
 // Stats reads GET /stats into the dual-write store's own snapshot; when the

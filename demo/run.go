@@ -221,7 +221,6 @@ type move struct {
 	what string
 }
 
-// walk makes the moves in order.
 func walk(ctx context.Context, px *proxy, st *status, moves ...move) error {
 	for _, m := range moves {
 		if err := flip(ctx, px, st, m.to, m.what); err != nil {
@@ -262,8 +261,7 @@ func flip(ctx context.Context, px *proxy, st *status, to dualwrite.Stage, what s
 }
 
 // settle waits until the proxy's lanes are drained and no key is dirty,
-// asking for repairs meanwhile. Repair waits out the consistency window, so
-// this takes a few seconds.
+// asking for repairs meanwhile.
 func settle(ctx context.Context, px *proxy, cfg config) error {
 	deadline := time.Now().Add(time.Minute + 3*cfg.window)
 	for {
@@ -284,5 +282,4 @@ func settle(ctx context.Context, px *proxy, cfg config) error {
 
 var errVerdict = errors.New("the demo did not behave as designed")
 
-// pause waits d, or until ctx ends.
 func pause(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }

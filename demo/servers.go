@@ -43,7 +43,7 @@ type servers struct {
 }
 
 // startServers starts the Workers KV emulator and the embedded
-// MongoDB-compatible server. Close stops both.
+// MongoDB-compatible server.
 func startServers(ctx context.Context, cfg config) (*servers, error) {
 	s := &servers{served: make(chan error, 1)}
 	faults := &kvapi.Faults{}
@@ -110,12 +110,10 @@ func (s *servers) workersKV(located bool) (*cfkv.Store, error) {
 	return cfkv.New(cfg)
 }
 
-// mongoDB returns a store of the demo database on the shared client.
 func (s *servers) mongoDB() (*mongokv.Store, error) {
 	return s.client.Store(mongokv.Config{Database: database})
 }
 
-// Close stops both servers.
 func (s *servers) Close() error {
 	var errs []error
 	if s.client != nil {

@@ -14,9 +14,8 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// status prints what happens as it happens, in one voice: events as they
-// occur, the layer's own warnings (said to be expected while the outage is
-// planned), and a status line every second.
+// status prints what happens as it happens, in one voice: events, the
+// layer's own warnings, and a status line every second.
 type status struct {
 	out   io.Writer
 	dual  interface{ Stats() dualwrite.Stats }
@@ -90,10 +89,9 @@ func (s *status) print() {
 		s.elapsed(), st.Stage, s.work.ops.Load(), s.work.errs.Load(), st.Breaker, st.Queued, st.Dirty, drops, repaired, compared, divergent, pending)
 }
 
-// logHandler turns the dual-write layer's log records into the story's
-// events. Its breaker records are left to the status line, which says the
-// same in the story's words; every other warning is printed, said to be
-// expected while the outage is planned, and unexpected otherwise.
+// logHandler turns the dual-write layer's warnings into the story's events
+// (expected while the outage is planned); breaker records are left to the
+// status line, which says the same in the story's words.
 type logHandler struct {
 	s     *status
 	attrs []slog.Attr

@@ -40,7 +40,6 @@ func (w *workload) fail(err error) {
 	w.mu.Unlock()
 }
 
-// run drives the namespaced stores until ctx ends.
 func (w *workload) run(ctx context.Context, stores map[string]kv.Store, cfg config) {
 	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) * float64(cfg.workers) / cfg.rate)
