@@ -18,12 +18,11 @@ const (
 	demoToken     = "demo-token"
 )
 
-// startDemo runs the Workers KV REST API emulator on a loopback port over
-// an in-memory namespace, reached through the real Workers KV client, and an
-// in-memory shadow (the embedded MongoDB-compatible server lives in the
-// tests module, to keep its dependencies out of this binary). Both are
-// seeded with a small bot's data and one divergence of every kind, so that
-// every output, the gate and a repair can be tried without an account.
+// startDemo runs the Workers KV REST API emulator on loopback, reached
+// through the real Workers KV client, and an in-memory shadow (the embedded
+// MongoDB-compatible server lives in the tests module, to keep its
+// dependencies out of this binary), so that every output, the gate and a
+// repair can be tried without an account.
 func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, error) {
 	kvMem := memory.New(memory.Config{})
 	shadow := memory.New(memory.Config{})

@@ -19,10 +19,8 @@ func (e *storesError) Error() string { return strings.Join(e.problems, "\n") }
 
 // preflight checks both stores at once before the scan, so that a wrong
 // account is not hidden behind an unreachable MongoDB, and words each
-// problem in one line: what failed, the likely cause, what to check. The
-// check costs one Workers KV request, which it returns so that the report
-// counts it: a small list, or, for a key list (which promises no listing),
-// a read of its first key.
+// problem in one line: what failed, the likely cause, what to check. It
+// returns its one Workers KV request, for the report to count.
 func preflight(ctx context.Context, o *options, primary kv.Store, connectShadow func(context.Context) error) (report.Requests, error) {
 	var cfErr, mongoErr error
 	var spent report.Requests

@@ -19,8 +19,7 @@ import (
 // at start, and recording the run at the end.
 const stageTimeout = 15 * time.Second
 
-// stageView is what a run learned, at its start, of the control
-// collections kvshadow-proxy keeps in MongoDB.
+// stageView is what a run learned, at its start, of the control collections.
 type stageView struct {
 	db string
 	// doc is the stage document (Generation 0: there is none); err says
@@ -62,9 +61,8 @@ func readStage(ctx context.Context, o *options) *stageView {
 	return sv
 }
 
-// decideTruth picks the authoritative side: the stage document's when it
-// can be read, which --authoritative may only contradict with
-// --force-authoritative; otherwise --authoritative, or the primary.
+// decideTruth picks the authoritative side: the stage document's, which
+// --authoritative may only contradict with --force-authoritative.
 func decideTruth(o *options, sv *stageView) (report.Role, report.Truth, error) {
 	given := report.Truth{Source: report.TruthDefault, Reason: "no store was named and there is no stage document to ask: the primary (Workers KV), as before the migration"}
 	if o.authSet {
