@@ -50,7 +50,7 @@ const (
 // Config configures a Store. Zero values mean the documented defaults.
 //
 // The API token never leaves the Store except in the Authorization header:
-// Config formats itself without it (String, GoString, Format, LogValue, and
+// Config formats itself without it (String, Format, LogValue, and
 // json.Marshal skips it), and no error of this package carries it.
 type Config struct {
 	// AccountID and NamespaceID name the namespace; both are required.
@@ -180,9 +180,6 @@ func (c Config) String() string {
 	return fmt.Sprintf("cfkv.Config{AccountID: %q, NamespaceID: %q, APIToken: %s, BaseURL: %q, MaxRetries: %d, RetryBackoff: %s, MaxRetryWait: %s, RequestTimeout: %s, MaxBulkWrite: %d}",
 		c.AccountID, c.NamespaceID, token, c.BaseURL, c.MaxRetries, c.RetryBackoff, c.MaxRetryWait, c.RequestTimeout, c.MaxBulkWrite)
 }
-
-// GoString makes %#v print String's redacted form.
-func (c Config) GoString() string { return c.String() }
 
 // Format makes every verb (%v, %+v, %#v, %s, %q, %x...) print String's
 // redacted form.
