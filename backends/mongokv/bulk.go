@@ -35,11 +35,8 @@ func group(keys []string) (order []string, byColl map[string][]string) {
 	return order, byColl
 }
 
-// GetMany implements kv.BulkGetter with one $in query per collection and
-// batch of keys. Chunked values cost their own reads. MongoDB sends a
-// query's documents in replies of at most 16 MiB; a server that answers in
-// one reply past the driver's 48 MB (FerretDB does, for three documents of
-// 16 MiB) has the batch asked again in halves.
+// GetMany implements kv.BulkGetter as the package documentation's Round
+// trips say; chunked values cost their own reads.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err

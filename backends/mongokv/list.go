@@ -13,11 +13,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// List implements kv.Store. Each collection the prefix can reach is read as
-// one _id range, sorted, limited to limit+1 keys so that the page knows
-// whether more follow; ranges of several collections are merged. The same
-// find brings each key's expiry and metadata (ListResult.Info), as Workers
-// KV lists them, so that a caller needs no second read for them.
+// List implements kv.Store as the package documentation's Listing says: an
+// _id range per collection the prefix reaches, limit+1 keys each so that
+// the page knows whether more follow, merged.
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
 	limit, err := kv.ValidateListOptions(opts)
 	if err != nil {

@@ -81,15 +81,10 @@ func sweepable(made, exp, now time.Time) bool {
 }
 
 // sweepOrphans deletes the generations whose key's document no longer
-// points at them: the bot, which knows nothing of chunks, deleted the key or
-// overwrote it with an inline value (its document then keeps a stale chunks
-// field beside value, which is removed too), or a deletion of chunks was cut
-// short. Only generations older than putGuard, or whose key has expired,
-// are considered (see sweepable), so the chunks of a Put under way are
-// never touched. The cost is one read of
-// GenerationCollection (a document per chunked value) and, when some
-// generation is old enough, one $in query per collection and BatchSize
-// owners.
+// points at them, as the package documentation says, or whose deletion was
+// cut short; only sweepable ones are judged. It costs one read of
+// GenerationCollection and, when some generation is old enough, one $in
+// query per collection and BatchSize owners.
 func (s *Store) sweepOrphans(ctx context.Context, db *mongo.Database) (int64, error) {
 	now := s.clock.Now()
 	cur, err := db.Collection(GenerationCollection).Find(ctx, bson.D{})
