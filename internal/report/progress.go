@@ -9,8 +9,8 @@ import (
 )
 
 // startProgress writes the progress on cfg.Progress every ProgressEvery
-// until the returned stop is called; stop waits for the goroutine and
-// writes the last state.
+// until the returned stop, which waits for the goroutine and writes the
+// last state.
 func (e *engine) startProgress() (stop func()) {
 	w := e.cfg.Progress
 	if w == nil {
@@ -42,8 +42,7 @@ func (e *engine) startProgress() (stop func()) {
 }
 
 // drawProgress writes the status: a redrawn line on a terminal, a plain
-// line in a log. It reads the committed counters under the lock and writes
-// after releasing it.
+// line in a log.
 func (e *engine) drawProgress(w io.Writer) {
 	e.mu.Lock()
 	scanned, module := e.Scanned, e.Module

@@ -33,12 +33,9 @@ type LeftKey struct {
 }
 
 // SettleReport says what the run made of the keys that differed at the scan
-// (Config.Settle): Rechecked were read again; of them Settled agreed then
-// (counted as they agree), Held showed the same difference (counted as
-// divergent: it held for the whole interval) and Left had changed (counted
-// as pending and left out of the gated parity; listed in LeftForLater up to
-// MaxRecords). Omitted differing keys, past DefaultMaxSettle, were not read
-// again.
+// ("Reading again what differs" in the package doc): Rechecked were read
+// again, Settled, Held and Left of them; Omitted, past DefaultMaxSettle,
+// were not.
 type SettleReport struct {
 	Seconds   float64 `json:"seconds"`
 	Rechecked int64   `json:"rechecked"`
