@@ -80,58 +80,53 @@ type ChangeView struct {
 	Lag        string `json:"lag,omitempty"`
 }
 
-// StoreStats is a dual-write store's Stats (GET /stats).
+// StoreStats is a dual-write store's Stats (GET /stats; docs/admin-api.md
+// says what each field counts).
 type StoreStats struct {
-	Stage                string            `json:"stage"`
-	Queued               int64             `json:"queued"`
-	QueuedBytes          int64             `json:"queued_bytes"`
-	MaxLaneDepth         int               `json:"max_lane_depth"`
-	Lanes                int               `json:"lanes"`
-	LaneCapacity         int               `json:"lane_capacity"`
-	Drops                map[string]uint64 `json:"drops"`
-	Coalesced            uint64            `json:"coalesced"`
-	Dirty                int               `json:"dirty"`
-	Unsettled            int               `json:"unsettled"`
-	DirtyOverflow        uint64            `json:"dirty_overflow"`
-	ReconciliationNeeded bool              `json:"reconciliation_needed"`
-	Suspects             int               `json:"suspects"`            // only a sampled read found them different
-	SuspectOverflow      uint64            `json:"suspect_overflow"`    // suspicions dropped, the suspects full
-	SuspectsSuperseded   uint64            `json:"suspects_superseded"` // taken into the settle set by a write
-	Repairs              map[string]uint64 `json:"repairs"`
-	DeletesHeld          int               `json:"deletes_held"` // keys whose repair, a delete, waits for an operator
-	Comparisons          map[string]uint64 `json:"comparisons"`
-	ComparisonsSkipped   uint64            `json:"comparisons_skipped"`
-	Verifications        map[string]uint64 `json:"verifications"`
-	Divergences          uint64            `json:"divergences"` // confirmed by verification
-	Cleared              uint64            `json:"cleared"`
-	Held                 int               `json:"held"`               // differences held now, waiting for the confirmation rule
-	ReportedElsewhere    uint64            `json:"reported_elsewhere"` // confirmed here, reported by another instance first
-	ClaimErrors          uint64            `json:"claim_errors"`       // claims the board failed: reported anyway
-	Recovered            uint64            `json:"recovered"`          // journal keys found different after a restart: repaired, not reported
-	Journal              bool              `json:"journal"`
-	JournalOK            bool              `json:"journal_ok"`
-	JournalCommits       uint64            `json:"journal_commits"`
-	JournalErrors        uint64            `json:"journal_errors"`
-	JournalPending       int               `json:"journal_pending"`
-	Loaded               uint64            `json:"loaded"`
-	IngestStale          uint64            `json:"ingest_stale"`
-	TeeReads             uint64            `json:"tee_reads"` // compared as Comparisons count them
-	// Excluded: what was left out for its key's prefix (--exclude-prefix).
-	Excluded dualwrite.Excluded `json:"excluded"`
-	// ShadowPacing: what the budget toward MongoDB (--shadow-rate) held back.
-	ShadowPacing dualwrite.ShadowPacing `json:"shadow_pacing"`
-	// IngestRefused: copies not trusted, by reason; LateCopies: copies
-	// that arrived while MongoDB was authoritative, by outcome.
-	IngestRefused map[string]uint64 `json:"ingest_refused"`
-	LateCopies    map[string]uint64 `json:"late_copies"`
-	Fence         FenceView         `json:"fence"`
-	// StageKey: what the last read of __kvshadow:stage in Workers KV found
-	// (tee mode, from handover on), and how often it was written again.
-	StageKey    dualwrite.StageKeyStatus `json:"stage_key"`
-	Breaker     string                   `json:"breaker"`
-	Breakers    map[string]string        `json:"breakers"`
-	LeftAtClose uint64                   `json:"left_at_close"`
-	LostEvents  uint64                   `json:"lost_events"`
+	Stage                string                   `json:"stage"`
+	Queued               int64                    `json:"queued"`
+	QueuedBytes          int64                    `json:"queued_bytes"`
+	MaxLaneDepth         int                      `json:"max_lane_depth"`
+	Lanes                int                      `json:"lanes"`
+	LaneCapacity         int                      `json:"lane_capacity"`
+	Drops                map[string]uint64        `json:"drops"`
+	Coalesced            uint64                   `json:"coalesced"`
+	Dirty                int                      `json:"dirty"`
+	Unsettled            int                      `json:"unsettled"`
+	DirtyOverflow        uint64                   `json:"dirty_overflow"`
+	ReconciliationNeeded bool                     `json:"reconciliation_needed"`
+	Suspects             int                      `json:"suspects"`            // only a sampled read found them different
+	SuspectOverflow      uint64                   `json:"suspect_overflow"`    // suspicions dropped, the suspects full
+	SuspectsSuperseded   uint64                   `json:"suspects_superseded"` // taken into the settle set by a write
+	Repairs              map[string]uint64        `json:"repairs"`
+	DeletesHeld          int                      `json:"deletes_held"` // keys whose repair, a delete, waits for an operator
+	Comparisons          map[string]uint64        `json:"comparisons"`
+	ComparisonsSkipped   uint64                   `json:"comparisons_skipped"`
+	Verifications        map[string]uint64        `json:"verifications"`
+	Divergences          uint64                   `json:"divergences"` // confirmed by verification
+	Cleared              uint64                   `json:"cleared"`
+	Held                 int                      `json:"held"`               // differences held now, waiting for the confirmation rule
+	ReportedElsewhere    uint64                   `json:"reported_elsewhere"` // confirmed here, reported by another instance first
+	ClaimErrors          uint64                   `json:"claim_errors"`       // claims the board failed: reported anyway
+	Recovered            uint64                   `json:"recovered"`          // journal keys found different after a restart: repaired, not reported
+	Journal              bool                     `json:"journal"`
+	JournalOK            bool                     `json:"journal_ok"`
+	JournalCommits       uint64                   `json:"journal_commits"`
+	JournalErrors        uint64                   `json:"journal_errors"`
+	JournalPending       int                      `json:"journal_pending"`
+	Loaded               uint64                   `json:"loaded"`
+	IngestStale          uint64                   `json:"ingest_stale"`
+	TeeReads             uint64                   `json:"tee_reads"` // compared as Comparisons count them
+	Excluded             dualwrite.Excluded       `json:"excluded"`
+	ShadowPacing         dualwrite.ShadowPacing   `json:"shadow_pacing"`
+	IngestRefused        map[string]uint64        `json:"ingest_refused"`
+	LateCopies           map[string]uint64        `json:"late_copies"`
+	Fence                FenceView                `json:"fence"`
+	StageKey             dualwrite.StageKeyStatus `json:"stage_key"`
+	Breaker              string                   `json:"breaker"`
+	Breakers             map[string]string        `json:"breakers"`
+	LeftAtClose          uint64                   `json:"left_at_close"`
+	LostEvents           uint64                   `json:"lost_events"`
 }
 
 // FenceView is what holds the flip between handover and live back on this
