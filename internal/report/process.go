@@ -62,11 +62,8 @@ func (e *engine) process(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// tooLargeForBot reports a shadow value longer than one MongoDB document
-// holds beside its key, expiry and metadata (mongokv.InlineLimit): mongokv
-// splits it into chunks, and the JavaScript bot, which reads the value
-// field of the key's document, finds none there and reads the key as
-// missing.
+// tooLargeForBot reports a shadow value past mongokv.InlineLimit ("Values
+// that are not text" in the package doc).
 func tooLargeForBot(key string, o compare.Observation) bool {
 	return len(o.Value) > mongokv.InlineLimit(mongokv.MaxDocumentSize, key, !o.Expiration.IsZero(), o.Metadata)
 }

@@ -132,9 +132,8 @@ type RepairReport struct {
 type RepairCounts struct {
 	// Puts and Deletes count the writes to the other side, made or
 	// planned; Expiring counts keys whose authoritative copy expires
-	// within kv.MinTTL, which cannot be copied with their expiry: their
-	// other copy is deleted instead (and counted in Deletes), and they are
-	// not re-checked, since they differ until they expire.
+	// within kv.MinTTL: their other copy is deleted instead (counted in
+	// Deletes) and not re-checked.
 	Puts     int64 `json:"puts"`
 	Deletes  int64 `json:"deletes"`
 	Expiring int64 `json:"expiring"`
