@@ -5,14 +5,9 @@
 // orderly shutdown.
 //
 // Main reads the flags and the environment (Parse; secrets only from the
-// environment or files) and calls Run, which assembles (package assembly,
-// which botkv uses too), in order: the backends (cfkv for Workers KV or any API root that speaks it, mongokv for
-// MongoDB, the control board in the same database), one instrumented
-// dual-write store per namespace in the document's stage, the Follower that
-// keeps them on it, the front, the admin API and the readiness probe, and
-// one chunk sweeper per shadow database (mongokv's RunSweeper, every
-// --sweep-interval), which removes expired documents where the server has
-// no TTL monitor and the chunks no document points at any more.
+// environment or files) and calls Run, which builds the stores through
+// package assembly (as botkv does) and serves the front, the admin API and
+// the readiness probe over them.
 //
 // # Guarantees
 //
