@@ -30,17 +30,6 @@ import (
 // divergence.
 var ErrConfirmed = errors.New("divergences were confirmed")
 
-type varsFlag []string
-
-func (v *varsFlag) String() string { return strings.Join(*v, ",") }
-func (v *varsFlag) Set(s string) error {
-	if !strings.Contains(s, ":") {
-		return fmt.Errorf("%q: want NAME:VALUE", s)
-	}
-	*v = append(*v, s)
-	return nil
-}
-
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("tee-check", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -51,8 +40,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.String("workers", "", "kvshadow's workers/ folder: the bridge, and the wrangler used when the bot has none (default ../workers from the tests module)")
 	port := fs.Int("port", 8787, "the bot's port")
 	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified), shadow (reads compared too), handover or live (every call through the proxy; the flip to live waits for the fence, about 65 s)")
-	var vars varsFlag
-	fs.Var(&vars, "var", "NAME:VALUE, more [vars] for the bot (repeatable)")
+	var vars []string
+	fs.Func("var", "NAME:VALUE, more [vars] for the bot (repeatable)", func(s string) error {
+		if !strings.Contains(s, ":") {
+			return fmt.Errorf("%q: want NAME:VALUE", s)
+		}
+		vars = append(vars, s)
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(out, "usage: tee-check -bot DIR [flags]\n\nRuns your bot's Worker with the tee against kvshadow-proxy over the same local KV\ndata, as production does; Ctrl-C ends it with a verdict (exit 1 if a divergence\nwas confirmed). Your Worker's tee reads env.KVSHADOW_URL and env.KVSHADOW_TOKEN,\nwhich tee-check sets.\n\n")
 		fs.PrintDefaults()
@@ -208,9 +203,13 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 		return err
 	}
 	fmt.Fprintf(out, "tee-check: at the end: %s\n", line)
-	if n, err := differ(out, primary, mongoURI); err != nil || n > 0 || st.Summary.Divergences.Confirmed > 0 {
-		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above; nothing was injected, so a handler wrote the binding around the tee, or the tee, the bridge or the proxy got a write wrong)%s",
-			ErrConfirmed, st.Summary.Divergences.Confirmed, n, errText(err))
+	n, err := differ(out, primary, mongoURI)
+	if err != nil {
+		return fmt.Errorf("comparing the stores at the end: %w", err)
+	}
+	if n > 0 || st.Summary.Divergences.Confirmed > 0 {
+		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above; nothing was injected, so a handler wrote the binding around the tee, or the tee, the bridge or the proxy got a write wrong)",
+			ErrConfirmed, st.Summary.Divergences.Confirmed, n)
 	}
 	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed\n")
 	return nil
@@ -239,13 +238,6 @@ func differ(out io.Writer, primary kv.Store, mongoURI string) (int, error) {
 		fmt.Fprintf(out, "tee-check: %s: %s: %s%s\n", d.Key, d.Kind, compare.Explain(d.Kind, compare.PrimaryAuthority).Meaning, around(d.Kind))
 	}
 	return len(r.Divergences), nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return "; comparing the stores: " + err.Error()
 }
 
 // around says who wrote a key that Workers KV holds newer than MongoDB.
