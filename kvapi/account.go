@@ -16,14 +16,12 @@ import (
 // and says nothing about it.
 const tokenID = "00000000000000000000000000000000"
 
-// maxTitle is the longest namespace title the server takes.
 const maxTitle = 512
 
 // MaxNamespaces is the most namespaces a server that owns them holds:
 // Workers KV's limit per account.
 const MaxNamespaces = 1000
 
-// namespaceInfo is a namespace as the API describes it.
 type namespaceInfo struct {
 	ID                  string `json:"id"`
 	Title               string `json:"title"`
@@ -34,7 +32,6 @@ func (n *namespace) info() namespaceInfo {
 	return namespaceInfo{ID: n.id, Title: n.title, SupportsURLEncoding: true}
 }
 
-// lookup returns the namespace id, or nil.
 func (s *Server) lookup(id string) *namespace {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -58,13 +55,11 @@ func (s *Server) memberships(w http.ResponseWriter, _ *http.Request, _ request) 
 	writeResult(w, []any{m}, onePage)
 }
 
-// accounts lists the one account the server answers for.
 func (s *Server) accounts(w http.ResponseWriter, _ *http.Request, _ request) {
 	id := cmp.Or(s.account, AnyAccount)
 	writeResult(w, []any{map[string]string{"id": id, "name": id, "type": "standard"}}, onePage)
 }
 
-// onePage is the result_info of a list of one.
 var onePage = pageInfo{Page: 1, PerPage: 20, Count: 1, TotalCount: 1, TotalPages: 1}
 
 // user answers as Cloudflare does for a token that may not read user
@@ -106,7 +101,6 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request, _ reques
 	writeResult(w, items, pageInfo{Page: page, PerPage: perPage, Count: len(items), TotalCount: len(all), TotalPages: (len(all) + perPage - 1) / perPage})
 }
 
-// intParam parses an optional integer query parameter within lo..hi.
 func intParam(raw string, def, lo, hi int) (int, bool) {
 	if raw == "" {
 		return def, true
@@ -119,12 +113,10 @@ func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, req reques
 	writeResult(w, req.ns.info(), nil)
 }
 
-// titleBody is the body of a create or a rename.
 type titleBody struct {
 	Title *string `json:"title"`
 }
 
-// readTitle reads and checks the title a create or rename sends.
 func readTitle(r *http.Request) (string, *apiError) {
 	var body titleBody
 	if e := decodeObject(r, &body); e != nil {

@@ -11,15 +11,10 @@ import (
 	"time"
 )
 
-// Fair admission. MaxConcurrent bounds the requests served at once; no one
-// client may hold more than MaxPerClient of those slots, so that what is
-// left serves the others, the tee's batches among them, however many
-// requests one client keeps open. A client is its remote address: every
-// client of a front shares its one token, which therefore names no one, and
-// a client must not earn more slots by sending tokens that are wrong. A
-// request whose body arrives slower than MinBodyRate (after BodyGrace) ends
-// with 408, so that a slot held by a body sent at a byte a second comes
-// back within seconds, not at ReadTimeout.
+// Fair admission (the bounds are in the package doc). A client is its remote
+// address: every client of a front shares its one token, which names no one,
+// and a client must not earn more slots by sending wrong tokens. A slow body
+// ends with 408 so that its slot comes back within seconds, not at ReadTimeout.
 
 // The defaults of the zero ServeConfig's admission.
 const (
@@ -33,7 +28,6 @@ const (
 // ErrSlowBody reports a body that came slower than the minimum rate.
 var ErrSlowBody = errors.New("kvapi: the request body arrives slower than the minimum rate")
 
-// admission holds the slots: how many are taken, and by whom.
 type admission struct {
 	max, perClient int
 	key            func(*http.Request) string
@@ -114,7 +108,6 @@ func (a *admission) serve(h http.Handler) http.Handler {
 	})
 }
 
-// pacedWriter is a paced body with the writer it cuts off.
 type pacedWriter struct {
 	guardedWriter
 	body paced

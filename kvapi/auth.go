@@ -9,10 +9,8 @@ import (
 
 // isToken reports whether tok is RFC 6750's b64token, the characters a
 // bearer token is made of: one or more of [A-Za-z0-9._~+/-], then any "="
-// padding. Cloudflare's tokens are 40 of [A-Za-z0-9_-]. A loop rather than
-// a regular expression: every request's header is checked, and a regexp's
-// machinery, cold in a front that sleeps between requests, costs
-// microseconds where this costs a pass over the bytes.
+// padding. Cloudflare's tokens are 40 of [A-Za-z0-9_-]. A loop, not a
+// regexp: every request's header is checked.
 func isToken(tok string) bool {
 	i := 0
 	for i < len(tok) && isTokenByte(tok[i]) {
@@ -55,12 +53,8 @@ func CheckToken(tok string) error {
 	return nil
 }
 
-// authorize checks the client's credentials as Cloudflare does: no
-// Authorization header (nor the legacy X-Auth-Key) is 400 with code
-// CodeMissingAuth; a header that is not a bearer token is 400 with
-// CodeInvalidHeaders and the error chain CodeBadAuthFormat; a token that is
-// not the server's is 403 with CodeAuthentication (401 with
-// Config.WrongToken's message when set).
+// authorize checks the client's credentials as Cloudflare does (the codes
+// are in the package doc).
 func (s *Server) authorize(r *http.Request) *apiError {
 	if !s.RequiresToken() {
 		return nil

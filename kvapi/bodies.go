@@ -37,7 +37,6 @@ const (
 // its values).
 const bodyFactor = 2
 
-// bodyLimit is the most bytes the request's body may hold.
 func bodyLimit(ep endpoint, r *http.Request) int64 {
 	switch {
 	case ep == epValues && r.Method == http.MethodPut:
@@ -81,8 +80,6 @@ func limitBody(w http.ResponseWriter, r *http.Request, limit int64) *apiError {
 	return nil
 }
 
-// memoryExhausted is the answer to a request the memory budget cannot pay
-// for now: 503, with Retry-After.
 func memoryExhausted() *apiError {
 	e := errorf(http.StatusServiceUnavailable, CodeUnavailable, "service temporarily unavailable: the server's memory budget is taken by the requests under way; retry shortly")
 	e.retryAfter = membudget.RetryAfter
@@ -93,7 +90,6 @@ func tooLarge(limit int64) *apiError {
 	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload too large: the limit is %d bytes", limit)
 }
 
-// readError is the answer to a body that could not be read.
 func readError(err error) *apiError {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -120,7 +116,6 @@ func readDeclared(r *http.Request, limit int) ([]byte, *apiError) {
 	return b, nil
 }
 
-// readLimited reads at most limit bytes, refusing a longer body.
 func readLimited(r io.Reader, limit int) ([]byte, *apiError) {
 	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
@@ -142,7 +137,6 @@ func newDecoder(r *http.Request) decoder {
 	return decoder{dec}
 }
 
-// fail turns a decoding error into the API's answer.
 func (decoder) fail(err error) *apiError {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -158,7 +152,6 @@ func (decoder) fail(err error) *apiError {
 	return errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: the body is not the expected JSON")
 }
 
-// end checks that the document is followed by nothing but white space.
 func (d decoder) end() *apiError {
 	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		if err == nil {
@@ -169,7 +162,6 @@ func (d decoder) end() *apiError {
 	return nil
 }
 
-// decodeObject decodes the body as one JSON document into v.
 func decodeObject(r *http.Request, v any) *apiError {
 	d := newDecoder(r)
 	if err := d.Decode(v); err != nil {
@@ -241,8 +233,6 @@ func countReplacements(raw []byte) int {
 	return n
 }
 
-// keyList turns decoded keys into strings, checking each with the API's
-// codes.
 func (s *Server) keyList(keys []bodyKey) ([]string, *apiError) {
 	out := make([]string, len(keys))
 	for i, k := range keys {

@@ -36,7 +36,6 @@ func (b *bounded[K, V]) get(k K) (V, bool) {
 	return e.v, ok
 }
 
-// put stores v under k, counted as n bytes.
 func (b *bounded[K, V]) put(k K, v V, n int, stale func(V) bool) {
 	if b.m == nil {
 		b.m = make(map[K]sizedValue[V])

@@ -10,7 +10,6 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// bulkPair is one pair of a bulk write, as the API takes it.
 type bulkPair struct {
 	Key           *bodyKey        `json:"key"`
 	Value         *string         `json:"value"`
@@ -20,7 +19,6 @@ type bulkPair struct {
 	Metadata      json.RawMessage `json:"metadata"`
 }
 
-// bulkResult is the result of a bulk write or delete.
 type bulkResult struct {
 	SuccessfulKeyCount int      `json:"successful_key_count"`
 	UnsuccessfulKeys   []string `json:"unsuccessful_keys"`
@@ -56,7 +54,6 @@ func (s *Server) bulkPut(w http.ResponseWriter, r *http.Request, req request) {
 	writeResult(w, bulkResult{SuccessfulKeyCount: len(accepted), UnsuccessfulKeys: refused}, nil)
 }
 
-// pairEntry checks one pair with the API's rules and codes.
 func (s *Server) pairEntry(p bulkPair, now time.Time) (kv.Entry, *apiError) {
 	if p.Key == nil || p.Value == nil {
 		return kv.Entry{}, errorf(http.StatusBadRequest, CodeInvalidRequest, "invalid request: key and value are required")
@@ -105,7 +102,6 @@ func lastOfEach(items []kv.Entry) []kv.Entry {
 	return out
 }
 
-// putEntries writes in one call when the store can.
 func putEntries(r *http.Request, store kv.Store, entries []kv.Entry) error {
 	if len(entries) == 0 {
 		return nil

@@ -13,14 +13,11 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// MaxBulkGetValues bounds what one bulk/get may return: the values and
-// metadata of its keys together, 25 MiB, the limit of Cloudflare's own
-// simulator. Past it the request is refused with 413; under it the answer
-// is encoded as it is written, so that what it holds is its values, not
-// their encoding (up to six times their size, escaped).
+// MaxBulkGetValues bounds the values and metadata one bulk/get may return
+// (413 past it). The answer is encoded as it is written, so that what it
+// holds is its values, not their encoding (up to six times their size).
 const MaxBulkGetValues = 25 << 20
 
-// bulkGetBody is the request of bulk/get.
 type bulkGetBody struct {
 	Keys         []bodyKey `json:"keys"`
 	Type         string    `json:"type"`
@@ -68,8 +65,6 @@ func (s *Server) bulkGet(w http.ResponseWriter, r *http.Request, req request) {
 	_ = bw.Flush()
 }
 
-// checkBulkGet applies the request's rules: type text or json, 1..100
-// keys, each legal and named once.
 func (s *Server) checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	switch {
 	case body.Type == "":
@@ -97,7 +92,6 @@ func (s *Server) checkBulkGet(body *bulkGetBody) ([]string, *apiError) {
 	return keys, nil
 }
 
-// bulkAnswerBuffer is the buffer a bulk get's answer is encoded through.
 const bulkAnswerBuffer = 64 << 10
 
 // checkBulkValues refuses with 413 when the values and metadata found pass
@@ -122,8 +116,7 @@ func checkBulkValues(found map[string]kv.Entry, body bulkGetBody) *apiError {
 }
 
 // writeBulkValues writes the "values" object, its keys in byte order,
-// encoding as it writes: the answer of values that are not UTF-8 is up to
-// six times their size (each byte a \ufffd), and is never held whole.
+// encoding as it writes (see MaxBulkGetValues).
 func writeBulkValues(w *bufio.Writer, keys []string, found map[string]kv.Entry, body bulkGetBody) {
 	keys = slices.Sorted(slices.Values(keys))
 	var num [24]byte
@@ -192,7 +185,6 @@ func jsonPiece(s []byte) (esc string, n int) {
 	return "", size
 }
 
-// writeJSONString writes s as a JSON string.
 func writeJSONString(w *bufio.Writer, s []byte) {
 	_ = w.WriteByte('"')
 	jsonPieces(s, func(plain []byte, esc string) {
@@ -240,7 +232,6 @@ func (s *Server) readMany(r *http.Request, req request, keys []string) (map[stri
 	return found, nil
 }
 
-// getMany reads keys in one call, by key.
 func getMany(ctx context.Context, bg kv.BulkGetter, keys []string) (map[string]kv.Entry, error) {
 	entries, err := bg.GetMany(ctx, keys)
 	if err != nil {

@@ -67,7 +67,6 @@ func (l *limitListener) refuse(c net.Conn) {
 	_ = c.Close()
 }
 
-// overloadResponse is the whole answer to a connection past the cap.
 var overloadResponse = rawResponse(503, CodeUnavailable, "service temporarily unavailable: the server holds its maximum of connections", "Retry-After: 1\r\n")
 
 type limitedConn struct {

@@ -8,11 +8,7 @@ import (
 )
 
 // Every request's context has a deadline a margin before its connection's
-// write deadline (answerWithin). Without it a handler whose store call
-// outlives the write deadline goes on unseen while the client is left with
-// a torn connection, not knowing whether to retry; with it the store call
-// ends with context.DeadlineExceeded and the client gets 503 with
-// Retry-After.
+// write deadline (answerWithin; why is in the package doc).
 //
 // It runs on every request, so it costs what it must: one context with its
 // timer, and the request's copy that carries it. On a connection the front
@@ -72,7 +68,6 @@ func (c *envelopeConn) serve(cancel context.CancelFunc) {
 	}
 }
 
-// served ends the request's context once its handler has returned.
 func (c *envelopeConn) served(cancel context.CancelFunc) {
 	c.mu.Lock()
 	c.cancel = nil

@@ -14,20 +14,17 @@ import (
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
-// message is one entry of an envelope's errors or messages.
 type message struct {
 	Code       int       `json:"code"`
 	Message    string    `json:"message"`
 	ErrorChain []message `json:"error_chain,omitempty"`
 }
 
-// cursorInfo is the result_info of a keys listing.
 type cursorInfo struct {
 	Count  int    `json:"count"`
 	Cursor string `json:"cursor"`
 }
 
-// pageInfo is the result_info of a paged listing.
 type pageInfo struct {
 	Page       int `json:"page"`
 	PerPage    int `json:"per_page"`
@@ -79,11 +76,9 @@ var (
 	plainSuccessLength = []string{strconv.Itoa(len(plainSuccess))}
 )
 
-// jsonType is the Content-Type header's value of every envelope. The header
-// values this package sets from shared slices are only ever read (net/http
-// copies a response's header when it is written; nothing appends to a
-// value in place, and a slice capped at its length cannot be appended to
-// in place).
+// jsonType is every envelope's Content-Type. Header values set from shared
+// slices are only ever read: net/http copies a response's header when it is
+// written, and a slice capped at its length cannot be appended to in place.
 var jsonType = []string{"application/json"}
 
 func writeError(w http.ResponseWriter, e *apiError) {
@@ -103,8 +98,6 @@ func writeJSON(w http.ResponseWriter, status int, body envelope) {
 	writeRaw(w, status, raw, []string{strconv.Itoa(len(raw))})
 }
 
-// writeRaw answers with an encoded envelope and the value of its
-// Content-Length header.
 func writeRaw(w http.ResponseWriter, status int, raw []byte, length []string) {
 	h := w.Header()
 	h["Content-Type"], h["Content-Length"] = jsonType, length

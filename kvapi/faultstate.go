@@ -14,7 +14,6 @@ const writeInterval = time.Second
 
 type nsKey struct{ ns, key string }
 
-// writeLimiter remembers each key's last accepted write.
 type writeLimiter struct {
 	mu   sync.Mutex
 	last bounded[nsKey, time.Time]
@@ -35,7 +34,6 @@ func (l *writeLimiter) allow(ns, key string, now time.Time) (bool, time.Duration
 	return true, 0
 }
 
-// locationKey names one key as cached at one edge location.
 type locationKey struct{ ns, location, key string }
 
 type cachedRead struct {
@@ -44,7 +42,6 @@ type cachedRead struct {
 	at    time.Time
 }
 
-// locations holds what each edge location has cached.
 type locations struct {
 	mu    sync.Mutex
 	reads bounded[locationKey, cachedRead]
@@ -116,7 +113,6 @@ func (s *Server) wroteAt(ns, location string, e kv.Entry, found bool) {
 	s.locations.remember(locationKey{ns, location, e.Key}, cachedRead{entry: e, found: found, at: s.clock.Now()}, window)
 }
 
-// readEntry reads a key with its expiry when the store can tell it.
 func readEntry(ctx context.Context, store kv.Store, key string) (kv.Entry, error) {
 	if eg, ok := store.(kv.ExpiryGetter); ok {
 		return eg.GetEntry(ctx, key)

@@ -28,9 +28,8 @@ const (
 	// DefaultMaxHeaderBytes bounds a request's headers, its URL included:
 	// a 512-byte key escaped is at most 1.5 KiB.
 	DefaultMaxHeaderBytes = 64 << 10
-	// DefaultMaxConcurrent bounds the requests served at once; one more is
-	// answered 503 with Retry-After at once. Memory is bounded by the
-	// Server's memory budget, not by this.
+	// DefaultMaxConcurrent bounds the requests served at once; memory is
+	// bounded by the Server's memory budget, not by this.
 	DefaultMaxConcurrent = 64
 )
 
@@ -42,10 +41,8 @@ const OverloadRetryAfter = time.Second
 // answer before the request's deadline.
 const TimeoutRetryAfter = time.Second
 
-// MaxAnswerMargin is the most time a request's context ends before the
-// connection's write deadline: the margin is a tenth of WriteTimeout, at
-// most this, time enough to write the answer that says the store did not
-// answer in time (see answerWithin).
+// MaxAnswerMargin caps the margin (a tenth of WriteTimeout) by which a
+// request's context ends before the write deadline (see answerWithin).
 const MaxAnswerMargin = 5 * time.Second
 
 // ErrUnauthenticated reports a front that would serve without a client

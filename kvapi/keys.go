@@ -10,7 +10,6 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// keyInfo is one entry of a keys listing.
 type keyInfo struct {
 	Name       string          `json:"name"`
 	Expiration int64           `json:"expiration,omitempty"`

@@ -7,11 +7,9 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// checkMetadata applies Workers KV's metadata rules to what a write sent,
-// the same on every path: one JSON value, at most kv.MaxMetadataSize bytes
-// once compacted (HTTP 413 beyond, as Cloudflare's own simulator answers),
-// code CodeMetadata. It returns the compacted metadata, nil for none: JSON
-// null and an absent field both mean none.
+// checkMetadata applies the metadata rule of the package doc (413 past the
+// size, as Cloudflare's own simulator answers). It returns the compacted
+// metadata, nil for none.
 func checkMetadata(raw []byte) (json.RawMessage, *apiError) {
 	if raw == nil {
 		return nil, nil
@@ -43,7 +41,6 @@ func metadataUnsupported() *apiError {
 	return errorf(http.StatusBadRequest, CodeMetadata, "invalid metadata: this namespace's store keeps no metadata")
 }
 
-// metadataResult is how a read reports metadata: the JSON value, or null.
 func metadataResult(md json.RawMessage) any {
 	if md == nil {
 		return nil

@@ -26,7 +26,6 @@ import (
 // (the handler marks it) until net/http reports it idle again, after the
 // response is flushed (http.Server.ConnState).
 
-// envelopeListener wraps each accepted connection in an envelopeConn.
 type envelopeListener struct{ net.Listener }
 
 func (l envelopeListener) Accept() (net.Conn, error) {
@@ -65,7 +64,6 @@ func connState(c net.Conn, state http.ConnState) {
 	}
 }
 
-// markServing marks r's connection as served by a handler.
 func markServing(r *http.Request) {
 	if ec, ok := r.Context().Value(connKey{}).(*envelopeConn); ok {
 		ec.serving.Store(true)

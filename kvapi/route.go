@@ -28,11 +28,9 @@ const (
 	epBulkGet                     // .../{ns}/bulk/get
 )
 
-// handlerFunc serves one method of one endpoint.
 type handlerFunc func(*Server, http.ResponseWriter, *http.Request, request)
 
-// routes holds what each endpoint serves. HEAD is served wherever GET is,
-// as GET without the body.
+// routes holds what each endpoint serves; HEAD is served as GET (handler).
 var routes = map[endpoint]map[string]handlerFunc{
 	epVerify:      {"GET": (*Server).verifyToken},
 	epMemberships: {"GET": (*Server).memberships},
@@ -51,7 +49,6 @@ var routes = map[endpoint]map[string]handlerFunc{
 // owning are the calls served only by a server that owns its namespaces.
 var owning = map[endpoint][]string{epNamespaces: {"POST"}, epNamespace: {"PUT", "DELETE"}}
 
-// request is one routed API call.
 type request struct {
 	endpoint endpoint
 	ns       *namespace // nil for the account-level endpoints
@@ -60,7 +57,6 @@ type request struct {
 	hold     *membudget.Hold // what the request holds of the memory budget
 }
 
-// methods returns what ep serves on s.
 func (s *Server) methods(ep endpoint) map[string]handlerFunc {
 	if s.newStore != nil || owning[ep] == nil {
 		return routes[ep]
@@ -74,8 +70,7 @@ func (s *Server) methods(ep endpoint) map[string]handlerFunc {
 	return m
 }
 
-// handler returns what serves method on ep, or the 405 with its Allow
-// header set.
+// handler returns what serves method on ep, or the 405 with Allow set.
 func (s *Server) handler(w http.ResponseWriter, ep endpoint, method string) (handlerFunc, *apiError) {
 	m := s.methods(ep)
 	if method == http.MethodHead {

@@ -55,11 +55,9 @@ type Config struct {
 	// Faults are the fault switches; nil means a set of its own, all off.
 	// Server.Faults returns them either way.
 	Faults *Faults
-	// Memory is the budget every request draws from: its body as it is
-	// read (twice its length, for what is decoded from it), the value a GET
-	// answers, a bulk get's values and encoded answer. A request it cannot
-	// pay for is answered 503 with Retry-After. Nil means a budget of the
-	// Server's own of membudget.DefaultLimit; a process shares one.
+	// Memory is the budget every request draws from (its body twice over,
+	// for what is decoded from it, and the values it answers). Nil means a
+	// budget of the Server's own of membudget.DefaultLimit; a process shares one.
 	Memory *membudget.Budget
 	// RefuseReserved makes the server a front for clients over namespaces
 	// where kvshadow keeps its own keys (kvshadow-proxy's): every key and list
@@ -73,7 +71,6 @@ type Config struct {
 // ErrConfig reports a Config that New refuses.
 var ErrConfig = errors.New("kvapi: invalid config")
 
-// namespace is one served namespace.
 type namespace struct {
 	id, title string
 	store     kv.Store
@@ -216,10 +213,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h(s, w, r, req)
 }
 
-// holds keeps the requests' Holds for reuse.
 var holds = sync.Pool{New: func() any { return new(membudget.Hold) }}
 
-// fixedMessage resolves Config.FixedNamespaces.
 func fixedMessage(cfg Config) string {
 	if cfg.FixedNamespaces != "" {
 		return cfg.FixedNamespaces

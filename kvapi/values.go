@@ -110,7 +110,6 @@ func (s *Server) deleteValue(w http.ResponseWriter, r *http.Request, req request
 	writeResult(w, nil, nil)
 }
 
-// limitWrite applies the per-key write rate when that fault is on.
 func (s *Server) limitWrite(ns, key string, now time.Time) *apiError {
 	if !s.faults.rateLimited() {
 		return nil
