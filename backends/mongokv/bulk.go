@@ -61,8 +61,6 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return out, nil
 }
 
-// getBatch reads one batch of keys of collection c and appends their
-// entries to out.
 func (s *Store) getBatch(ctx context.Context, db *mongo.Database, c string, batch []string, now time.Time, out []kv.Entry) ([]kv.Entry, error) {
 	filter := bson.D{{Key: fieldID, Value: bson.D{{Key: "$in", Value: batch}}}, notExpired(now)}
 	// At most len(batch) documents match; a batch one larger lets the
@@ -125,11 +123,9 @@ func replyTooLarge(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "length of read message too large")
 }
 
-// PutMany implements kv.BulkPutter: per collection, unordered BulkWrites of
-// upserts, BatchSize entries each. When a key appears twice the last entry
-// wins, as if the entries were put in order. Values too large for one
-// document, and upserts refused on a duplicate key (a chunked value, or a
-// concurrent first insert), go through Put's own path.
+// PutMany implements kv.BulkPutter (see the package doc's Round trips). When
+// a key appears twice the last entry wins. Values too large for one document,
+// and upserts refused on a duplicate key, go through Put's own path.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	now := s.clock.Now()
 	if err := kv.ValidateEntries(entries, now); err != nil {

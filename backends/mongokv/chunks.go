@@ -63,8 +63,6 @@ func (s *Store) newGeneration() string {
 	return id.Hex()
 }
 
-// generationTime is the time a generation was made, and false for a name
-// that is not one.
 func generationTime(gen string) (time.Time, bool) {
 	id, err := bson.ObjectIDFromHex(gen)
 	if err != nil {
@@ -73,9 +71,7 @@ func generationTime(gen string) (time.Time, bool) {
 	return id.Timestamp(), true
 }
 
-// chunkID names chunk i of gen. Chunks are always addressed by their exact
-// _id: an index point lookup on MongoDB, and the only filter FerretDB does
-// not answer by scanning (and decoding) every chunk of the collection.
+// chunkID names chunk i of gen; chunks are always addressed by it (see byID).
 func chunkID(gen string, i int) string { return fmt.Sprintf("%s:%05d", gen, i) }
 
 // errChunksGone: the chunks a document pointed to were replaced while they
@@ -107,15 +103,9 @@ func (s *Store) readChunks(ctx context.Context, db *mongo.Database, ref *chunkRe
 	return value, nil
 }
 
-// putChunked writes a value too large for one document: its generation
-// document and chunks first, each with the key's own expiry (the
-// generation generationGrace later), then the key's document, pointing at
-// them. Nothing is written after the switch, so a Put cut short at any
-// point (a timeout, a lost connection, the process's death) leaves either
-// the old document, whose chunks are untouched, with the new chunks as
-// garbage for the sweep, or the new document with all its chunks: never a
-// document pointing at chunks that expire before it. The chunks the
-// document pointed at before are deleted.
+// putChunked writes a value too large for one document in the order the
+// package doc gives (generation, chunks, then the switch of the key's
+// document, nothing after), and deletes the chunks it pointed at before.
 func (s *Store) putChunked(ctx context.Context, db *mongo.Database, coll string, e kv.Entry, now time.Time) error {
 	key, value, exp := e.Key, e.Value, e.Expiration
 	for _, c := range []string{ChunkCollection, GenerationCollection} {

@@ -172,15 +172,12 @@ func uriDatabase(rest string) (string, error) {
 // concurrent caller. It is what a process calls at start to fail fast.
 //
 // A failed Connect is its caller's to say: the Client does not log it, and
-// it counts as said (the Client logs the same outage again only as its
-// periodic reminder). A failed connect of an operation is logged once per
-// outage, then once every 5 minutes while connects keep failing.
+// says the same outage again only as its periodic reminder.
 func (c *Client) Connect(ctx context.Context) error {
 	_, err := c.dial(ctx, true)
 	return err
 }
 
-// driver returns the connected driver client, connecting if needed.
 func (c *Client) driver(ctx context.Context) (*mongo.Client, error) { return c.dial(ctx, false) }
 
 // dial returns the connected driver client, connecting if needed; told:
@@ -306,5 +303,4 @@ func (c *Client) Close(ctx context.Context) error {
 	return nil
 }
 
-// done is closed when the client is closed.
 func (c *Client) done() <-chan struct{} { return c.life.Done() }

@@ -93,35 +93,26 @@ func encodeValue(v []byte) any {
 	return bson.Binary{Subtype: bson.TypeBinaryGeneric, Data: v}
 }
 
-// notExpired is the read-time expiry filter of queries that scan: the field
-// is absent, or later than now. MongoDB's TTL monitor runs only every 60 s,
-// and FerretDB's never. Point reads check doc.expired instead.
+// notExpired is the read-time expiry filter of queries that scan (see the
+// package doc's Expiry); point reads check doc.expired instead.
 func notExpired(now time.Time) bson.E {
 	return bson.E{Key: fieldExpires, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$lte", Value: now}}}}}
 }
 
-// infoProjection brings what a listing or a metadata read returns of a
-// document: never the value nor a chunk reference, whatever the value's
-// size. The chunks of a chunked value carry no expiry or metadata of their
-// own (the key's document has both), so nothing else is read.
+// infoProjection brings what a listing or a metadata read returns: never
+// the value nor a chunk reference (the key's document has the rest).
 var infoProjection = bson.D{{Key: fieldID, Value: 1}, {Key: fieldExpires, Value: 1}, {Key: fieldMetadata, Value: 1}}
 
 // hasChunks matches documents whose value lives in ChunkCollection.
 var hasChunks = bson.E{Key: fieldChunks, Value: bson.D{{Key: "$exists", Value: true}}}
 
-// byID is the filter of every single-key write and point read: the bare _id
-// equality, which MongoDB serves from the _id index and FerretDB pushes down
-// to its storage (it decodes every document of the collection for any other
-// filter).
+// byID is the filter of every single-key write and point read: the bare _id,
+// the only filter FerretDB pushes down (see the package doc's Round trips).
 func byID(key string) bson.D { return bson.D{{Key: fieldID, Value: key}} }
 
-// guardedUpdate is the update of a Put whose value fits in the document: it
-// sets the value, the expiry and the metadata, or removes the ones it has
-// none of. Its $pop of the chunks field is a guard, not a change: $pop is a
-// no-op on a missing field and fails with TypeMismatch on the chunk
-// reference (a document), so an update that does not know a key's chunks
-// can never orphan them. The refused key then goes through replaceUpdate,
-// which deletes the chunks.
+// guardedUpdate is the update of a Put whose value fits in the document. Its
+// $pop of the chunks field is the guard of the package doc's Round trips, not
+// a change; the refused key goes through replaceUpdate.
 func guardedUpdate(value []byte, exp time.Time, md json.RawMessage) bson.D {
 	u := setFields(bson.D{{Key: fieldValue, Value: encodeValue(value)}}, nil, exp, md)
 	return append(u, bson.E{Key: "$pop", Value: bson.D{{Key: fieldChunks, Value: 1}}})
@@ -175,7 +166,6 @@ func refusedByGuard(err error) bool {
 	return errors.As(err, &se) && se.HasErrorCode(codeTypeMismatch)
 }
 
-// doc is a key's document as read.
 type doc struct {
 	key    string
 	value  []byte
@@ -184,7 +174,6 @@ type doc struct {
 	chunks *chunkRef       // non-nil when the value is chunked
 }
 
-// entry is the document as the contract returns it.
 func (d doc) entry() kv.Entry {
 	return kv.Entry{Key: d.key, Value: d.value, Expiration: d.exp, Metadata: d.md}
 }

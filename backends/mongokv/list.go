@@ -55,7 +55,6 @@ func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, e
 	return res, nil
 }
 
-// listed is a key as a listing read it.
 type listed struct {
 	key  string
 	info kv.KeyInfo
@@ -123,12 +122,10 @@ func (s *Store) rangeKeys(ctx context.Context, coll *mongo.Collection, foreign b
 	opts := options.Find().
 		SetSort(bson.D{{Key: fieldID, Value: 1}}).
 		SetProjection(infoProjection).
-		// A negative limit asks for a single batch, of n (not the server's
-		// default first batch of 101): n keys with their expiries and
-		// metadata (at most 1.6 MB for 1,001 keys of 512 bytes and
-		// metadata of 1,024) fit in one reply, and the server closes the
-		// cursor at once (FerretDB would otherwise keep a short page's
-		// cursor open and cost a getMore).
+		// A negative limit asks for a single batch of n (not the default
+		// first batch of 101): n keys with their info fit in one reply
+		// (1.6 MB at most), and the server closes the cursor at once
+		// (FerretDB would otherwise keep a short page's cursor open).
 		SetLimit(-int64(n)).
 		SetBatchSize(int32(n))
 	cur, err := coll.Find(ctx, filter, opts)

@@ -71,7 +71,6 @@ func (c *Client) Store(cfg Config) (*Store, error) {
 // Database names the store's database.
 func (s *Store) Database() string { return s.db }
 
-// database returns the store's database handle, connecting if needed.
 func (s *Store) database(ctx context.Context) (*mongo.Database, error) {
 	conn, err := s.client.driver(ctx)
 	if err != nil {
@@ -106,9 +105,8 @@ func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
-// GetMetadata implements kv.MetadataStore in one find by _id whose
-// projection brings the expiry and the metadata, never the value: a
-// metadata read costs no value's bytes, nor a chunked value's chunks.
+// GetMetadata implements kv.MetadataStore without reading the value (see
+// the package doc's Listing).
 func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return nil, err
@@ -134,7 +132,6 @@ func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, e
 	return d.md, nil
 }
 
-// infoOnly is the projection of GetMetadata.
 var infoOnly = options.FindOne().SetProjection(infoProjection)
 
 // maxReadAttempts bounds the retries of a read whose chunks were replaced
@@ -176,8 +173,7 @@ func (s *Store) getEntry(ctx context.Context, db *mongo.Database, key string) (k
 	}
 }
 
-// Put implements kv.Store; it clears any metadata the key had. A value that
-// fits in the key's document costs one round trip: an upsert by _id.
+// Put implements kv.Store; it clears any metadata the key had.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	now := s.clock.Now()
 	if err := kv.ValidatePut(key, value, opts, now); err != nil {
@@ -253,7 +249,6 @@ func (s *Store) replaceChunked(ctx context.Context, db *mongo.Database, c *mongo
 	}
 }
 
-// fitsInline reports whether e's document can hold its value inline.
 func (s *Store) fitsInline(e kv.Entry) bool {
 	return len(e.Value) <= InlineLimit(s.maxDoc, e.Key, !e.Expiration.IsZero(), e.Metadata)
 }

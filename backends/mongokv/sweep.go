@@ -65,7 +65,6 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	return total + res.DeletedCount, nil
 }
 
-// generation is a chunk generation's document.
 type generation struct {
 	gen, key string
 	n        int
