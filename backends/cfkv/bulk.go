@@ -29,14 +29,11 @@ const (
 // 25 MiB) from a write's.
 const opBulkGet = "bulk get"
 
-// GetMany implements kv.BulkGetter: one request per 100 distinct keys,
-// with their expirations and metadata. A request whose values and metadata
-// pass 25 MiB together is refused by the API, and GetMany with an error
-// matching kv.ErrTooLarge: kv.ReadSplit asks again in smaller pieces. The SDK's typed result is nil as soon as one key
-// is missing, so the raw JSON is parsed here. bulk/get returns values as
-// JSON strings, which cannot carry bytes that are not UTF-8: a value that
-// comes back holding U+FFFD is read again with a plain get, one request
-// each, so that every value is returned byte for byte.
+// GetMany implements kv.BulkGetter: one request per 100 distinct keys, with
+// their expirations and metadata. An answer past 25 MiB is an error matching
+// kv.ErrTooLarge (kv.ReadSplit asks again in smaller pieces). A value that
+// comes back holding U+FFFD is read again with a plain get, so that every
+// value is returned byte for byte.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err
@@ -78,7 +75,6 @@ func (s *Store) getSplit(ctx context.Context, keys []string) ([]kv.Entry, error)
 	return out, err
 }
 
-// bulkValue is one value of bulk/get withMetadata.
 type bulkValue struct {
 	Value      *string         `json:"value"`
 	Expiration float64         `json:"expiration"`
@@ -91,8 +87,7 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 	params.Keys.Value, params.Keys.Present = keys, true
 	params.Type.Value, params.Type.Present = cf.NamespaceBulkGetParamsTypeText, true
 	params.WithMetadata.Value, params.WithMetadata.Present = true, true
-	// Read raw: the SDK's typed result is nil as soon as one key is
-	// missing.
+	// Read raw: the SDK's typed result is nil if one key is missing.
 	var body []byte
 	err := s.callRaw(ctx, opBulkGet, &body, func(ctx context.Context, opts ...option.RequestOption) error {
 		_, err := s.api.BulkGet(ctx, s.cfg.NamespaceID, params, opts...)
@@ -129,11 +124,9 @@ func (s *Store) getChunk(ctx context.Context, keys []string) ([]kv.Entry, error)
 }
 
 // PutMany implements kv.BulkPutter: requests of at most MaxBulkWrite pairs and
-// about 95 MB each. A value that is valid UTF-8 goes as a JSON string, any
-// other as base64, each with its metadata. Keys the API reports in unsuccessful_keys (the per-key
-// write rate) are sent again, a second or more later, within the retry
-// budget; if some are still refused the error says how many, so no write is
-// dropped silently.
+// about 95 MB each, a value not valid UTF-8 as base64. Keys the API reports
+// in unsuccessful_keys (the per-key write rate) are sent again, a second or
+// more later, within the retry budget; the error says how many are left.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	if err := kv.ValidateEntries(entries, s.cfg.Clock.Now()); err != nil {
 		return err
@@ -167,10 +160,7 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	params.AccountID.Value = s.cfg.AccountID
 	for _, chunk := range chunkBySize(pairs, sizes, s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk put", chunk, func(pending []bulkPair) bulkCall {
-			// The body is ours, for each pair's metadata as the JSON value
-			// it is (the SDK's types take metadata as an interface{}), and
-			// since the SDK's encoder is quadratic in an array's length
-			// (see DeleteMany).
+			// The body is ours (why: the package doc).
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
 				if err != nil {
@@ -190,7 +180,6 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	return nil
 }
 
-// bulkPair is one pair of a bulk write.
 type bulkPair struct {
 	Key        string `json:"key"`
 	Value      string `json:"value"`
@@ -228,9 +217,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	params.AccountID.Value = s.cfg.AccountID
 	for chunk := range slices.Chunk(distinct(keys), s.cfg.MaxBulkWrite) {
 		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) bulkCall {
-			// The body is ours: the SDK's JSON encoder takes time
-			// quadratic in an array's length (1.9 s for 10,000 keys, where
-			// encoding/json takes under a millisecond).
+			// The body is ours (why: the package doc).
 			body, err := json.Marshal(pending)
 			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
 				if err != nil {

@@ -47,11 +47,8 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 )
 
-// Config configures a Store. Zero values mean the documented defaults.
-//
-// The API token never leaves the Store except in the Authorization header:
-// Config formats itself without it (String, Format, LogValue, and
-// json.Marshal skips it), and no error of this package carries it.
+// Config configures a Store. Zero values mean the documented defaults. It
+// formats itself without the API token (json.Marshal skips it too).
 type Config struct {
 	// AccountID and NamespaceID name the namespace; both are required.
 	AccountID   string
@@ -168,7 +165,6 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// defaultHTTPClient is a client over NewTransport.
 func defaultHTTPClient() *http.Client { return &http.Client{Transport: NewTransport()} }
 
 // String describes c without the token.

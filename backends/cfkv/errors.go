@@ -153,11 +153,8 @@ func (e notEnvelope) Error() string {
 }
 
 // checkEnvelope is the SDK middleware of the calls whose answer the SDK
-// decodes (a list page, a bulk write's result). The SDK types a refusal by
-// its status (4xx, 5xx) but passes HTTP 200 with success:false as a
-// success, and an answer with no success at all too: checkEnvelope reads
-// the success of a 2xx answer (readEnvelope) and hands the body on
-// for the SDK to decode as usual.
+// decodes: it checks a 2xx answer's success (the package doc says why) and
+// hands the body on for the SDK to decode as usual.
 func checkEnvelope(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	resp, err := next(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {

@@ -17,11 +17,8 @@ import (
 type sdkCall func(ctx context.Context, opts ...option.RequestOption) error
 
 // retry runs try until it succeeds, fails for good, or the retries are
-// spent, each try under a context of its own that RequestTimeout ends. The
-// SDK's own retries are off (ten by default, waiting up to 30 s each:
-// minutes on an outage); these are few and short, and honour Retry-After.
-// What is still refused at the end is kv.ErrUnavailable, with the server's
-// retry hint when it gave one.
+// spent, each try under a context of its own that RequestTimeout ends (the
+// package doc says why the SDK's own retries are off).
 func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome) error {
 	for attempt := 0; ; attempt++ {
 		tctx, cancel := context.WithTimeoutCause(ctx, s.cfg.RequestTimeout, errTryTimeout)
@@ -66,10 +63,8 @@ func (s *Store) call(ctx context.Context, op string, call sdkCall) error {
 	return s.retry(ctx, func(ctx context.Context) outcome { return s.send(ctx, op, true, call) })
 }
 
-// callRaw is retry of a call whose answer's result kv reads itself, or
-// not at all (a write's): the SDK hands the answer over unread, which is
-// then read once, here, into body when it is not nil, its envelope's
-// success checked (readEnvelope). The SDK still types a refusal.
+// callRaw is retry of a call whose answer the SDK hands over unread: it is
+// read once, here, into body when not nil, its success checked (readEnvelope).
 func (s *Store) callRaw(ctx context.Context, op string, body *[]byte, call sdkCall) error {
 	return s.retry(ctx, func(ctx context.Context) outcome {
 		var resp *http.Response

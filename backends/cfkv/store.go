@@ -65,8 +65,7 @@ func (s *Store) String() string {
 	return fmt.Sprintf("cfkv.Store{account: %q, namespace: %q}", s.cfg.AccountID, s.cfg.NamespaceID)
 }
 
-// pathKey escapes a key as one path segment. The SDK pastes keys into the
-// path as they are, so "a/../b", "?", "#" and "%" would change the request.
+// pathKey escapes a key as one path segment (why: the package doc).
 func pathKey(key string) string { return url.PathEscape(key) }
 
 // Get implements kv.Store with one request: the value's own.
@@ -78,14 +77,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return e.Value, err
 }
 
-// GetEntry implements kv.ExpiryGetter and kv.MetadataStore. The value's own
-// GET carries its expiry (a header) but not its metadata, which has a GET
-// of its own; a bulk/get of the one key with withMetadata carries all three
-// in one request, so GetEntry costs what Get does. Only a value that is not
-// valid UTF-8, which bulk/get cannot return byte for byte (see GetMany),
-// costs a second request, its own GET, and a value whose metadata takes
-// the bulk answer past its 25 MiB costs two, the value's and the
-// metadata's.
+// GetEntry implements kv.ExpiryGetter and kv.MetadataStore with one
+// bulk/get of the key withMetadata; the package doc says when it costs more.
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
@@ -104,8 +97,7 @@ func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 }
 
 // GetValue implements kv.MetadataStore with one request, the value's own
-// GET, which carries the expiry in a header: what a REST client's value GET
-// costs, with no envelope to decode and any bytes returned as they are.
+// GET, which carries the expiry in a header.
 func (s *Store) GetValue(ctx context.Context, key string) (kv.Entry, error) {
 	if err := kv.ValidateKey(key); err != nil {
 		return kv.Entry{}, err
@@ -146,8 +138,7 @@ func (s *Store) GetMetadata(ctx context.Context, key string) (json.RawMessage, e
 func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
 	var params cf.NamespaceMetadataGetParams
 	params.AccountID.Value = s.cfg.AccountID
-	// Read raw: the SDK decodes metadata into an interface{}, whose
-	// numbers are float64 (digits past 2^53 lost).
+	// Read raw: the SDK's metadata numbers are float64 (the package doc).
 	var body []byte
 	err := s.callRaw(ctx, "get metadata", &body, func(ctx context.Context, opts ...option.RequestOption) error {
 		_, err := s.api.Metadata.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
@@ -180,9 +171,7 @@ func (s *Store) exactValue(ctx context.Context, e kv.Entry) (kv.Entry, error) {
 	return raw, nil
 }
 
-// getValue reads a value and its expiry with the value's own GET. The SDK
-// hands its answer over raw, as the API serves a value: its bytes, and its
-// expiry in a header.
+// getValue reads a value and its expiry with the value's own GET.
 func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	var params cf.NamespaceValueGetParams
 	params.AccountID.Value = s.cfg.AccountID
@@ -203,7 +192,6 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	return entry, nil
 }
 
-// readValue reads the answer of key's value GET.
 func (s *Store) readValue(key string, resp *http.Response) (kv.Entry, error) {
 	body, err := readBody(resp, kv.MaxValueSize+1)
 	if err != nil {
@@ -243,10 +231,8 @@ func parseExpiration(v string) (time.Time, error) {
 	return time.Unix(int64(f), 0), nil
 }
 
-// Put implements kv.Store. The value goes as the raw request body; a TTL
-// goes as expiration_ttl in whole seconds, an absolute expiry as expiration
-// in Unix seconds, rounded up so that the API's own 60 s check agrees with
-// kv.ValidatePut.
+// Put implements kv.Store. An absolute expiry goes in Unix seconds rounded
+// up, so that the API's own 60 s check agrees with kv.ValidatePut.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOptions) error {
 	if err := kv.ValidatePut(key, value, opts, s.cfg.Clock.Now()); err != nil {
 		return err
@@ -270,11 +256,8 @@ func (s *Store) put(ctx context.Context, key string, opts kv.PutOptions, body op
 	})
 }
 
-// PutEntry implements kv.MetadataStore. An entry without metadata is a Put
-// (a raw body); one with metadata goes as multipart/form-data with the
-// value and the metadata as one JSON text field (the SDK's own form encoder
-// would flatten a JSON object into a field per member). Either is one
-// request.
+// PutEntry implements kv.MetadataStore in one request: a Put, or with
+// metadata one multipart form (see the package doc).
 func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	if err := kv.ValidateEntry(e, s.cfg.Clock.Now()); err != nil {
 		return err
@@ -304,7 +287,6 @@ func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	return s.put(ctx, e.Key, opts, option.WithRequestBody(w.FormDataContentType(), form.Bytes()))
 }
 
-// unixCeil is t in whole Unix seconds, rounded up.
 func unixCeil(t time.Time) int64 {
 	if t.Nanosecond() > 0 {
 		return t.Unix() + 1

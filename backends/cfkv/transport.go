@@ -21,5 +21,4 @@ func NewTransport() *http.Transport {
 	return t
 }
 
-// maxIdlePerHost is how many idle connections to Workers KV a client keeps.
 const maxIdlePerHost = 64
