@@ -18,10 +18,7 @@ const compactSuffix = ".compact"
 const CompactFloor = 1 << 20
 
 // needsCompaction reports whether a file of size bytes, free of them on
-// bbolt's free list, is worth rewriting: at least CompactFloor free and at
-// least half the file. bbolt reuses free pages but never gives them back,
-// so without this a journal stays at the size of the largest settle set it
-// ever held.
+// bbolt's free list, is worth rewriting (see Scale in the package doc).
 func needsCompaction(size, free int64) bool {
 	return free >= CompactFloor && 2*free >= size
 }
@@ -79,7 +76,6 @@ func (j *Journal) reopen() error {
 	return nil
 }
 
-// syncDir makes a rename in dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

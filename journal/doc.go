@@ -29,13 +29,9 @@
 // with ".marks" added) mapped shared into memory, where a record is a
 // copy of the key into pages the kernel holds for the file and writes
 // back whatever becomes of the process. There is no system call and no
-// fsync on the caller's path, and no allocation. A write(2) to the page
-// cache would survive the process as well, but costs a system call per new
-// key on the caller's path, about a microsecond, the whole budget of a Put;
-// the mapping costs a copy under a mutex: BenchmarkRecord, 41 ns and no
-// allocation a record; in dualwrite's BenchmarkOverhead a new key's Put
-// makes 15 allocations with the record as without it (newkeys against
-// newkeys-norecord). Open replays the log into the file (Recovered says
+// fsync on the caller's path, and no allocation (a write(2) would cost a
+// system call per new key, the whole budget of a Put; the figures are in
+// docs/performance.md). Open replays the log into the file (Recovered says
 // how many marks only the log held) and empties it. The log has two
 // halves (DefaultLogSize, 8 MiB each): the store seals one just before it
 // takes a group of changes, and the commit of that group drops it. A half
@@ -52,17 +48,8 @@
 // since it began: at a rate R of keys entering the set and a commit time
 // C, at most about R × 2C marks. With NoSync a commit is not synced either,
 // and a machine crash can lose whatever the OS had not yet written.
-// Measured here (BenchmarkCommit, 2 shared cores): a commit of 1 to 100
-// marks takes 2 to 4 ms with fsync, so at 1,000 new keys a second a
-// machine crash loses at most about 8 marks. tests/settle measures both
-// bounds on a real writer process putting 1,500 new keys a second, killed
-// with SIGKILL at five points of its bursts: 0 marks lost to the
-// process's death at every point (without the mark log and the mark before
-// the write: 16 lost 100 ms into the first burst, 15 at 600 ms into the
-// second), and Recovered, the marks that only the log held at the kill,
-// which a machine crash at that moment would have lost: 0 to 44 (up to
-// 30 ms of new keys, the commit under way and the one before it, as the
-// bound says).
+// tests/settle measures both bounds on a real writer process killed with
+// SIGKILL; docs/performance.md has the figures.
 //
 // # Scale
 //
@@ -71,22 +58,15 @@
 // rebalance pages all over the tree, superlinear in the group's size. The
 // mapping is reserved at 1 GiB of address space (not memory), as etcd
 // does, because bbolt copies every key a transaction touched onto the heap
-// each time the mapping grows. BenchmarkSettleSet (2 shared cores, fsync
-// on, keys of 21 bytes): one commit of the whole set takes about 4 ms,
-// 24 ms, 0.4 to 1.3 s and 7 to 13 s at 1,000, 10,000, 100,000 and
-// 1,000,000 keys (in map order: 64 to 106 ms at 10,000, 3 to 4 times
-// slower); loading it on a restart 0.5 to 3.8 µs a key; the file takes
-// about 107 bytes a key (43 in pages, the rest the growth step of
-// growthPerKey a key that a large commit reserves at once).
+// each time the mapping grows. What a commit, a load and a key on disk cost
+// at 1,000 to 1,000,000 keys is in docs/performance.md.
 //
 // Compaction bounds the file: after a commit that leaves at least
 // CompactFloor (1 MiB) and at least half of the file on bbolt's free list,
 // the file is rewritten with only its live keys, as etcd's defrag does (a
 // synced copy renamed over it). So the file never exceeds about twice the
 // pages of the largest set it holds plus CompactFloor and one growth step,
-// and a journal whose keys have all settled is back to 32 KiB (measured:
-// 10.7 MB at 100,000 keys, 107 MB at 1,000,000, 32 KiB once settled;
-// under 1.1 MB files are left as they are).
+// and a journal whose keys have all settled is back to 32 KiB.
 //
 // The file holds one bucket of keys, each with a one-byte mark, and one of
 // settings: the format version and the flag that a full reconciliation is

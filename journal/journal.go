@@ -49,9 +49,7 @@ type Options struct {
 }
 
 // initialMmapSize is the address space bbolt maps at once (not memory,
-// not disk), as etcd does: bbolt copies every key a write transaction
-// touched onto the heap each time it has to grow its mapping, which made
-// one commit of a million keys 50 times slower than one of 100,000.
+// not disk); why is in the package doc's Scale.
 const initialMmapSize = 1 << 30 * (math.MaxUint >> 63)
 
 // allocSize is the least step the file grows by; a commit of many keys
@@ -191,9 +189,8 @@ func (j *Journal) recover() error {
 func (j *Journal) Recovered() int { return j.recovered }
 
 // Record implements dualwrite.Recorder: it appends the mark to the mark
-// log, a copy into a shared mapping of the log's file, with no system
-// call; false when the log's active half is full (a commit has not
-// dropped the other half yet).
+// log; false when the log's active half is full (a commit has not dropped
+// the other half yet).
 func (j *Journal) Record(key string, m dualwrite.Mark) bool { return j.log.record(key, m) }
 
 // Seal implements dualwrite.Recorder.
@@ -228,10 +225,8 @@ func (j *Journal) Load(ctx context.Context) (map[string]dualwrite.Mark, bool, er
 }
 
 // Commit implements dualwrite.Journal: one bbolt transaction, its keys
-// written in key order (a B+tree takes sorted inserts in time linear in
-// their number; in map order bbolt splits and rebalances pages far more,
-// 29 times slower at 100,000 keys). When the commit leaves most of the
-// file free, the file is compacted before Commit returns.
+// written in key order (see Scale in the package doc). When the commit
+// leaves most of the file free, the file is compacted before Commit returns.
 func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark, reconcile bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -253,8 +248,7 @@ func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark,
 	var size int64
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMarks)
-		// Sorted inserts fill a page before they split it; bbolt's
-		// default of half would double the file.
+		// bbolt's default of half would double the file.
 		b.FillPercent = fillPercent
 		if err := putMarks(b, keys, changes); err != nil {
 			return err
@@ -281,7 +275,6 @@ func (j *Journal) Commit(ctx context.Context, changes map[string]dualwrite.Mark,
 // fillPercent is how full a split leaves a page of marks.
 const fillPercent = 0.9
 
-// putMarks writes changes to b in the order of keys.
 func putMarks(b *bolt.Bucket, keys []string, changes map[string]dualwrite.Mark) error {
 	for _, k := range keys {
 		var err error

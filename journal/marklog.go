@@ -11,16 +11,8 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
-// The mark log is what makes a mark survive the death of the process from
-// the moment dualwrite.Store records it, before the key's write reaches
-// the authoritative store, without a system call on the caller's path: a
-// file mapped shared into memory, so that a record is a copy into pages
-// the kernel holds for the file, which it writes back whatever becomes of
-// the process. It is not synced; the bbolt commits are what survive a
-// crash of the machine, and once one has covered a record the record is
-// dropped.
-//
-// The file is two halves of equal size. Records are appended to the
+// The mark log (what it survives, and why, is in the package doc) is one
+// file of two halves of equal size. Records are appended to the
 // active one; Seal (called by the Store just before it takes the changes
 // it commits) makes the other half active, and the Commit that follows
 // drops the sealed half by zeroing its generation. Each half begins with
@@ -155,7 +147,6 @@ func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
 	return off
 }
 
-// genSum is the CRC-32C of a generation, where a record's CRC begins.
 func genSum(gen uint64) uint32 {
 	return crc32.Checksum(binary.LittleEndian.AppendUint64(nil, gen), castagnoli)
 }
