@@ -24,7 +24,6 @@ type plumbing struct {
 	mp     metric.MeterProvider
 }
 
-// plumb applies opts over the defaults: slog.Default() as the logger.
 func plumb(opts []Option) plumbing {
 	var p plumbing
 	for _, o := range opts {
@@ -65,27 +64,16 @@ type Store struct {
 	closed bool
 }
 
-// who names the bot in what the assembly says.
 var who = assembly.Who{Name: "botkv", Self: "bot", JournalDir: EnvJournalDir}
 
-// Open builds the store from the environment kvshadow-proxy reads (see
-// the package's table), as kvshadow-proxy builds its own for a namespace
-// (package assembly): Workers KV through cfkv as the primary, MongoDB
-// through mongokv as the shadow (database MONGODB_DB, "miti99bot" by
-// default), the dual-write store between them with its breaker, its
-// telemetry, its settle journal (KVSHADOW_JOURNAL_DIR), the shadow's
-// sweeper, and a control.Follower that keeps it on the stage document in
-// the shadow database, with a heartbeat.
-//
-// A variable missing or wrong fails Open before any I/O with an error
-// matching ErrConfig that names it (*VarError, all of them at once). Open
-// then reads both stores and the stage document, all at once: a store
-// that refuses a setting (the token, the account, the namespace, MongoDB's
-// login) fails it with a *VarError for each. The store starts in the
-// document's stage, or, when there is none yet, in KVSHADOW_STAGE (default
-// off). When MongoDB does not answer (its server selection timeout, 5 s by
-// default, at most 8 s), see "Starting with MongoDB down" in the package's
-// doc. Close releases everything Open started.
+// Open builds the store from the environment kvshadow-proxy reads, as
+// kvshadow-proxy builds its own for a namespace (package assembly); the
+// package doc says what it starts and what it refuses. Open then reads both
+// stores and the stage document, all at once: a store that refuses a setting
+// fails it with a *VarError for each. The store starts in the document's
+// stage, or, when there is none yet, in KVSHADOW_STAGE (default off). When
+// MongoDB does not answer (within 5 s by default, at most 8 s), see the
+// package doc. Close releases everything Open started.
 func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	p := plumb(opts)
 	set, err := cfg.read()
