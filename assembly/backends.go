@@ -87,11 +87,9 @@ type Settings struct {
 }
 
 // OpenBackends opens Workers KV (or the API at PrimaryURL) through cfkv
-// and MongoDB through mongokv, with the control board in MongoDB. It does
-// no I/O: the MongoDB clients connect on first use, and again after a
-// failure. The MongoDB clients are the process's for the URI, shared by
-// every Backends open on it (see the package doc), and released by the
-// last Close.
+// and MongoDB through mongokv, with the control board in MongoDB, on the
+// process's MongoDB clients for the URI (see the package doc). It does no
+// I/O: the clients connect on first use, and again after a failure.
 func OpenBackends(s Settings) (*Backends, error) {
 	sh, err := share(s.MongoURI, s.Logger)
 	if err != nil {
@@ -133,10 +131,7 @@ func OpenBackends(s Settings) (*Backends, error) {
 	return b, nil
 }
 
-// shared is the process's MongoDB clients for one URI: mongokv's, which
-// connects lazily and shares one connect among concurrent first callers,
-// and the board's, each with its pool, as the driver recommends one
-// client per process and URI.
+// shared is the process's MongoDB clients for one URI (see the package doc).
 type shared struct {
 	uri    string
 	client *mongokv.Client

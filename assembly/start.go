@@ -152,12 +152,10 @@ func (s *Served) Describe(role dualwrite.Role, err error) string {
 	return where + ": " + err.Error()
 }
 
-// Start reads every store once and the stage document, all at once: a
-// store that refuses the settings fails it with a *SettingsError naming
-// each; one that does not answer is said, and the start goes on. It then
-// builds every namespace's store in the document's stage (without it: see
-// the package doc), with its journal, telemetry and Fleet, the sweepers and
-// the Follower, which Follow starts.
+// Start reads every store once and the stage document, as the package
+// doc's "The start" says, then builds every namespace's store with its
+// journal, telemetry and Fleet, the sweepers and the Follower, which Follow
+// starts.
 func Start(ctx context.Context, cfg Config) (_ *Assembly, err error) {
 	b := cfg.Backends
 	a := &Assembly{cfg: cfg, Backends: b, log: cmp.Or(cfg.Logger, slog.Default()), stopSw: func() {}}
@@ -293,10 +291,7 @@ func (a *Assembly) say(as []Answer) {
 }
 
 // detached decides the stage of a start that could not read the stage
-// document: the last stage the instance ran when Workers KV is
-// authoritative in it (control.ServesDetached), else nothing (Gated), or,
-// with RequireStage, an error matching ErrMongoDBDown. It says which in
-// one line.
+// document (see the package doc's "The start"), and says which in one line.
 func (a *Assembly) detached(as []Answer) (dualwrite.Stage, error) {
 	w, dir := a.cfg.Who, a.cfg.JournalDir
 	down, up, cause := a.Namespaces[0].Describe(dualwrite.RoleShadow, a.boardErr), true, a.boardErr
@@ -418,10 +413,8 @@ func (a *Assembly) Follow(ctx context.Context) error {
 	return nil
 }
 
-// Drain marks the instance draining on the board, then closes every store,
-// draining its lanes until ctx ends (what is left stays dirty, in the
-// journal), or within closeWait when the board (in MongoDB) did not
-// answer lately, and stops the gauges.
+// Drain marks the instance draining on the board, then closes every store
+// (see the package doc's "The end"), and stops the gauges.
 func (a *Assembly) Drain(ctx context.Context) error {
 	if a.drained {
 		return nil
