@@ -53,6 +53,8 @@ type Backends struct {
 	// Pairing is what they pair, for the stage document (control.Read);
 	// zero checks nothing.
 	Pairing control.Pairing
+	// URIDatabase is the database MONGODB_URI names, "" when none.
+	URIDatabase string
 }
 
 // Close runs the closers, last first, once.
@@ -75,6 +77,8 @@ type Settings struct {
 	Namespaces []Namespace
 	CFToken    string
 	PrimaryURL string // the API root; "" means Cloudflare's
+	// MaxRetries and MaxBulkWrite are the primary's (cfkv.Config).
+	MaxRetries, MaxBulkWrite int
 	// HTTPClient is the primary's; nil means one over cfkv's transport,
 	// whose idle connections Close ends.
 	HTTPClient *http.Client
@@ -104,7 +108,8 @@ func OpenBackends(s Settings) (*Backends, error) {
 	}
 	var dbs, used []string
 	for _, ns := range s.Namespaces {
-		primary, err := cfkv.New(cfkv.Config{AccountID: s.Account, NamespaceID: ns.ID, APIToken: s.CFToken, BaseURL: s.PrimaryURL, Clock: s.Clock, HTTPClient: hc})
+		primary, err := cfkv.New(cfkv.Config{AccountID: s.Account, NamespaceID: ns.ID, APIToken: s.CFToken, BaseURL: s.PrimaryURL,
+			MaxRetries: s.MaxRetries, MaxBulkWrite: s.MaxBulkWrite, Clock: s.Clock, HTTPClient: hc})
 		if err != nil {
 			return nil, errors.Join(err, b.Close(context.Background()))
 		}
@@ -120,7 +125,8 @@ func OpenBackends(s Settings) (*Backends, error) {
 			ShadowAt:  "MongoDB at " + storeerr.MongoHosts(s.MongoURI)})
 		dbs = append(dbs, ns.ID+" -> "+database)
 	}
-	if named := sh.client.URIDatabase(); named != "" && len(used) > 0 && !slices.Contains(used, named) && s.Logger != nil {
+	b.URIDatabase = sh.client.URIDatabase()
+	if named := b.URIDatabase; named != "" && len(used) > 0 && !slices.Contains(used, named) && s.Logger != nil {
 		s.Logger.Warn(fmt.Sprintf("%s: MONGODB_URI names the database %q, but the shadow is %q (the bot's MongoKVStore opens %q whatever its URI says); "+
 			"if the bot really uses %q, set MONGODB_DB=%s", s.Who, named, used[0], mongokv.DefaultDatabase, named, named))
 	}

@@ -11,8 +11,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -25,6 +26,9 @@ type stores struct {
 	closers         []func()
 	// spent is what the preflight asked of the primary.
 	spent report.Requests
+	// board and ledger are the control collections; nil in the demo.
+	board  control.Board
+	ledger control.Ledger
 }
 
 func (s *stores) close() {
@@ -39,41 +43,31 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	if o.demo {
 		return startDemo(ctx, o, stderr)
 	}
-	primary, err := cfkv.New(cfkv.Config{
-		AccountID:    o.cfAccount,
-		NamespaceID:  o.cfNamespace,
-		APIToken:     o.cfToken,
-		BaseURL:      o.cfBaseURL,
-		MaxBulkWrite: o.cfMaxBulkWrite,
+	b, err := assembly.OpenBackends(assembly.Settings{
+		Account: o.cfAccount, Namespaces: []assembly.Namespace{{ID: o.cfNamespace, Database: o.mongoDB}}, CFToken: o.cfToken,
+		PrimaryURL: o.cfBaseURL, MaxBulkWrite: o.cfMaxBulkWrite, MongoURI: o.mongoURI, ControlDB: o.controlDB,
 		// The report retries within its own budget, after the delay the
 		// API asks for; retries inside the client would spend requests the
 		// budget cannot see.
 		MaxRetries: -1,
+		// The preflight says what went wrong once; the client's own log
+		// lines would say it again, with the driver's topology dump.
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return nil, err
 	}
-	// The preflight says what went wrong once; the client's own log
-	// lines would say it again, with the driver's topology dump.
-	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: o.mongoURI, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, err
-	}
-	s := &stores{primary: primary, names: [2]string{"cloudflare_kv", "mongodb"}, closers: []func(){func() { closeClient(client) }}}
-	shadow, err := client.Store(mongokv.Config{Database: o.mongoDB})
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	s.shadow = shadow
+	side := b.Sides[0]
+	s := &stores{primary: side.Primary, shadow: side.Shadow, names: [2]string{"cloudflare_kv", "mongodb"}, board: b.Board, ledger: b.Ledger,
+		closers: []func(){func() { _ = b.Close(context.Background()) }}}
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.
-	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", shadow.Database())
-	if named := client.URIDatabase(); named != "" && named != shadow.Database() {
+	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", o.mongoDB)
+	if named := b.URIDatabase; named != "" && named != o.mongoDB {
 		fmt.Fprintf(stderr, "shadow-report: warning: MONGODB_URI names the database %q, but the report reads %q, the bot's (its MongoKVStore opens %s whatever its URI says); if the bot really uses %q, set MONGODB_DB=%s (or --mongo-db)\n",
-			named, shadow.Database(), mongokv.DefaultDatabase, named, named)
+			named, o.mongoDB, mongokv.DefaultDatabase, named, named)
 	}
-	if s.spent, err = preflight(ctx, o, primary, client.Connect); err != nil {
+	if s.spent, err = preflight(ctx, o, side.Primary, side.Shadow.(*mongokv.Store).Connect); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -82,14 +76,8 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	// whole again).
 	uri := sha256.Sum256([]byte(o.mongoURI))
 	s.identity = fmt.Sprintf("cloudflare_kv:%s/%s@%s|mongodb:%s/%s",
-		o.cfAccount, o.cfNamespace, o.cfBaseURL, hex.EncodeToString(uri[:8]), shadow.Database())
+		o.cfAccount, o.cfNamespace, o.cfBaseURL, hex.EncodeToString(uri[:8]), o.mongoDB)
 	return s, nil
-}
-
-func closeClient(c *mongokv.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = c.Close(ctx)
 }
 
 // serveLoopback serves h on a loopback port until the returned stop.

@@ -90,8 +90,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	var sv *stageView
 	if !o.demo {
-		sv = readStage(ctx, o)
-		defer sv.close()
+		sv = readStage(ctx, o, stores)
 	}
 	auth, truth, err := decideTruth(o, sv)
 	if err != nil {

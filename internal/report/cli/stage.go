@@ -7,10 +7,6 @@ import (
 	"io"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	mongooptions "go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
 )
@@ -29,32 +25,20 @@ type stageView struct {
 	// ledger records the run; overflows are those open at the start.
 	ledger    control.Ledger
 	overflows []control.Overflow
-	close     func()
 }
 
 // readStage reads the stage document and the namespace's open overflows
-// from o.controlDB. It never fails: what it could not read is in err.
-func readStage(ctx context.Context, o *options) *stageView {
-	sv := &stageView{db: o.controlDB, close: func() {}}
-	client, err := mongo.Connect(mongooptions.Client().ApplyURI(o.mongoURI).SetServerSelectionTimeout(mongokv.DefaultServerSelectionTimeout))
-	if err != nil {
-		sv.err = fmt.Errorf("%w: the MongoDB URI is refused", control.ErrBoard) // the driver's message may quote the URI
-		return sv
-	}
-	sv.close = func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = client.Disconnect(cctx)
-	}
-	board := control.NewMongoBoard(client.Database(o.controlDB))
+// from the stores' board. It never fails: what it could not read is in err.
+func readStage(ctx context.Context, o *options, s *stores) *stageView {
+	sv := &stageView{db: o.controlDB}
 	cctx, cancel := context.WithTimeout(ctx, stageTimeout)
 	defer cancel()
-	if sv.doc, sv.err = control.Read(cctx, control.Config{Board: board,
+	if sv.doc, sv.err = control.Read(cctx, control.Config{Board: s.board,
 		Pairing: control.Pairing{Account: o.cfAccount, Namespaces: []control.Namespace{{ID: o.cfNamespace, Database: o.mongoDB}}}}); sv.err != nil {
 		return sv
 	}
-	sv.ledger = board
-	if sv.overflows, sv.err = board.OpenOverflows(cctx, o.cfNamespace); sv.err != nil {
+	sv.ledger = s.ledger
+	if sv.overflows, sv.err = s.ledger.OpenOverflows(cctx, o.cfNamespace); sv.err != nil {
 		sv.ledger = nil
 		return sv
 	}
