@@ -212,7 +212,6 @@ func (s *Store) SetStaleWindow(d time.Duration) {
 	s.set(func(k *knobs) { k.staleWindow = max(d, 0) })
 }
 
-// set turns knobs under the lock.
 func (s *Store) set(turn func(*knobs)) {
 	s.mu.Lock()
 	turn(&s.knobs)
@@ -223,12 +222,8 @@ func (s *Store) set(turn func(*knobs)) {
 // the faults.
 func (s *Store) Inner() kv.Store { return s.inner }
 
-// Exact returns the store with the same faults and exactly the optional
-// abilities of the wrapped store: kv.MetadataStore among them when the
-// wrapped store keeps metadata, and no bulk or entry ability that it lacks.
-// *Store itself has every ability but metadata, and answers ErrUnsupported
-// for those the wrapped store lacks; code that decides by type assertion
-// (the dual-write store copying metadata) wants Exact.
+// Exact returns the store with the same faults and exactly the wrapped
+// store's optional abilities, kv.MetadataStore among them (see the package doc).
 func (s *Store) Exact() kv.Store {
 	return forward.Compose(s, s.inner, forward.Abilities{
 		GetEntry:    s.GetEntry,
@@ -283,9 +278,7 @@ func (s *Store) draw(read bool) plan {
 
 // begin waits out the call's latency and reports the injected failure, if
 // any. An outage answers at once, as a refused connection does. A call that
-// begin lets through is in flight until its end; it counts from the moment its
-// latency timer is set, so a test that sees it in flight may advance a fake
-// clock past its latency.
+// begin lets through is in flight (Stats.InFlight) until its end.
 func (s *Store) begin(ctx context.Context, read bool) (plan, error) {
 	p := s.draw(read)
 	if errors.Is(p.fail, ErrOutage) {
@@ -314,8 +307,6 @@ func (s *Store) end(p plan) {
 	s.inFlight.Add(-1)
 }
 
-// timer returns a timer for d on the store's clock, or nil when d is not
-// positive.
 func (s *Store) timer(d time.Duration) clock.Timer {
 	switch {
 	case d <= 0:

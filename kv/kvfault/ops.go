@@ -166,8 +166,6 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return out, nil
 }
 
-// getValue reads through the wrapped store's kv.MetadataStore, with the
-// faults of any read.
 func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	e, err := s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) {
 		return s.inner.(kv.MetadataStore).GetValue(ctx, key)
@@ -176,8 +174,6 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	return e, err
 }
 
-// getMetadata reads through the wrapped store's kv.MetadataStore, with the
-// faults of any read.
 func (s *Store) getMetadata(ctx context.Context, key string) (json.RawMessage, error) {
 	e, err := s.read(ctx, key, func(ctx context.Context) (kv.Entry, error) {
 		md, err := s.inner.(kv.MetadataStore).GetMetadata(ctx, key)
