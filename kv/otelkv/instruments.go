@@ -85,13 +85,8 @@ var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 
 // instruments holds the metrics and, because a store's backend and role
 // never change, every attribute set and start option it can need, built
-// once so that recording allocates nothing.
-//
-// The operations are counted in counts, one atomic cell per operation and
-// outcome, which the meter reads when it collects (an observable counter):
-// a call costs one atomic add, where a synchronous counter's Add walks the
-// SDK's attribute maps. Durations go to the SDK's histogram, in batches
-// (batch.go, package metricbatch).
+// once so that recording allocates nothing. The operations are counted in
+// counts, the durations batched, as the package doc says.
 type instruments struct {
 	ops    metric.Int64ObservableCounter
 	dur    metric.Float64Histogram
@@ -143,10 +138,8 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 	return in, nil
 }
 
-// collect is the meter's callback, run as it collects and before it reads
-// the histogram: the durations still batched go to the histogram first, so
-// that a collection holds every operation that ended before it began, in
-// both metrics.
+// collect is the meter's callback, run before it reads the histogram: the
+// durations still batched go to the histogram first (see the package doc).
 func (in *instruments) collect(_ context.Context, o metric.Observer) error {
 	in.batch.Flush(in.record)
 	for op := range numOps {

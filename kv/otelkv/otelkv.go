@@ -107,8 +107,7 @@ var _ kv.Store = (*Store)(nil)
 
 // New instruments s. The result implements kv.ExpiryGetter,
 // kv.MetadataStore, kv.BulkGetter, kv.BulkPutter and kv.BulkDeleter exactly
-// when s does: New picks, among the combinations, the type that embeds
-// *Store together with the forwarding methods of the abilities s has.
+// when s does.
 func New(s kv.Store, cfg Config, opts ...Option) (kv.Store, error) {
 	st, err := newStore(s, cfg, opts)
 	if err != nil {

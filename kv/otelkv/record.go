@@ -15,7 +15,6 @@ import (
 // noSpan is the span of an operation that no tracer records.
 var noSpan = trace.SpanFromContext(context.Background())
 
-// call is one operation in flight.
 type call struct {
 	ctx   context.Context
 	span  trace.Span
@@ -67,9 +66,7 @@ func (s *Store) fullKey(key string) string {
 }
 
 // end records the metrics and closes the span. Only the error's class is
-// recorded: its text can quote a key or a URI. The duration of an operation
-// whose span is sampled is recorded at once, under the span's context, for
-// the histogram's exemplars; any other waits in the store's batch.
+// recorded: its text can quote a key or a URI.
 func (s *Store) end(c call, err error, extra ...attribute.KeyValue) {
 	oc := outcomeOf(err)
 	s.inst.counts[c.op][oc].Add(1)
