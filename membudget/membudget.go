@@ -314,10 +314,8 @@ type chargedReader struct {
 	h      *Hold
 	factor int64
 	err    error
-	// whole: a read that takes the Hold past what the budget ever grants
-	// fails at once with ErrTooLarge, not after a wait, and one refused
-	// when the Hold takes most of it fails with ErrTooLarge too
-	// (Transport): the reader should ask for less.
+	// whole: the reader can ask for less, so a read fails with ErrTooLarge
+	// as Transport's doc says, rather than wait.
 	whole bool
 }
 
