@@ -58,7 +58,6 @@ func exitCode(err error) int {
 	return exitError
 }
 
-// options are the parsed command line.
 type options struct {
 	addr, account, namespaces, tokenFile string
 	unauthenticated                      bool
@@ -224,8 +223,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // printEnv prints where the emulator serves and the environment a client
-// needs: the line works as it is with shadow-report and cfkv, and wrangler
-// reads CLOUDFLARE_API_BASE_URL (without the trailing slash).
+// needs (see the package doc).
 func printEnv(w io.Writer, base, account string, ids []string, withToken bool) {
 	auth := "no token required"
 	if withToken {
