@@ -30,14 +30,11 @@ type Store struct {
 }
 
 // sweepEvery is the fewest writes between sweeps of expired keys, and the
-// fewest keys a store holds before it sweeps at all (a smaller one holds
-// fewer expired keys than that). A sweep waits for as many writes as the
-// last one left keys, and at least sweepEvery: its cost, a step per key it
-// finds, is then spread over writes that added at most as many keys as the
-// last sweep left, at most two steps a write, so that a write stays O(1)
-// amortized at any size, while a long-running emulator full of TTL keys
-// never holds more than twice the keys its last sweep left, and sweepEvery
-// more: expired keys cost it memory in proportion to its live ones.
+// fewest keys a store holds before it sweeps at all. A sweep waits for as
+// many writes as the last one left keys, and at least sweepEvery: its cost
+// is then at most two steps a write (O(1) amortized at any size), and a store
+// full of TTL keys never holds more than twice the keys its last sweep left,
+// and sweepEvery more.
 const sweepEvery = 4096
 
 type item struct {
