@@ -78,10 +78,8 @@ type ServeConfig struct {
 	// Logger says when the connection cap is reached; nil is slog.Default().
 	Logger *slog.Logger
 	// Unauthenticated says, in so many words, that the front serves a
-	// Server without a token: allowed only on loopback (and Unix socket)
-	// listeners, and only to requests CheckLocal passes (no web page of
-	// another origin, no DNS-rebinding host name). Without it a Server with
-	// no token is refused.
+	// Server without a token: only on loopback (or Unix socket) listeners,
+	// and only to requests CheckLocal passes.
 	Unauthenticated bool
 	// TLSConfig, when set, makes Serve speak TLS (HTTP/1.1) with it.
 	TLSConfig *tls.Config

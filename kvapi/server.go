@@ -40,9 +40,8 @@ type Config struct {
 	// AccountID is the account the server answers for; empty accepts any.
 	AccountID string
 	// Token, when set, must come as "Authorization: Bearer <Token>" on every
-	// request; empty turns the check off. It must pass CheckToken. An HTTPServer refuses to serve a
-	// Server without a token unless told that it runs unauthenticated on
-	// loopback (ServeConfig.Unauthenticated).
+	// request; empty turns the check off (see ServeConfig.Unauthenticated).
+	// It must pass CheckToken.
 	Token string
 	// WrongToken, when set, is what a client whose token is not Token is
 	// told, answered 401 with code CodeAuthentication: a proxy's own reason,
@@ -59,12 +58,10 @@ type Config struct {
 	// for what is decoded from it, and the values it answers). Nil means a
 	// budget of the Server's own of membudget.DefaultLimit; a process shares one.
 	Memory *membudget.Budget
-	// RefuseReserved makes the server a front for clients over namespaces
-	// where kvshadow keeps its own keys (kvshadow-proxy's): every key and list
-	// prefix under kv.ReservedPrefix is refused on every route (400 10042);
-	// the dual-write store lists none of them. Unset, the server stands in
-	// for Workers KV (the emulator) and serves them as Workers KV does:
-	// kvshadow-proxy writes its stage key through it.
+	// RefuseReserved makes the server a front for clients (kvshadow-proxy's):
+	// keys and list prefixes under kv.ReservedPrefix are refused (see the
+	// package doc). Unset, the server stands in for Workers KV (the emulator)
+	// and serves them: kvshadow-proxy writes its stage key through it.
 	RefuseReserved bool
 }
 
