@@ -15,11 +15,9 @@ const (
 const entryOverhead = 64
 
 // bounded is a map that holds at most maxEntries entries and maxBytes bytes
-// (as counted by the caller). When an entry would pass either bound it
-// first drops the entries stale reports, then any others, until an eighth
-// of each bound is free, so that the scans stay rare: a fault cache that
-// forgets is more lenient, never wrong about the store. The caller holds
-// the lock that guards it.
+// (as counted by the caller). Past a bound it drops stale entries, then any
+// others (see the package doc), until an eighth of each bound is free, so
+// that the scans stay rare. The caller holds the lock that guards it.
 type bounded[K comparable, V any] struct {
 	m                    map[K]sizedValue[V]
 	bytes                int

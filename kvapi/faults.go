@@ -44,9 +44,7 @@ func (f *Faults) SetLatency(d time.Duration) {
 }
 
 // SetWriteRateLimit turns on Workers KV's limit of one write per second per
-// key: a second write to a key within a second of the last accepted one is
-// refused with 429 and a Retry-After header, or, in a bulk write, reported
-// in unsuccessful_keys.
+// key (429 with Retry-After; in a bulk write, unsuccessful_keys).
 func (f *Faults) SetWriteRateLimit(on bool) {
 	f.mu.Lock()
 	f.writeLimit = on
