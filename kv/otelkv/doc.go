@@ -9,13 +9,12 @@
 // are counted in atomic cells that the meter reads as it collects (an
 // observable counter), and the duration of a call whose span is not
 // sampled waits in a batch of 64 that is recorded at once (package
-// internal/metricbatch). The SDK's own recording walks its attribute maps
-// and buckets; a proxy that sleeps between requests finds that memory cold
-// each time, and paid some microseconds a call for it. A collection first records what is batched,
-// so both metrics hold every call that ended before it began. A call whose
-// span is sampled is recorded as it ends, under its span, so that the
-// histogram's exemplars link to its trace. New registers the collection
-// callback with the meter for the life of the meter.
+// internal/metricbatch), where the SDK's own recording walks attribute maps
+// that are cold in a proxy that sleeps between requests. A collection first
+// records what is batched, so both metrics hold every call that ended before
+// it began. A call whose span is sampled is recorded as it ends, under its
+// span, so that the histogram's exemplars link to its trace. New registers
+// the collection callback with the meter for the life of the meter.
 //
 // It wraps rather than threads through: a backend knows nothing of
 // telemetry, and the same wrapper serves Workers KV, MongoDB, the memory
