@@ -153,7 +153,6 @@ func (w wireBatch) check(limits Config, now time.Time) (Batch, error) {
 	return b, nil
 }
 
-// keyAt checks an item's required key and time.
 func keyAt(key *wireKey, field string, ms int64, now time.Time) (string, time.Time, error) {
 	if key == nil {
 		return "", time.Time{}, fmt.Errorf("%w: key is required", ErrInvalidBatch)

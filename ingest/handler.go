@@ -92,9 +92,8 @@ type Config struct {
 	// Clock checks times; nil is the system clock.
 	Clock clock.Clock `json:"-"`
 	// Memory is the budget a batch draws from as it is read (twice its
-	// bytes: the body and the copies decoded from it); a batch it cannot
-	// pay for is answered 503 with Retry-After. Nil means a budget of the
-	// Handler's own of membudget.DefaultLimit; a process shares one.
+	// bytes: the body and the copies decoded from it), 503 past it. Nil
+	// means a Handler's own of membudget.DefaultLimit; a process shares one.
 	Memory *membudget.Budget `json:"-"`
 }
 
