@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/internal/tools"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
@@ -83,6 +85,22 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a confirmed divergence", func() bool { s, err := adm.Stats(ctx); return err == nil && s.Total.Divergences > 0 })
+
+	// A tee with a wrong token: its copy is refused, and counted as such.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.Origin+service.TeePath+"ingest", strings.NewReader(`{"writes":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer not-the-clients-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a tee copy with a wrong token: %s, want 401", resp.Status)
+	}
 
 	// The outage: MongoDB unreachable until the breaker alert fires.
 	cut.Cut(true)
