@@ -41,10 +41,9 @@ const DefaultCompareRate = 0.05
 // Config: a *VarError names the variable.
 var ErrConfig = errors.New("botkv: invalid configuration")
 
-// ErrMongoDBDown matches Open's error when MongoDB (the shadow, and the
-// stage document in it) does not answer at start and the bot has no stage
-// it may run without it: no KVSHADOW_JOURNAL_DIR, no stage kept there
-// yet, or a stage from live on. The message says why and what to do.
+// ErrMongoDBDown matches Open's error when MongoDB does not answer at start
+// and the bot has no stage it may run without it (see the package doc). The
+// message says why and what to do.
 var ErrMongoDBDown = assembly.ErrMongoDBDown
 
 // VarError is a variable (or the file that holds it) that Open refused.
