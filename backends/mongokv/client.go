@@ -38,8 +38,8 @@ type ClientConfig struct {
 	// kv.DefaultRetryAfter.
 	RetryAfter time.Duration
 	// Logger receives the few events worth a line: a MongoDB that cannot
-	// be reached (once per outage, then every 5 minutes; see Connect), a
-	// server without TTL indexes, a failed sweep. Nil means slog.Default().
+	// be reached (see Connect), a server without TTL indexes, a failed
+	// sweep. Nil means slog.Default().
 	Logger *slog.Logger
 	// Options, when set, adjusts the driver's options after the URI and
 	// the timeouts are applied: a dialer, monitors, a pool size. It is
