@@ -29,8 +29,7 @@
 //     decodes the answer, and where it need not (a write's answer, whose
 //     result kv does not use, and the raw reads below) the SDK hands the
 //     answer over unread and it is read once, here, its success checked:
-//     the SDK's decoding of a write's result, by reflection, was a third
-//     of a proxied Put's allocations and about 25 µs of its latency;
+//     docs/performance.md has what the SDK's decoding of it cost;
 //   - a refusal whose body is no envelope (a proxy's HTML 502, an edge's
 //     plain 413) is one the SDK cannot type: it returns its decoding
 //     failure, and the Store reads the status from the answer
