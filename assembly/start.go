@@ -272,9 +272,7 @@ func refused(as []Answer) error {
 }
 
 // say logs each answer in one line, once however many namespaces share
-// the store. A store that does not answer is a warning only: the instance
-// starts, and takes it back when it answers. With the board down,
-// MongoDB's not answering is the detached start's one line.
+// the store; with the board down, MongoDB's is the detached start's line.
 func (a *Assembly) say(as []Answer) {
 	var said []string
 	for _, an := range as {
@@ -475,9 +473,8 @@ func (a *Assembly) Close(ctx context.Context) error {
 	return errors.Join(append(errs, a.Backends.Close(ctx))...)
 }
 
-// sweep runs one sweeper per shadow database the namespaces use (mongokv's:
-// expired documents where the server has no TTL monitor, the chunks of
-// values deleted, overwritten or cut short), until stop, which waits.
+// sweep runs one sweeper per shadow database the namespaces use (mongokv's
+// RunSweeper), until stop, which waits.
 func sweep(sides []Sides, interval time.Duration, log *slog.Logger, who string) (stop func()) {
 	type sweeper interface {
 		RunSweeper(ctx context.Context, interval time.Duration) error
