@@ -165,11 +165,7 @@ func (cfg Config) read() (settings, error) {
 		s.rate = r
 	}
 	if s.instance == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "bot"
-		}
-		s.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+		s.instance = kvenv.Instance("bot", "")
 	}
 	return s, errors.Join(errs...)
 }

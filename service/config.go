@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -145,26 +145,13 @@ type secrets struct {
 // String keeps the secrets out of any accidental print.
 func (s secrets) String() string { return "secrets{redacted}" }
 
-// listFlag collects a repeatable, comma-separated flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error {
-	for p := range strings.SplitSeq(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
-		}
-	}
-	return nil
-}
-
 // Parse reads args and the environment (getenv). Its errors wrap ErrUsage,
 // or flag.ErrHelp for --help, and quote no secret.
 func Parse(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := flag.NewFlagSet("kvshadow-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var namespaces listFlag
+	var namespaces kvenv.List
 	var tokenFile, adminFile, cfFile, mongoFile, secretFile, mongoDB, stage string
 	fs.StringVar(&c.Listen, "listen", DefaultListen, "")
 	fs.StringVar(&c.AdminListen, "admin-listen", DefaultAdminListen, "")
@@ -218,7 +205,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
 	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
 	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
-	fs.Var((*listFlag)(&c.ExcludePrefixes), "exclude-prefix", "")
+	fs.Var((*kvenv.List)(&c.ExcludePrefixes), "exclude-prefix", "")
 	fs.IntVar(&c.ShadowRate, "shadow-rate", 0, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
@@ -267,8 +254,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 
 	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	c.Account = cmpOr(c.Account, env(cfkv.EnvAccountID))
-	c.PrimaryURL = cmpOr(c.PrimaryURL, env(cfkv.EnvBaseURL))
+	c.Account = cmp.Or(c.Account, env(cfkv.EnvAccountID))
+	c.PrimaryURL = cmp.Or(c.PrimaryURL, env(cfkv.EnvBaseURL))
 	if len(namespaces) == 0 {
 		namespaces.Set(env(cfkv.EnvNamespaceID))
 	}
@@ -331,7 +318,8 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usage("%s and %s must differ: a client must not be able to change the stage", EnvToken, EnvAdminToken)
 	}
 	if c.Instance == "" {
-		c.Instance = defaultInstance(c.AdminListen)
+		_, port, _ := net.SplitHostPort(c.AdminListen)
+		c.Instance = kvenv.Instance("kvshadow-proxy", port)
 	}
 	return c, nil
 }
@@ -456,24 +444,6 @@ func loopbackOnly(addrs ...string) error {
 	return nil
 }
 
-func defaultInstance(admin string) string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "kvshadow-proxy"
-	}
-	if _, port, err := net.SplitHostPort(admin); err == nil && port != "0" {
-		return host + ":" + port
-	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // The demo's names.
 const (
 	DemoAccount   = "demo-account"
@@ -486,7 +456,7 @@ func (c *Config) demoDefaults(set map[string]bool, namespaces []string) error {
 	if err := loopbackOnly(c.Listen, c.AdminListen); err != nil {
 		return err
 	}
-	c.Account = cmpOr(c.Account, DemoAccount)
+	c.Account = cmp.Or(c.Account, DemoAccount)
 	if len(namespaces) == 0 {
 		namespaces = []string{DemoNamespace}
 	}

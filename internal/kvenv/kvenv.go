@@ -1,14 +1,16 @@
 // Package kvenv holds what kvshadow's programs read from the environment in
 // common: the names of the variables and the rules that resolve them, so
 // that kvshadow-proxy (package service) and a Go bot's constructor (package
-// botkv) read one set of names the same way. Cloudflare's variables are
-// cfkv's (cfkv.EnvAccountID and the rest).
+// botkv) read one set of names the same way, and List, the repeatable flag
+// of kvshadow-proxy and shadow-report. Cloudflare's variables are cfkv's
+// (cfkv.EnvAccountID and the rest).
 package kvenv
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
@@ -55,4 +57,34 @@ func Secret(file, name string, getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("the file that holds %s is empty", name)
 	}
 	return v, nil
+}
+
+// Instance is a name for this process unique among its machine's: the
+// host's name (fallback when it has none) and port, or the process ID
+// when port is "" or "0".
+func Instance(fallback, port string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = fallback
+	}
+	if port == "" || port == "0" {
+		port = strconv.Itoa(os.Getpid())
+	}
+	return host + ":" + port
+}
+
+// List is a repeatable flag whose values may also be comma-separated:
+// --module wordle --module trading, or --module wordle,trading.
+type List []string
+
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Set adds v's comma-separated items, trimmed; empty ones are dropped.
+func (l *List) Set(v string) error {
+	for p := range strings.SplitSeq(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
 }

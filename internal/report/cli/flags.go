@@ -50,26 +50,6 @@ type options struct {
 	help         bool
 }
 
-// listFlag collects a repeatable flag whose values may also be
-// comma-separated: --module wordle --module trading, or --module wordle,trading.
-type listFlag struct{ dst *[]string }
-
-func (l listFlag) String() string {
-	if l.dst == nil {
-		return ""
-	}
-	return strings.Join(*l.dst, ",")
-}
-
-func (l listFlag) Set(v string) error {
-	for p := range strings.SplitSeq(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l.dst = append(*l.dst, p)
-		}
-	}
-	return nil
-}
-
 // budgetFlag reads "1200/5m" or "unlimited".
 type budgetFlag struct{ dst *report.Budget }
 
@@ -125,10 +105,10 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.mongoDB, "mongo-db", "", "")
 	fs.StringVar(&o.controlDB, "control-db", "", "")
 	fs.Var(budgetFlag{&o.mongoBudget}, "mongo-budget", "")
-	fs.Var(listFlag{&o.scope.Modules}, "module", "")
-	fs.Var(listFlag{&o.scope.ExcludeModules}, "exclude-module", "")
-	fs.Var(listFlag{&o.scope.Prefixes}, "prefix", "")
-	fs.Var(listFlag{&o.scope.ExcludePrefixes}, "exclude-prefix", "")
+	fs.Var((*kvenv.List)(&o.scope.Modules), "module", "")
+	fs.Var((*kvenv.List)(&o.scope.ExcludeModules), "exclude-module", "")
+	fs.Var((*kvenv.List)(&o.scope.Prefixes), "prefix", "")
+	fs.Var((*kvenv.List)(&o.scope.ExcludePrefixes), "exclude-prefix", "")
 	fs.Float64Var(&sample, "sample", 1, "")
 	fs.StringVar(&keysFile, "keys-file", "", "")
 	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
