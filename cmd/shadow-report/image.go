@@ -2,9 +2,8 @@
 
 package main
 
-// In the container image (make image builds with -tags image), which is
-// FROM scratch, the binary carries what a system would provide: CA roots,
-// used when the system has none, and the time zone database.
+// The image (make image: -tags image) is FROM scratch: the binary carries
+// fallback CA roots and the time zone database.
 import (
 	_ "time/tzdata"
 
