@@ -24,8 +24,7 @@ const (
 
 // ClientConfig configures a Client. Only URI is required.
 type ClientConfig struct {
-	// URI is the MongoDB connection string. It is never logged nor quoted
-	// in errors.
+	// URI is the MongoDB connection string, never logged nor quoted in errors.
 	URI string
 	// ServerSelectionTimeout bounds how long an operation waits for a
 	// usable server before it fails with kv.ErrUnavailable. Zero means the
@@ -78,8 +77,7 @@ type dial struct {
 	done chan struct{}
 	conn *mongo.Client
 	err  error
-	// told: a caller of Connect waits for the attempt, and says its
-	// failure itself (a process at start, with what it does about it).
+	// told: a caller of Connect waits for the attempt (see Connect).
 	told bool
 }
 
