@@ -115,11 +115,11 @@ func run(lines <-chan []byte, ticks <-chan time.Time, out io.Writer) (failed boo
 			delete(outputs, id)
 		case e.Action == "fail":
 			failed = true
-			if !strings.Contains(e.Test, "/") { // a subtest's lines are in its parent's
-				fmt.Fprintf(out, "    %s %s FAILED in %s:\n", short(e.Package), e.Test, seconds(e.Elapsed))
-				for _, l := range outputs[id] {
-					fmt.Fprint(out, "      "+l)
-				}
+			// test2json gives a subtest's lines its own name: a failed
+			// subtest shows them, its parent the parent's.
+			fmt.Fprintf(out, "    %s %s FAILED in %s:\n", short(e.Package), e.Test, seconds(e.Elapsed))
+			for _, l := range outputs[id] {
+				fmt.Fprint(out, "      "+l)
 			}
 			delete(tests, id)
 			delete(outputs, id)

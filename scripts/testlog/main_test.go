@@ -70,3 +70,18 @@ func TestPassingRunSucceeds(t *testing.T) {
 		t.Fatalf("failed %v, out %q", failed, got)
 	}
 }
+
+// A failed subtest's lines carry its own name in test2json's stream: they
+// are shown with it, not lost with the parent's.
+func TestShowsAFailedSubtestsLines(t *testing.T) {
+	const sub = `{"Action":"run","Package":"p","Test":"TestFleet"}
+{"Action":"run","Package":"p","Test":"TestFleet/three/1"}
+{"Action":"output","Package":"p","Test":"TestFleet/three/1","Output":"    fleet_test.go:123: 1 false confirmation\n"}
+{"Action":"fail","Package":"p","Test":"TestFleet/three/1","Elapsed":20}
+{"Action":"fail","Package":"p","Test":"TestFleet","Elapsed":120}
+`
+	got, failed := feed(sub, time.Time{})
+	if !failed || !strings.Contains(got, "TestFleet/three/1 FAILED in 20.0s:\n      "+"    fleet_test.go:123: 1 false confirmation") {
+		t.Errorf("failed %v, got:\n%s", failed, got)
+	}
+}
