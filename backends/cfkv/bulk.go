@@ -63,9 +63,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 }
 
 // getSplit reads keys whose bulk answer this client cannot read whole in
-// halves, down to a key alone, read by its value's own GET and its
-// metadata's (a value that is not UTF-8 is escaped to six times its size
-// in a bulk answer, and as it is in its own).
+// halves, down to a key alone, read by its value's and metadata's own GETs.
 func (s *Store) getSplit(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	var out []kv.Entry
 	err := kv.ReadSplit(ctx, keys, s.getChunk, s.getSeparately, func(_ []string, got []kv.Entry, err error) error {
