@@ -15,9 +15,7 @@ import (
 	"github.com/kvshadow/kvshadow/membudget"
 )
 
-// The body limits. A request that declares a longer body is refused before
-// any of it is read; one that sends more than it declared, or declares
-// nothing, is cut off at the limit.
+// The body limits, applied as the package doc says.
 const (
 	// MaxBulkBytes bounds a bulk write or delete: Workers KV's 100 MB.
 	MaxBulkBytes = 100 << 20
