@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,16 +147,17 @@ func (w *world) judgeRepair(key, value string) {
 // cannot see), the report must also be exactly what the stores hold now,
 // they must differ, and no store may have a copy of the key queued or in
 // flight.
-func (w *world) judgeReport(rec compare.Record) {
+func (w *world) judgeReport(by int, rec compare.Record) {
 	now := w.clk.Now()
 	h := w.acks.history(rec.Key)
 	p, perr := w.acks.Store.Get(context.Background(), rec.Key)
 	w.watch.mu.Lock()
 	s, serr := w.watch.Store.Get(context.Background(), rec.Key)
 	w.watch.mu.Unlock()
-	pending := false
-	for _, st := range w.stores {
-		pending = pending || st.CopyPending(rec.Key)
+	pending, copies := false, ""
+	for i, st := range w.stores {
+		p := st.CopyPending(rec.Key)
+		pending, copies = pending || p, copies+fmt.Sprintf(" %d:%v", i, p)
 	}
 	digest := func(v []byte, err error) compare.Digest {
 		return w.red.Digest(compare.Observation{Found: err == nil, Value: v})
@@ -175,14 +177,59 @@ func (w *world) judgeReport(rec compare.Record) {
 	w.reports++
 	if !held || !old || (!recent && (!exact || equal || pending)) {
 		w.falseReports++
-		w.fail("false report of %s (%s): held %v, old %v, recent %v, exact %v, equal %v, pending %v", rec.Key, rec.Kind, held, old, recent, exact, equal, pending)
+		w.fail("false report of %s (%s) by instance %d at %v (now %v): held %v, old %v, recent %v, exact %v, equal %v, pending %v;"+
+			" reported primary %v shadow %v, now primary %v shadow %v; copies pending%s; acknowledged%s",
+			rec.Key, rec.Kind, by, rec.At.Sub(start), now.Sub(start), held, old, recent, exact, equal, pending,
+			w.named(rec.Primary, h, p, s), w.named(rec.Shadow, h, p, s), readValue(p, perr), readValue(s, serr), copies, ackAges(h, now))
 	}
 }
 
-// judgeSink hands every confirmed divergence to the world's judge.
-type judgeSink struct{ w *world }
+// named is the value d is the digest of, among the acknowledged ones and
+// the stores' current values (p, s), for a failure.
+func (w *world) named(d compare.Digest, h []ack, p, s []byte) string {
+	if !d.Present {
+		return "absent"
+	}
+	for _, v := range append([][]byte{p, s}, ackValues(h)...) {
+		if w.red.Digest(compare.Observation{Found: true, Value: v}).Hash == d.Hash {
+			return string(v)
+		}
+	}
+	return "unknown " + d.Hash
+}
 
-func (j judgeSink) Divergence(_ context.Context, rec compare.Record) { j.w.judgeReport(rec) }
+func ackValues(h []ack) [][]byte {
+	out := make([][]byte, len(h))
+	for i, a := range h {
+		out[i] = []byte(a.value)
+	}
+	return out
+}
+
+func readValue(v []byte, err error) string {
+	if err != nil {
+		return "absent"
+	}
+	return string(v)
+}
+
+// ackAges lists the values of h with their age at now, for a failure.
+func ackAges(h []ack, now time.Time) string {
+	var b strings.Builder
+	for _, a := range h {
+		fmt.Fprintf(&b, " %s (%v ago)", a.value, now.Sub(a.at))
+	}
+	return b.String()
+}
+
+// judgeSink hands every confirmed divergence of instance by to the world's
+// judge.
+type judgeSink struct {
+	w  *world
+	by int
+}
+
+func (j judgeSink) Divergence(_ context.Context, rec compare.Record) { j.w.judgeReport(j.by, rec) }
 
 // repairTagger marks the context of repairs, which the shadow's store
 // judges.
@@ -251,7 +298,7 @@ func TestInstancesConfirmOnlyRealDivergences(t *testing.T) {
 			Primary: primary, Shadow: shadow, Stage: dualwrite.Shadow, CompareRate: 0.25,
 			Lanes: 4, LaneDepth: 8, ConsistencyWindow: window, RepairInterval: 5 * time.Second,
 			ShadowTimeout: 15 * time.Second, Breaker: dualwrite.BreakerConfig{OpenTimeout: 4 * time.Second},
-			Journal: j, Redactor: w.red, Sink: judgeSink{w},
+			Journal: j, Redactor: w.red, Sink: judgeSink{w, i},
 		}, dualwrite.WithClock(clk), dualwrite.WithObserver(repairTagger{}), dualwrite.WithLogger(discardLogger()))
 		must(t, err)
 		t.Cleanup(func() {
