@@ -96,7 +96,7 @@ func (cfg Config) read() (settings, error) {
 		errs = append(errs, &VarError{Name: name, Problem: fmt.Sprintf(format, args...)})
 	}
 	s := settings{
-		primary:  cfkv.Config{AccountID: env(cfkv.EnvAccountID), NamespaceID: env(cfkv.EnvNamespaceID), BaseURL: env(cfkv.EnvBaseURL)},
+		primary:  cfkv.ConfigFromEnv(getenv), // its APIToken replaced by the secret below
 		database: kvenv.Database("", getenv),
 		instance: env(EnvInstance), journalDir: env(EnvJournalDir),
 		window: dualwrite.DefaultConsistencyWindow, rate: DefaultCompareRate,

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -253,11 +252,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return c, c.demoDefaults(set, namespaces)
 	}
 
-	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	c.Account = cmp.Or(c.Account, env(cfkv.EnvAccountID))
-	c.PrimaryURL = cmp.Or(c.PrimaryURL, env(cfkv.EnvBaseURL))
+	cf := cfkv.ConfigFromEnv(getenv) // the flags win; its APIToken is read as a secret below
+	c.Account = cmp.Or(c.Account, cf.AccountID)
+	c.PrimaryURL = cmp.Or(c.PrimaryURL, cf.BaseURL)
 	if len(namespaces) == 0 {
-		namespaces.Set(env(cfkv.EnvNamespaceID))
+		namespaces.Set(cf.NamespaceID)
 	}
 	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
 	// proxy follows it, so that a URI the two share (an Atlas one ending in
@@ -281,22 +280,15 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if c.Namespaces, err = parseNamespaces(namespaces, mongoDB); err != nil {
 		return nil, err
 	}
-	var missing []string
-	for name, v := range map[string]string{
+	if missing := kvenv.Missing(map[string]string{
 		cfkv.EnvAccountID + " (or --account)":               c.Account,
 		cfkv.EnvNamespaceID + " (or --namespace)":           strings.Join(namespaces, ","),
 		cfkv.EnvAPIToken + " (or --cf-token-file)":          c.secrets.cfToken,
 		EnvMongoURI + " (or --mongo-uri-file)":              c.secrets.mongoURI,
 		EnvToken + " (or --token-file), the clients' token": orIf(c.Unauthenticated, c.secrets.token),
 		EnvAdminToken + " (or --admin-token-file)":          orIf(c.Unauthenticated, c.secrets.admin),
-	} {
-		if v == "" {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return nil, usage("missing %s; or try --demo, which needs no account", strings.Join(missing, ", "))
+	}); missing != "" {
+		return nil, usage("missing %s; or try --demo, which needs no account", missing)
 	}
 	if err := checkMongoURI(c.secrets.mongoURI); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,19 @@ func Instance(fallback, port string) string {
 		port = strconv.Itoa(os.Getpid())
 	}
 	return host + ":" + port
+}
+
+// Missing names the settings whose value is "", sorted and
+// comma-separated; "" when none is.
+func Missing(settings map[string]string) string {
+	var missing []string
+	for name, v := range settings {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return strings.Join(missing, ", ")
 }
 
 // List is a repeatable flag whose values may also be comma-separated:

@@ -213,20 +213,13 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 		}
 	}
 	if !o.demo {
-		var missing []string
-		for name, v := range map[string]string{
+		if missing := kvenv.Missing(map[string]string{
 			"CLOUDFLARE_ACCOUNT_ID (or --cf-account)":        o.cfAccount,
 			"CLOUDFLARE_KV_NAMESPACE_ID (or --cf-namespace)": o.cfNamespace,
 			"CLOUDFLARE_API_TOKEN":                           o.cfToken,
 			"MONGODB_URI":                                    o.mongoURI,
-		} {
-			if v == "" {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
-			return nil, usage("missing %s (or try --demo)", strings.Join(missing, ", "))
+		}); missing != "" {
+			return nil, usage("missing %s (or try --demo)", missing)
 		}
 	}
 	return o, nil
