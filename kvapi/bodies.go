@@ -196,9 +196,8 @@ func decodeArray[T any](r *http.Request, max int, what string) ([]T, *apiError) 
 	return out, nil
 }
 
-// bodyKey is a key in a JSON body, refused when it is not valid UTF-8
-// rather than decoded with U+FFFD replacements: two different keys would
-// become one.
+// bodyKey is a key in a JSON body, refused when not valid UTF-8 (why: the
+// package doc).
 type bodyKey string
 
 func (k *bodyKey) UnmarshalJSON(raw []byte) error {

@@ -20,8 +20,7 @@ import (
 // closed), and the handler's return ends it as always.
 
 // answerWithin is how long after its start a request's handler has to
-// answer a connection whose write deadline is write away: write less a
-// tenth of it, or less MaxAnswerMargin when that is smaller.
+// answer a connection whose write deadline is write away (MaxAnswerMargin).
 func answerWithin(write time.Duration) time.Duration {
 	return write - min(MaxAnswerMargin, write/10)
 }

@@ -18,16 +18,14 @@ import (
 // listener's own loopback name or address, an Origin of another site, a
 // Sec-Fetch-Site other than same-origin or none. CheckLocal refuses them.
 
-// ErrForeignRequest reports a request that a web page of another origin, or
-// under another host name, could have sent: refused where no token guards
-// the listener.
+// ErrForeignRequest reports a request a web page of another origin or host
+// name could have sent: refused where no token guards the listener.
 var ErrForeignRequest = errors.New("kvapi: refused: the request names another host or comes from another origin, and this listener serves without a token")
 
-// CheckLocal returns ErrForeignRequest unless r names the listener by a
-// loopback name or address (Host), and comes from no other origin: an
-// Origin other than a loopback name with the listener's port, or a
-// Sec-Fetch-Site other than same-origin or none. A request without those browser headers,
-// as curl, SDKs and the project's own clients send it, passes.
+// CheckLocal returns ErrForeignRequest for a request with the marks above (an
+// Origin must be a loopback name with the listener's port). A request without
+// those browser headers, as curl, SDKs and the project's own clients send it,
+// passes.
 func CheckLocal(r *http.Request) error {
 	port := ""
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
