@@ -170,10 +170,8 @@ func keyAt(key *wireKey, field string, ms int64, now time.Time) (string, time.Ti
 	return key.s, at, err
 }
 
-// wireKey is a key as the batch spells it. encoding/json turns invalid
-// UTF-8 and lone surrogate escapes (a JavaScript string can hold one) into
-// U+FFFD, so that two different keys would become one: the raw text is
-// checked first, and such a key refused.
+// wireKey is a key as the batch spells it, its raw text checked for what
+// encoding/json would turn into U+FFFD (see invalid_key in the package doc).
 type wireKey struct {
 	s       string
 	invalid bool
