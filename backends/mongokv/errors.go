@@ -55,9 +55,8 @@ func (c *Client) wrap(what string, err error) error {
 }
 
 // ShortTopology replaces the driver's topology description in an error's
-// text (", current topology: { Type: ..., Servers: [{ ..., Last error: dial
-// tcp ...: connection refused }, ] }", every server's state, often longer
-// than a log line) with the first server's last error, which is the cause.
+// text (every server's state, often longer than a log line) with the first
+// server's last error, which is the cause.
 func ShortTopology(msg string) string {
 	const marker, last = ", current topology: {", "Last error: "
 	i := strings.Index(msg, marker)
