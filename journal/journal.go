@@ -183,9 +183,8 @@ func (j *Journal) recover() error {
 }
 
 // Recovered returns how many marks Open found in the mark log and not in
-// the file: the marks made since the last commit before the process
-// ended, which its death did not lose and a crash of the machine at that
-// moment would have.
+// the file: what the process's death did not lose, and a crash of the
+// machine at that moment would have.
 func (j *Journal) Recovered() int { return j.recovered }
 
 // Record implements dualwrite.Recorder: it appends the mark to the mark
