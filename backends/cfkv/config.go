@@ -93,7 +93,6 @@ var ErrConfig = errors.New("cfkv: invalid config")
 
 // ConfigFromEnv returns a Config filled from EnvAccountID, EnvAPIToken,
 // EnvNamespaceID and EnvBaseURL, read with getenv (nil means os.Getenv).
-// The rest is left zero, for the defaults.
 func ConfigFromEnv(getenv func(string) string) Config {
 	if getenv == nil {
 		getenv = os.Getenv
