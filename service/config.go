@@ -14,6 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
@@ -59,13 +60,9 @@ func usage(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
 }
 
-// Namespace is one served namespace ID and the shadow database of its keys.
-type Namespace struct {
-	ID string
-	// Database is the MongoDB database of the namespace's keys; "" means
-	// mongokv.DefaultDatabase, the bot's.
-	Database string
-}
+// Namespace is one served namespace ID and the shadow database of its keys
+// ("" means mongokv.DefaultDatabase, the bot's).
+type Namespace = assembly.Namespace
 
 // Config is the service's resolved configuration.
 type Config struct {

@@ -60,11 +60,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 	if c.Demo {
 		return OpenDemo(ctx, c, p)
 	}
-	nss := make([]assembly.Namespace, len(c.Namespaces))
-	for i, ns := range c.Namespaces {
-		nss[i] = assembly.Namespace{ID: ns.ID, Database: databaseOf(ns)}
-	}
-	return assembly.OpenBackends(assembly.Settings{Account: c.Account, Namespaces: nss, CFToken: c.secrets.cfToken, PrimaryURL: c.PrimaryURL,
+	return assembly.OpenBackends(assembly.Settings{Account: c.Account, Namespaces: c.Namespaces, CFToken: c.secrets.cfToken, PrimaryURL: c.PrimaryURL,
 		HTTPClient: primaryClient(p.Memory), MongoURI: c.secrets.mongoURI, ControlDB: c.ControlDB, Clock: p.Clock, Logger: p.Logger, Who: "kvshadow-proxy"})
 }
 

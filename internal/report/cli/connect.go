@@ -13,7 +13,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
-	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -26,9 +25,8 @@ type stores struct {
 	closers         []func()
 	// spent is what the preflight asked of the primary.
 	spent report.Requests
-	// board and ledger are the control collections; nil in the demo.
-	board  control.Board
-	ledger control.Ledger
+	// backends has the control collections and the pairing; nil in the demo.
+	backends *assembly.Backends
 }
 
 func (s *stores) close() {
@@ -58,7 +56,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 		return nil, err
 	}
 	side := b.Sides[0]
-	s := &stores{primary: side.Primary, shadow: side.Shadow, names: [2]string{"cloudflare_kv", "mongodb"}, board: b.Board, ledger: b.Ledger,
+	s := &stores{primary: side.Primary, shadow: side.Shadow, names: [2]string{"cloudflare_kv", "mongodb"}, backends: b,
 		closers: []func(){func() { _ = b.Close(context.Background()) }}}
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.

@@ -33,12 +33,11 @@ func readStage(ctx context.Context, o *options, s *stores) *stageView {
 	sv := &stageView{db: o.controlDB}
 	cctx, cancel := context.WithTimeout(ctx, stageTimeout)
 	defer cancel()
-	if sv.doc, sv.err = control.Read(cctx, control.Config{Board: s.board,
-		Pairing: control.Pairing{Account: o.cfAccount, Namespaces: []control.Namespace{{ID: o.cfNamespace, Database: o.mongoDB}}}}); sv.err != nil {
+	if sv.doc, sv.err = control.Read(cctx, control.Config{Board: s.backends.Board, Pairing: s.backends.Pairing}); sv.err != nil {
 		return sv
 	}
-	sv.ledger = s.ledger
-	if sv.overflows, sv.err = s.ledger.OpenOverflows(cctx, o.cfNamespace); sv.err != nil {
+	sv.ledger = s.backends.Ledger
+	if sv.overflows, sv.err = sv.ledger.OpenOverflows(cctx, o.cfNamespace); sv.err != nil {
 		sv.ledger = nil
 		return sv
 	}
