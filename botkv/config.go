@@ -106,7 +106,7 @@ func (cfg Config) read() (settings, error) {
 		switch {
 		case err != nil:
 			bad(name, "%v", err)
-		case v == "":
+		case v == "" && name != EnvKeySecret: // the key secret is optional
 			bad(name, "not set")
 		}
 		*dst = v
@@ -116,11 +116,7 @@ func (cfg Config) read() (settings, error) {
 	}
 	secret(cfg.CFTokenFile, cfkv.EnvAPIToken, &s.primary.APIToken)
 	secret(cfg.MongoURIFile, EnvMongoURI, &s.mongoURI)
-	if v, err := kvenv.Secret(cfg.KeySecretFile, EnvKeySecret, getenv); err != nil {
-		bad(EnvKeySecret, "%v", err)
-	} else {
-		s.keySecret = v
-	}
+	secret(cfg.KeySecretFile, EnvKeySecret, &s.keySecret)
 	if strings.ContainsFunc(s.primary.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		bad(cfkv.EnvAPIToken, "holds whitespace or control characters")
 	}
