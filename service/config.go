@@ -264,7 +264,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		if err != nil {
 			return
 		}
-		*dst, err = secret(file, name, getenv)
+		*dst, err = kvenv.Secret(file, name, getenv)
 	}
 	read(tokenFile, EnvToken, &c.secrets.token)
 	read(adminFile, EnvAdminToken, &c.secrets.admin)
@@ -272,7 +272,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	read(mongoFile, EnvMongoURI, &c.secrets.mongoURI)
 	read(secretFile, EnvKeySecret, &c.secrets.keySecret)
 	if err != nil {
-		return nil, err
+		return nil, usage("%v", err)
 	}
 	if c.Namespaces, err = parseNamespaces(namespaces, mongoDB); err != nil {
 		return nil, err
@@ -405,15 +405,6 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 		out = append(out, Namespace{ID: id, Database: database})
 	}
 	return out, nil
-}
-
-// secret reads a secret from file when given, else from the environment.
-func secret(file, env string, getenv func(string) string) (string, error) {
-	v, err := kvenv.Secret(file, env, getenv)
-	if err != nil {
-		return "", usage("%v", err)
-	}
-	return v, nil
 }
 
 // loopbackOnly refuses an address reachable from elsewhere.
