@@ -188,3 +188,22 @@ func (h *HTTPServer) Close() error { return h.srv.Close() }
 // read its settings; serve through Serve, never through it directly, or
 // net/http's own refusals come as plain text.
 func (h *HTTPServer) HTTP() *http.Server { return h.srv }
+
+// ServeLoopback serves h on a loopback port, for a demo's emulator, until
+// stop, which waits for the serving goroutine.
+func ServeLoopback(h http.Handler) (url string, stop func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String(), func(ctx context.Context) error {
+		defer func() { <-done }()
+		return srv.Shutdown(ctx)
+	}, nil
+}

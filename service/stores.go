@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/cfkv"
@@ -77,18 +75,16 @@ func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := kvapi.ServeLoopback(api)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	url := "http://" + ln.Addr().String() + "/client/v4/"
+	url += "/client/v4/"
 	// No MongoDB: the connection gauges say 0.
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Pool: &mongokv.Pool{},
 		Note: "demo: the primary is an emulated Workers KV account at " + url + "; the shadow and the stage are kept in memory and lost at exit. " +
 			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker"}
-	b.Closers = append(b.Closers, srv.Shutdown)
+	b.Closers = append(b.Closers, stop)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,
 			HTTPClient: primaryClient(p.Memory)})

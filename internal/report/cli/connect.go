@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
@@ -76,24 +73,4 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	s.identity = fmt.Sprintf("cloudflare_kv:%s/%s@%s|mongodb:%s/%s",
 		o.cfAccount, o.cfNamespace, o.cfBaseURL, hex.EncodeToString(uri[:8]), o.mongoDB)
 	return s, nil
-}
-
-// serveLoopback serves h on a loopback port until the returned stop.
-func serveLoopback(h http.Handler) (url string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
 }

@@ -37,9 +37,14 @@ func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, erro
 	if err != nil {
 		return nil, err
 	}
-	url, stop, err := serveLoopback(srv)
+	url, serving, err := kvapi.ServeLoopback(srv)
 	if err != nil {
 		return nil, err
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = serving(ctx)
 	}
 	primary, err := cfkv.New(cfkv.Config{
 		AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: demoToken,
