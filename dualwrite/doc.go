@@ -194,8 +194,7 @@
 // writer verifies it.
 //
 // A repair never moves the other store to a value older than the one it
-// holds: it copies only by the same rule, reading both stores again in the
-// key's lane, the authoritative one first. The value copied was the
+// holds (its reads: Repair, above). The value copied was the
 // authoritative store's from T1 on; the one replaced was in the other
 // store at T1, so acknowledged before it or never. What is left is a copy
 // from another instance landing between the repair's read of the other
@@ -213,13 +212,12 @@
 // any other pass's deletes are counted after its last repair has run, and
 // made if they fit in what is left, else held, all of them (RepairHeld;
 // Stats.DeletesHeld, logged once), their keys dirty (a flip waits), until
-// AllowDeletes or until each is settled otherwise (a reconciliation). Why
-// a count and not the share of the other store's keys: a store
-// cannot count Workers KV's keys without listing them all (the account's
-// API budget; shadow-report's job), while a delete repaired is rare (only
-// a delete whose copy was lost), so 100 covers an outage's deletes and a
-// held delete costs an operator's call, never a key. A restart starts the
-// count again.
+// AllowDeletes or until each is settled otherwise (a reconciliation). A
+// count, not a share of the other store's keys: counting Workers KV's keys
+// means listing them all (the account's API budget), while a repaired
+// delete is rare (only a delete whose copy was lost), so 100 covers an
+// outage's deletes and a held delete costs an operator's call, never a
+// key. A restart starts the count again.
 //
 // # One instance, several, and a crash
 //

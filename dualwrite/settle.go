@@ -42,14 +42,11 @@ type Mark uint8
 
 // The marks the journal keeps.
 const (
-	// MarkSettled: the key is not in the set; in a journal commit, remove
-	// it.
+	// MarkSettled: not in the set; a journal commit removes the key.
 	MarkSettled Mark = iota
-	// MarkUnsettled: the key's copy was sent to the other store and has
-	// not been verified yet.
+	// MarkUnsettled: the key's copy was sent, not verified yet.
 	MarkUnsettled
-	// MarkDirty: the key's copy is known lost (dropped, failed, or the
-	// authoritative write's outcome was in doubt); repair copies it.
+	// MarkDirty: the key's copy is known lost; repair copies it.
 	MarkDirty
 	// markSuspect: a suspect, never journaled.
 	markSuspect
@@ -65,11 +62,8 @@ func (m Mark) String() string {
 	return "settled"
 }
 
-// settleSet holds every key whose copy in the other store is not known to
-// be right, and the suspects: a bounded set each (max and maxSus), whose
-// overflow is counted. An overflow of the set raises the flag that a full
-// reconciliation is needed; one of the suspects is dropped, so that reads,
-// which anyone can send for any key, never take a slot meant for writes.
+// settleSet is the settle set and its suspects, bounded by max and maxSus
+// (doc.go, The settle set).
 type settleSet struct {
 	mu        sync.Mutex
 	max       int
@@ -79,8 +73,7 @@ type settleSet struct {
 	overflow  uint64
 	reconcile bool
 	viaIngest int // keys whose last write came through Ingest (settleEntry.ingested)
-	// lastIngest is the latest ready time of a key marked as written
-	// through Ingest: the fence's estimate, kept without a scan.
+	// lastIngest: the latest ready time marked via Ingest (fence estimate).
 	lastIngest int64
 
 	maxSus      int
@@ -132,8 +125,7 @@ type settleEntry struct {
 	// verification.
 	ingested bool
 	// recovered is set on a key loaded from the journal until a write, a
-	// verification or a repair settles what it is: a difference found then
-	// may be a copy that died with the process, repaired and never reported.
+	// verification or a repair settles it (doc.go, The settle set).
 	recovered bool
 }
 
@@ -158,21 +150,15 @@ func (h *held) same(o held) bool { return h.primary.same(o.primary) && h.shadow.
 type verdict uint8
 
 const (
-	// verdictRaced: the key was written (or left the set) since the read
-	// began; the read says nothing.
+	// verdictRaced: written (or gone from the set) since the read began.
 	verdictRaced verdict = iota
-	// verdictHeld: a difference first seen, or changed on either side:
-	// the wait starts (again) now.
+	// verdictHeld: a difference first seen or changed: the wait restarts.
 	verdictHeld
-	// verdictWaiting: the same difference, before a whole window has
-	// passed since it was first seen, or before the fleet's watermark
-	// passed that first sight.
+	// verdictWaiting: the same difference, not confirmable yet.
 	verdictWaiting
-	// verdictConfirmed: the same difference has held for a window, with
-	// no write seen fleet-wide since before it was first seen.
+	// verdictConfirmed: confirmed (doc.go, Confirmation).
 	verdictConfirmed
-	// verdictRecovered: a key loaded from the journal, not verified since
-	// the restart, differs: it becomes dirty, repaired without a report.
+	// verdictRecovered: a recovered key differs: dirty, never reported.
 	verdictRecovered
 )
 
@@ -288,10 +274,7 @@ func (d *settleSet) load(key string, m Mark, ready time.Time) {
 }
 
 // suspect notes that a sampled comparison found key different, as diff,
-// at now. A key of the set holds the difference for its verification; any
-// other key becomes a suspect while the suspects have room (beyond, the
-// suspicion is counted and dropped: the key was never written here, and a
-// reconciliation or a later read finds it).
+// at now: held by a key of the set, else a suspect (doc.go, The settle set).
 func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -323,15 +306,11 @@ func (d *settleSet) settle(ref settleRef) bool {
 	return true
 }
 
-// judge applies the confirmation rule to ref's key, which a read that
-// began at ref.gen found to differ as diff at now. Every write of the key
-// clears its held difference (mark), so a held difference is one that no
-// write seen has touched; it is confirmed when it has held for r.window
-// and was first seen before r.mark. A confirmed difference leaves the key
-// dirty, for repair: a suspect joins the set (out says whether it
-// overflowed it, and whether the journal has something new). A key recovered from the journal and not dirty yet is not
-// judged: its difference may be a copy that died with the process
-// (verdictRecovered).
+// judge applies the confirmation rule (doc.go, Confirmation) to ref's key,
+// which a read that began at ref.gen found to differ as diff at now. A
+// confirmed difference leaves the key dirty (a suspect joins the set: out
+// says whether it overflowed it, and whether the journal has something
+// new); a recovered key that is not dirty yet is not judged.
 func (d *settleSet) judge(ref settleRef, diff held, now time.Time, r rule) (verdict, markOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -543,13 +522,9 @@ func (d *settleSet) setIngested(e *settleEntry, ingested bool) {
 // watermark is the start of the oldest bucket, never later than the time.
 const flightBucket = 1 << 24
 
-// fly puts e in flight, or takes it out, as its state says. A key is in
-// flight while this Store knows of a write of it that may not have reached
-// the other store: a copy queued or running (counted from its mark, before
-// the authoritative write), a dirty key, or a key recovered from the
-// journal not yet verified. It counts from the oldest write it knows of
-// then (the write's own time when known, else its ready time) and keeps
-// that time while it stays in flight.
+// fly puts e in flight, or takes it out, as its state says (doc.go,
+// Confirmation: what Watermark counts), from the oldest write it knows of
+// (its own time, else ready), kept while it stays in flight.
 func (d *settleSet) fly(e *settleEntry) {
 	in := e.copies > 0 || e.mark == MarkDirty || e.recovered
 	switch {
@@ -715,12 +690,9 @@ func (d *settleSet) forget(key string) {
 	d.mu.Unlock()
 }
 
-// timeline is a list of entries in the order of their ready time, oldest
-// first, so that the entries due by a cutoff are found from its head at a
-// cost in proportion to their number, never a scan of the whole set under
-// the lock that writes take. A write readies its key at the clock's now,
-// which only grows, so an insertion walks back from the tail past the few
-// entries readied later and costs O(1) in the usual case.
+// timeline lists entries by ready time, oldest first, so the entries due
+// by a cutoff are found from its head. A write readies its key at the
+// clock's now, so an insertion walks back from the tail: O(1) usually.
 type timeline struct {
 	head, tail *settleEntry
 	n          int // entries
