@@ -11,10 +11,8 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// IngestRefusal says why an ingested copy was not trusted. A refused copy
-// is not applied; its key is recorded in the settle set (RefusedAfterFence
-// aside), so that verification brings the other store level from the
-// authoritative one.
+// IngestRefusal says why an ingested copy was not trusted (doc.go, The
+// clocks and Forged copies).
 type IngestRefusal string
 
 // The refusals, as Stats.IngestRefused counts them.
@@ -25,17 +23,11 @@ const (
 	// RefusedAckedFuture: acknowledged more than IngestMaxLead after it
 	// arrived: a clock ahead, or a forgery.
 	RefusedAckedFuture IngestRefusal = "acked_at_future"
-	// RefusedAckedAfterFlip: a late copy that arrived more than a fence
-	// interval after MongoDB became authoritative (Config.AuthoritativeSince,
-	// or the Store's own flip), by the Store's clock, whatever time its
-	// client says: every binding write ended before the flip, and the
-	// handover's full comparison holds it in MongoDB already.
+	// RefusedAckedAfterFlip: arrived more than a fence interval after
+	// MongoDB became authoritative, whatever time its client says.
 	RefusedAckedAfterFlip IngestRefusal = "acked_after_flip"
-	// RefusedAfterFence: a copy that arrived in Handover more than a fence
-	// interval after the Store entered it, when no isolate writes its
-	// binding any more: the full comparison covers its write (its key is
-	// not recorded either, so that it holds no flip), and a forgery must
-	// not reach MongoDB.
+	// RefusedAfterFence: arrived in Handover more than a fence interval
+	// after the Store entered it; its key is not recorded either.
 	RefusedAfterFence IngestRefusal = "after_fence"
 )
 
@@ -55,16 +47,13 @@ const (
 	// LateSuperseded: the Store wrote the key after the copy's write; the
 	// newer value stands, and verification brings Workers KV level.
 	LateSuperseded LateOutcome = "superseded"
-	// LateConflict: Workers KV does not show the copy as the last write
-	// (see Late copies in the package documentation): the authoritative
-	// value stands, and verification brings Workers KV level with it.
+	// LateConflict: Workers KV does not show the copy as the last write;
+	// the authoritative value stands (doc.go, Late copies).
 	LateConflict LateOutcome = "conflict"
 	// LateFailed: the copy was the last write, but the authoritative
 	// store failed to take it; its key is left for repair.
 	LateFailed LateOutcome = "failed"
-	// LateHeld: the authoritative store holds exactly what the copy says
-	// (the handover's comparison put it there, or a copy delivered twice):
-	// nothing is at stake.
+	// LateHeld: the authoritative store holds exactly what the copy says.
 	LateHeld LateOutcome = "held"
 )
 
@@ -72,10 +61,7 @@ const (
 var LateOutcomes = [...]LateOutcome{LateApplied, LateSuperseded, LateConflict, LateFailed, LateHeld}
 
 // trustAcked bounds an ingested write's acknowledged-at time by its
-// arrival at now: a time more than IngestMaxAge before or IngestMaxLead
-// after is refused, and one after now is taken as now, since no write was
-// acknowledged after the Store received its copy. The Store's own
-// observation (the arrival) thus orders what a client's clock cannot.
+// arrival at now (doc.go, The clocks); one after now is taken as now.
 func (s *Store) trustAcked(at, now time.Time) (time.Time, IngestRefusal) {
 	switch {
 	case at.IsZero():
@@ -90,12 +76,10 @@ func (s *Store) trustAcked(at, now time.Time) (time.Time, IngestRefusal) {
 	return at, ""
 }
 
-// credible refuses a copy that arrives at now, in stage st, when no isolate
-// writes its binding any more: in Handover a fence interval (the longest an
-// isolate trusts a stage it read, its invocation included) after the Store
-// entered it; where MongoDB is authoritative, a fence interval after it
-// became so. Only the Store's clock decides: a client can back-date a copy,
-// not its arrival.
+// credible refuses a copy that arrives at now, in stage st, a fence
+// interval (the longest an isolate trusts a stage it read, its invocation
+// included) after the Store entered Handover or MongoDB became
+// authoritative (doc.go, Forged copies).
 func (s *Store) credible(st Stage, now time.Time) IngestRefusal {
 	if s.cfg.fence <= 0 {
 		return ""
@@ -109,15 +93,9 @@ func (s *Store) credible(st Stage, now time.Time) IngestRefusal {
 	return ""
 }
 
-// late takes one late copy under its key's lock. Only Workers KV's
-// evidence orders it: when the key is outside the settle set (no write of
-// it through this Store is pending or unverified) and Workers KV, which
-// was authoritative until the flip, holds exactly what the copy says while
-// MongoDB does not, the copy is the last acknowledged write, and MongoDB
-// takes it (copied on to Workers KV). Otherwise MongoDB's value stands:
-// held when it is the copy's, superseded when this Store wrote the key
-// after the copy, else a conflict. The key is recorded in the settle set
-// as written by a copy either way, so that the flip back waits for its
+// late takes one late copy under its key's lock, ordered by Workers KV's
+// evidence alone (doc.go, Late copies). The key is recorded in the settle
+// set as written by a copy either way, so that the flip back waits for its
 // verification.
 func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Time) (out markOutcome, outcome LateOutcome) {
 	h := hashKey(w.Key)
@@ -173,13 +151,8 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 }
 
 // primaryHoldsCopy reports whether Workers KV holds what a late copy says,
-// for a key outside the settle set. Such a key was, if this Store wrote it
-// at all, verified alike in both stores after its last write; since the
-// flip every write through the Store reaches Workers KV after MongoDB, and
-// one still on its way holds its key in the set. So nothing written
-// through the Store came after the copy's write in Workers KV, which was
-// authoritative until the flip: the copy is the last acknowledged write.
-// Called under the key's lock.
+// for a key outside the settle set: the copy is then the last acknowledged
+// write (doc.go, Late copies). Called under the key's lock.
 func (s *Store) primaryHoldsCopy(ctx context.Context, w TeeWrite) bool {
 	e, err := s.get(ctx, RolePrimary, w.Key, readFor(s.withExpiry, false))
 	switch {
@@ -218,8 +191,7 @@ type ingestTally struct {
 }
 
 // logBatch writes one line for a batch that had copies refused or late
-// copies not applied, with the counts: never one a copy, so that a flood of
-// forged copies costs a line a request.
+// copies not applied, with the counts (doc.go, Forged copies).
 func (s *Store) logBatch(ctx context.Context, t ingestTally, copies int) {
 	if !t.notable {
 		return

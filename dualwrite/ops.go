@@ -209,11 +209,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return s.write(ctx, write{op: OpDelete, key: key})
 }
 
-// write is one write on its way through the Store: what was written (op,
-// key, value, expiry, metadata) and what its path needs (the key's hash,
-// when the write was made and, for an ingested copy, when the primary
-// acknowledged it). The write paths pass it down whole, through apply,
-// mark, mirror and report, and a lane's job carries it.
+// write is one write on its way through the Store: what was written and
+// what its path needs (the key's hash, when it was made and, for an
+// ingested copy, when the primary acknowledged it); a lane's job carries it.
 type write struct {
 	op    Op
 	key   string
@@ -239,9 +237,8 @@ func writeOf(op Op, e kv.Entry, h uint64) write {
 	return write{op: op, key: e.Key, hash: h, value: e.Value, exp: e.Expiration, md: e.Metadata}
 }
 
-// write applies a write to the authoritative store and enqueues its copy.
-// The caller gets the authoritative store's result and never waits for the
-// other store.
+// write applies a write to the authoritative store and enqueues its copy
+// (doc.go, Guarantees).
 func (s *Store) write(ctx context.Context, w write) error {
 	w.hash = hashKey(w.key)
 	s.gate.RLock()
@@ -290,13 +287,11 @@ func (o *markOutcome) merge(p markOutcome) {
 	}
 }
 
-// premark puts key in the settle set as unsettled, with the copy its write
-// will queue counted, before the write reaches the authoritative store,
-// and has the journal's Recorder keep the mark at once when the key enters
-// the set: a write in flight when the process dies is then in the set
-// after the restart. A write that then fails cleanly leaves the key
-// unsettled with no copy on its way: verification finds the stores equal
-// and the key leaves, or finds a difference that was there before.
+// premark puts key in the settle set as unsettled, its copy counted,
+// before the write reaches the authoritative store, and has the Recorder
+// keep the mark at once (doc.go, The settle set). A write that then fails
+// cleanly leaves the key unsettled with no copy on its way, for
+// verification.
 func (s *Store) premark(key string, now time.Time) markOutcome {
 	return s.kept(key, MarkUnsettled, s.set.mark(key, MarkUnsettled, now, now, 1, byStore))
 }

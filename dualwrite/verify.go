@@ -12,16 +12,11 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// Settle runs one verification pass now and returns how many keys it
-// compared: every unsettled key whose last write (or copy) is past the
-// consistency window with no copy on its way, and every suspect a window
-// after its difference was seen, read from both stores in bulk and
-// settled, held or confirmed by the confirmation rule (see The settle set
-// and Confirmation in the package doc); a read error, a write racing the
-// read or a key about to expire leaves the key for the next pass. The
-// Store runs a pass every RepairInterval and when a breaker closes; passes
-// never run together, so a Sink or an Observer, which a pass calls, must
-// not call Settle.
+// Settle runs one verification pass now (doc.go, The settle set and
+// Confirmation) and returns how many keys it compared; a read error, a
+// write racing the read or a key about to expire leaves the key for the
+// next pass. Passes never run together, so a Sink or an Observer, which a
+// pass calls, must not call Settle.
 func (s *Store) Settle(ctx context.Context) (int, error) {
 	if s.closed.Load() {
 		return 0, errClosed
@@ -65,15 +60,10 @@ func (s *Store) settlePass(ctx context.Context) (int, error) {
 // to return: Workers KV's limit on one bulk get, which it refuses past.
 const verifyBytes = kv.MaxValueSize
 
-// verify compares one batch of keys across both stores. The sizes of the
-// values are not known before they are read, so the authoritative store is
-// read with kv.ReadSplit: a read refused as too large (kv.ErrTooLarge) is
-// asked again in halves, down to a key read alone. Each answer, one at a
-// time, is then read from the other store in reads cut by the sizes the
-// authoritative store returned (at most verifyBytes a read, a larger key
-// alone), and judged. One large key therefore costs its own reads and never
-// holds back the keys batched with it, and a pass holds about two answers'
-// values at a time.
+// verify compares one batch of keys across both stores: the authoritative
+// store through kv.ReadSplit (sizes are unknown before the read), then
+// each answer from the other store in reads cut by the sizes it returned
+// (bySize), so a pass holds about two answers' values at a time.
 func (s *Store) verify(ctx context.Context, auth Role, refs []settleRef, r rule) error {
 	keys := make([]string, len(refs))
 	seqs := make([]uint64, len(refs))
@@ -122,11 +112,9 @@ func bySize(keys []string, obs []compare.Observation, limit int) [][]string {
 }
 
 // judge classifies the observations of refs, whose slots' sequences were
-// seqs before the reads, and settles, holds or confirms each key's
-// difference by rule r. A confirmed difference is reported unless another
-// instance of the fleet claimed it first; a key recovered from the journal
-// that differs is repaired without a report. Either is counted apart, and
-// verified as Pending: a repair of it is under way.
+// seqs before the reads, and settles, holds or confirms each key by rule r
+// (doc.go, Confirmation). A key confirmed or recovered is counted apart,
+// and verified as Pending: a repair of it is under way.
 func (s *Store) judge(ctx context.Context, auth Role, refs []settleRef, seqs []uint64, obs [2][]compare.Observation, r rule) {
 	now := s.clock.Now()
 	for i, ref := range refs {
@@ -268,12 +256,9 @@ func (s *Store) kickRepair() {
 	}
 }
 
-// state is one store's state of a key, reduced to what the confirmation
-// rule compares: present or not, a digest and the length of the value, the
-// expiry in whole seconds (Workers KV keeps no finer) and a digest of the
-// metadata. Two reads that return the same state saw the same write (or
-// the same absence), so a state that did not change between them did not
-// move.
+// state is one store's state of a key as the confirmation rule compares it
+// (doc.go, Confirmation): two reads with the same state saw the same write
+// (or absence). Expiry is in whole seconds: Workers KV keeps no finer.
 type state struct {
 	found  bool
 	meta   bool // md is known: a tee's read carries no metadata
@@ -329,13 +314,8 @@ type Fleet interface {
 	Claim(ctx context.Context, id [32]byte, hold time.Duration) (first bool, err error)
 }
 
-// Watermark returns the low watermark that this Store publishes to the
-// other instances: the time of the oldest write it knows may not have
-// reached the other store yet (a copy queued or running, counted from
-// before the authoritative write; a dirty key; a key recovered from the
-// journal and not verified yet), rounded down to 16.8 ms, or now when
-// there is none. Every write that reached the authoritative store before
-// it has reached the other store, or is one of those.
+// Watermark returns the low watermark this Store publishes to the other
+// instances (doc.go, Confirmation), rounded down to 16.8 ms.
 func (s *Store) Watermark() time.Time { return s.set.watermark(s.clock.Now) }
 
 // fleetMark samples the fleet's watermark for a verification pass, before
