@@ -219,22 +219,10 @@ type TeeWrite struct {
 // (tee mode: the bot's Worker wrote its binding). It returns once every
 // copy is queued or accounted for; it never waits for the other store.
 // Inputs are checked as the contract checks them, before any is taken.
-//
-// Each copy's acknowledged-at time is trusted only within IngestMaxAge
-// before and IngestMaxLead after its arrival, and never later than its
-// arrival; a copy is credible only while an isolate may still write its
-// binding, by the Store's clock (see credible). A copy outside either is
-// refused (Stats.IngestRefused) and its key recorded for verification.
-// While the primary is authoritative (dualwrite, shadow, handover) a copy
-// is queued on its key's lane to the shadow, unless a newer write of the
-// key is known, and its key recorded as unsettled. From live on the copy
-// is late: it is counted (Stats.LateCopies), and applied to the
-// authoritative store only when Workers KV shows it was the last
-// acknowledged write; its key stays in the settle set either way. A batch
-// with copies refused or not applied is logged once, with the counts. A
-// copy of an excluded key (Config.ExcludePrefixes) is dropped and counted
-// (Stats.Excluded). In off, where the shadow is not written, Ingest
-// refuses (ErrIngestStage).
+// What becomes of a copy: doc.go, Optional abilities (Ingest), The clocks,
+// Forged copies and Late copies. A copy of an excluded key
+// (Config.ExcludePrefixes) is dropped and counted (Stats.Excluded). In
+// off, where the shadow is not written, Ingest refuses (ErrIngestStage).
 func (s *Store) Ingest(ctx context.Context, writes []TeeWrite) error {
 	for _, w := range writes {
 		if err := validateTee(w); err != nil {
