@@ -437,22 +437,19 @@
 // LateConflict, which another instance's newer write is: it reached
 // Workers KV after MongoDB, so Workers KV no longer holds the copy.
 //
-// What each piece covers, and the test that shows it: the arrival bounds,
-// forged and back-dated copies (TestABackDatedCopyAfterTheFlipIsRefused,
-// here and in tests/proxy as a process;
-// TestAForgedCopyInHandoverDoesNotHoldTheFlip); Workers KV's evidence, a
-// copy delayed past the fence that MongoDB lacks (TestLateCopies,
-// TestLateCopyThatWorkersKVStillHolds), kept for an instance cut off from
-// MongoDB less than LiveFor before the flip (its last heartbeat said clean,
-// so the flip went), whose copies reach another instance after it; another
+// What each piece covers, and its test: the arrival bounds, forged and
+// back-dated copies (TestABackDatedCopyAfterTheFlipIsRefused, here and in
+// tests/proxy; TestAForgedCopyInHandoverDoesNotHoldTheFlip); Workers KV's
+// evidence, for a copy delayed past the fence that MongoDB lacks, as from
+// an instance cut off from MongoDB less than LiveFor before the flip
+// (TestLateCopies, TestLateCopyThatWorkersKVStillHolds); another
 // instance's newer write stands (tests/proxy's
 // TestALateCopyNeverOverwritesAnotherInstancesWrite). The workload tests
-// (tests/workers' corners and TestFlipUnderTrafficLosesNothing, with a copy
-// held past the flip) lose nothing even with late copies never applied:
-// the handover's full comparison leaves MongoDB holding every binding
-// write before the flip. So there are no conflict records, kept sides,
-// decisions, or ordering by the copies' times or the other instances'
-// heartbeats: no test could make one of them matter.
+// (tests/workers' corners, TestFlipUnderTrafficLosesNothing) lose nothing
+// even with late copies never applied: the full comparison leaves MongoDB
+// holding every binding write before the flip. So there are no conflict
+// records, kept sides, decisions, or ordering by the copies' times or the
+// other instances' heartbeats: no test could make one of them matter.
 //
 // # Lifecycle
 //

@@ -13,12 +13,8 @@ import (
 //	unsettled  written, its copy sent (copies > 0 while on its way), not verified
 //	dirty      its copy known lost (queued while its repair waits in a lane)
 //
-// and an entry of the set also holds: held, a difference a read found and
-// since when (the confirmation rule waits on it; every write clears it);
-// recovered, loaded from the journal and not verified since; flight, set
-// while this Store knows of a write of the key that may not have reached
-// the other store (copies > 0, dirty or recovered), from which Watermark is
-// the oldest. Every transition is one method:
+// and an entry of the set also holds held, recovered and flight (see
+// settleEntry and fly). Every transition is one method:
 //
 //	event                      from -> to                                     method
 //	a write seen               absent|suspect -> unsettled, dirty stays dirty;  mark
