@@ -8,10 +8,8 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 )
 
-// GetMany implements kv.BulkGetter on the stage's authoritative store: one
-// bulk call when it has the ability, else one read a key. Sampled keys, in
-// the Shadow and Live stages, have what was read compared with the other
-// store in their lanes, as Get does.
+// GetMany implements kv.BulkGetter on the stage's authoritative store
+// (doc.go, Optional abilities).
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err
@@ -53,13 +51,9 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) 
 	return entries, nil
 }
 
-// PutMany implements kv.BulkPutter: one call to the authoritative store's
-// PutMany (one per entry when it has none), then each entry's copy queued
-// on its key's lane, with its expiry and metadata. Every key's slot is held
-// from before the authoritative call until its copy is queued, as a single
-// Put holds it, so the per-key order holds between bulks and single
-// writes; slots are taken in a fixed order, so two bulks never deadlock.
-// Entries with metadata are refused unless both stores keep it.
+// PutMany implements kv.BulkPutter (doc.go, Optional abilities): every
+// key's slot is held from before the authoritative call until its copy is
+// queued, as a single Put holds it, the slots taken in a fixed order.
 func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	now := s.clock.Now()
 	if err := kv.ValidateEntries(entries, now); err != nil {

@@ -24,9 +24,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return e.Value, nil
 }
 
-// GetEntry implements kv.ExpiryGetter by reading the authoritative store's
-// GetEntry. When that store lacks the ability it returns an error matching
-// errors.ErrUnsupported.
+// GetEntry implements kv.ExpiryGetter (doc.go, Optional abilities).
 func (s *Store) GetEntry(ctx context.Context, key string) (kv.Entry, error) {
 	return s.read(ctx, key, readEntry)
 }
@@ -177,9 +175,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, opts kv.PutOp
 }
 
 // PutEntry implements kv.MetadataStore: e.Value with e.Expiration and
-// e.Metadata, copied with its metadata to the other store. When either
-// store keeps no metadata it refuses an entry that carries some, with
-// kv.ErrMetadataUnsupported, and writes one without as Put does.
+// e.Metadata (doc.go, Optional abilities).
 func (s *Store) PutEntry(ctx context.Context, e kv.Entry) error {
 	now := s.expiryClock(0, e.Expiration)
 	if err := kv.ValidateEntry(e, now); err != nil {
@@ -320,10 +316,8 @@ func (s *Store) apply(ctx context.Context, r Role, w *write) (err error) {
 
 // afterWrite queues the copy of w, which the authoritative store answered
 // at w.at with err, or marks the key dirty, before the caller's write
-// returns; premark has put the key in the settle set.
-//
-// A bulk write's copy (park) waits for room in a full lane (see
-// enqueueCopy).
+// returns; premark has put the key in the settle set. park: see
+// enqueueCopy.
 func (s *Store) afterWrite(ctx context.Context, target Role, w *write, err error, park bool) (out markOutcome) {
 	failed := false
 	if err == nil {

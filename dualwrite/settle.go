@@ -226,8 +226,7 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 	return out
 }
 
-// copied notes that one of key's copies ended at end; failed marks the key
-// dirty.
+// copied notes that one of key's copies ended at end, failed or not.
 func (d *settleSet) copied(key string, end time.Time, failed bool) markOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -368,9 +367,8 @@ func (d *settleSet) unqueue(key string) {
 	d.mu.Unlock()
 }
 
-// repaired turns a dirty key that was not written again since gen into an
-// unsettled one, ready at now: the copy is verified after another window,
-// like any other write.
+// repaired turns a dirty key not written again since gen into an
+// unsettled one, ready at now, verified like any other write.
 func (d *settleSet) repaired(key string, gen uint64, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -497,8 +495,7 @@ func (d *settleSet) setHeld(e *settleEntry, h *held) {
 	e.held = h
 }
 
-// setIngested sets the origin of the last write of e, keeping viaIngest
-// and lastIngest.
+// setIngested sets the origin of e's last write, and the counts.
 func (d *settleSet) setIngested(e *settleEntry, ingested bool) {
 	if ingested {
 		d.lastIngest = max(d.lastIngest, e.ready)
@@ -574,8 +571,7 @@ func (d *settleSet) newer(key string, acked time.Time) bool {
 	return e == nil || e.wrote <= nanos(acked)
 }
 
-// lastWrite returns the key's ready time and whether it is dirty, as the
-// set knows them.
+// lastWrite returns the key's ready time and whether it is dirty.
 func (d *settleSet) lastWrite(key string) (last time.Time, dirty, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
