@@ -203,9 +203,8 @@ type TeeWrite struct {
 	Expiration time.Time
 	// Metadata is the key's Workers KV metadata; nil means none.
 	Metadata []byte
-	// At is when the primary acknowledged the write; zero means when
-	// Ingest receives it. A write older than one already ingested for the
-	// same key is not applied over it.
+	// At is when the primary acknowledged the write (doc.go, The clocks);
+	// zero means when Ingest receives it.
 	At time.Time
 }
 

@@ -105,8 +105,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 	sl.seq.Add(1)
 	defer sl.seq.Add(1)
 	sl.touch(now)
-	// In complete Workers KV is neither written nor settled any more:
-	// MongoDB alone takes (or keeps) the value, and no key enters the set.
+	// In complete Workers KV is no longer written: no key enters the set.
 	settles := st.mirrors()
 	wrote, inSet := s.set.wroteAt(w.Key)
 	switch {
@@ -120,8 +119,7 @@ func (s *Store) late(ctx context.Context, st Stage, w TeeWrite, at, now time.Tim
 		outcome = LateApplied
 	}
 	if outcome != LateApplied {
-		// Verification brings Workers KV level with the value that
-		// stands, after the window.
+		// Verification brings Workers KV level (doc.go, Late copies).
 		if settles {
 			out = s.markIngested(w.Key, time.Time{}, now, 0)
 		}

@@ -169,9 +169,8 @@ func (s *Store) difference(p, sh compare.Observation, sum *[32]byte, length int)
 // through kv.ReadSplit, and hands each answer to piece as one observation
 // per key of the part it covers, in order. A failed read becomes an
 // observation with Err for each of its keys; only the end of ctx fails the
-// pass. Each request waits on the primary's budget and runs under its own
-// timeout, which allows for the bytes it may return; reads of the other
-// store (guarded) go through its breaker.
+// pass. Each request waits on r's budget, under a timeout that allows for
+// its bytes, and through r's breaker when guarded.
 func (s *Store) observe(ctx context.Context, r Role, keys []string, guarded bool, piece func([]string, []compare.Observation) error) error {
 	call := func(ctx context.Context, requests int, bytes int64, read func(context.Context) error) error {
 		if err := s.waitBudget(ctx, r, requests); err != nil {
