@@ -19,35 +19,22 @@ import (
 	"github.com/kvshadow/kvshadow/internal/report"
 )
 
-// options are the parsed flags and environment of one run.
+// options are the parsed flags and environment of one run; cfg is the
+// report's Config as the flags set it, its stores and truth still to come.
 type options struct {
 	cfAccount, cfNamespace, cfBaseURL, cfToken string
 	cfMaxBulkWrite                             int
 	mongoURI, mongoDB, controlDB               string
-	cfBudget, mongoBudget                      report.Budget
 
-	scope        report.Scope
-	ttlTolerance time.Duration
-	minParity    float64
-	settle       time.Duration
-	format       report.Format
-	out          string
-	keys         compare.KeyPolicy
-	secret       string
-	maxKeys      int
-	checkpoint   string
-	expectedKeys int64
-	concurrency  int
-	batch        int
-	progress     string
-	progressTick time.Duration
-	repair       bool
-	apply        bool
-	auth         report.Role
-	authSet      bool // --authoritative was given
-	forceAuth    bool
-	demo         bool
-	help         bool
+	cfg       report.Config
+	format    report.Format
+	out       string
+	progress  string
+	auth      report.Role
+	authSet   bool // --authoritative was given
+	forceAuth bool
+	demo      bool
+	help      bool
 }
 
 // budgetFlag reads "1200/5m" or "unlimited".
@@ -92,7 +79,9 @@ const (
 
 // parse reads args and the environment. A usage error wraps errUsage.
 func parse(args []string, getenv func(string) string) (*options, error) {
-	o := &options{cfBudget: report.DefaultBudget, mongoBudget: report.Budget{Requests: -1}}
+	o := &options{}
+	c := &o.cfg
+	c.Primary.Budget, c.Shadow.Budget = report.DefaultBudget, report.Budget{Requests: -1}
 	fs := flag.NewFlagSet("shadow-report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by Run
 	var format, keys, auth, keysFile string
@@ -100,33 +89,33 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.cfAccount, "cf-account", "", "")
 	fs.StringVar(&o.cfNamespace, "cf-namespace", "", "")
 	fs.StringVar(&o.cfBaseURL, "cf-base-url", "", "")
-	fs.Var(budgetFlag{&o.cfBudget}, "cf-budget", "")
+	fs.Var(budgetFlag{&c.Primary.Budget}, "cf-budget", "")
 	fs.IntVar(&o.cfMaxBulkWrite, "cf-max-bulk-write", 0, "")
 	fs.StringVar(&o.mongoDB, "mongo-db", "", "")
 	fs.StringVar(&o.controlDB, "control-db", "", "")
-	fs.Var(budgetFlag{&o.mongoBudget}, "mongo-budget", "")
-	fs.Var((*kvenv.List)(&o.scope.Modules), "module", "")
-	fs.Var((*kvenv.List)(&o.scope.ExcludeModules), "exclude-module", "")
-	fs.Var((*kvenv.List)(&o.scope.Prefixes), "prefix", "")
-	fs.Var((*kvenv.List)(&o.scope.ExcludePrefixes), "exclude-prefix", "")
+	fs.Var(budgetFlag{&c.Shadow.Budget}, "mongo-budget", "")
+	fs.Var((*kvenv.List)(&c.Scope.Modules), "module", "")
+	fs.Var((*kvenv.List)(&c.Scope.ExcludeModules), "exclude-module", "")
+	fs.Var((*kvenv.List)(&c.Scope.Prefixes), "prefix", "")
+	fs.Var((*kvenv.List)(&c.Scope.ExcludePrefixes), "exclude-prefix", "")
 	fs.Float64Var(&sample, "sample", 1, "")
 	fs.StringVar(&keysFile, "keys-file", "", "")
-	fs.DurationVar(&o.ttlTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
-	o.minParity = 100
-	fs.Var(minParityFlag{&o.minParity}, "min-parity", "")
-	fs.DurationVar(&o.settle, "settle", DefaultSettle, "")
+	fs.DurationVar(&c.TTLTolerance, "ttl-tolerance", compare.DefaultTTLTolerance, "")
+	c.MinParity = 100
+	fs.Var(minParityFlag{&c.MinParity}, "min-parity", "")
+	fs.DurationVar(&c.Settle, "settle", DefaultSettle, "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&o.out, "out", "", "")
 	fs.StringVar(&keys, "keys", string(compare.KeyHMAC), "")
-	fs.IntVar(&o.maxKeys, "max-keys", report.DefaultMaxRecords, "")
-	fs.StringVar(&o.checkpoint, "checkpoint", "", "")
-	fs.Int64Var(&o.expectedKeys, "expected-keys", 0, "")
-	fs.IntVar(&o.concurrency, "concurrency", report.DefaultConcurrency, "")
-	fs.IntVar(&o.batch, "batch", report.DefaultBatchSize, "")
+	fs.IntVar(&c.MaxRecords, "max-keys", report.DefaultMaxRecords, "")
+	fs.StringVar(&c.Checkpoint, "checkpoint", "", "")
+	fs.Int64Var(&c.ExpectedKeys, "expected-keys", 0, "")
+	fs.IntVar(&c.Concurrency, "concurrency", report.DefaultConcurrency, "")
+	fs.IntVar(&c.BatchSize, "batch", report.DefaultBatchSize, "")
 	fs.StringVar(&o.progress, "progress", "auto", "")
-	fs.DurationVar(&o.progressTick, "progress-every", 0, "")
-	fs.BoolVar(&o.repair, "repair", false, "")
-	fs.BoolVar(&o.apply, "apply", false, "")
+	fs.DurationVar(&c.ProgressEvery, "progress-every", 0, "")
+	fs.BoolVar(&c.Repair.Enabled, "repair", false, "")
+	fs.BoolVar(&c.Repair.Apply, "apply", false, "")
 	fs.StringVar(&auth, "authoritative", "", "")
 	fs.BoolVar(&o.forceAuth, "force-authoritative", false, "")
 	fs.BoolVar(&o.demo, "demo", false, "")
@@ -144,10 +133,10 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	settleSet := false
 	fs.Visit(func(f *flag.Flag) { settleSet = settleSet || f.Name == "settle" })
 	switch {
-	case o.settle < 0:
-		return nil, usage("--settle %s: want a duration of 0s or more", o.settle)
+	case c.Settle < 0:
+		return nil, usage("--settle %s: want a duration of 0s or more", c.Settle)
 	case o.demo && !settleSet:
-		o.settle = 0 // the demo's stores change only by its own hand
+		c.Settle = 0 // the demo's stores change only by its own hand
 	}
 
 	cf := cfkv.ConfigFromEnv(getenv) // the flags win
@@ -160,13 +149,14 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	// report reads what the bot reads. connect warns when the URI names
 	// another database.
 	o.mongoDB = kvenv.Database(o.mongoDB, getenv)
-	o.secret = getenv(EnvSecret)
+	secret := getenv(EnvSecret)
 	if old := getenv(EnvReportSecret); old != "" {
-		if o.secret != "" && o.secret != old {
+		if secret != "" && secret != old {
 			return nil, usage("%s and %s are both set and differ: keep one (%s, the proxy's), so that hashed keys agree with the proxy's", EnvSecret, EnvReportSecret, EnvSecret)
 		}
-		o.secret = old
+		secret = old
 	}
+	c.Secret = []byte(secret)
 
 	var err error
 	if format == "" {
@@ -175,7 +165,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	if o.format, err = report.ParseFormat(format); err != nil {
 		return nil, usage("--format %q: want table, json, markdown or html", format)
 	}
-	if o.keys, err = compare.ParseKeyPolicy(keys); err != nil {
+	if c.KeyPolicy, err = compare.ParseKeyPolicy(keys); err != nil {
 		return nil, usage("--keys %q: want hmac, plain or hidden", keys)
 	}
 	o.authSet = auth != ""
@@ -191,24 +181,35 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	switch {
 	case !(sample > 0 && sample <= 1):
 		return nil, usage("--sample %g: want a fraction in (0, 1], such as 0.01 for 1%%", sample)
-	case o.apply && !o.repair:
+	case c.Repair.Apply && !c.Repair.Enabled:
 		return nil, usage("--apply needs --repair (a repair is a dry run until --apply)")
 	case !slices.Contains([]string{"auto", "always", "lines", "never"}, o.progress):
 		return nil, usage("--progress %q: want auto, always, lines or never", o.progress)
-	case o.progressTick < 0:
-		return nil, usage("--progress-every %s is negative", o.progressTick)
-	case o.maxKeys < 0 || o.concurrency < 1 || o.batch < 1 || o.expectedKeys < 0:
+	case c.ProgressEvery < 0:
+		return nil, usage("--progress-every %s is negative", c.ProgressEvery)
+	case c.MaxRecords < 0 || c.Concurrency < 1 || c.BatchSize < 1 || c.ExpectedKeys < 0:
 		return nil, usage("--max-keys, --concurrency, --batch and --expected-keys take positive numbers")
-	case o.batch > 100:
-		return nil, usage("--batch %d: Workers KV reads at most 100 keys a request", o.batch)
+	case c.BatchSize > 100:
+		return nil, usage("--batch %d: Workers KV reads at most 100 keys a request", c.BatchSize)
 	case o.cfMaxBulkWrite < 0 || o.cfMaxBulkWrite > 10_000:
 		return nil, usage("--cf-max-bulk-write %d: a bulk write takes 1 to 10000 pairs (1000 through a bridge Worker)", o.cfMaxBulkWrite)
-	case o.ttlTolerance < 0:
-		return nil, usage("--ttl-tolerance %s is negative (0s compares expiries exactly)", o.ttlTolerance)
+	case c.TTLTolerance < 0:
+		return nil, usage("--ttl-tolerance %s is negative (0s compares expiries exactly)", c.TTLTolerance)
 	}
-	o.scope.SampleRate = sample
+	// A flag's zero means none (exact expiries, no key listed, no gate);
+	// the Config's, its default.
+	if c.TTLTolerance == 0 {
+		c.TTLTolerance = -1
+	}
+	if c.MaxRecords == 0 {
+		c.MaxRecords = -1
+	}
+	if c.MinParity == 0 {
+		c.MinParity = -1
+	}
+	c.Scope.SampleRate = sample
 	if keysFile != "" {
-		if o.scope.Keys, err = readKeyList(keysFile); err != nil {
+		if c.Scope.Keys, err = readKeyList(keysFile); err != nil {
 			return nil, err
 		}
 	}

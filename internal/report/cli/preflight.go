@@ -26,9 +26,9 @@ func preflight(ctx context.Context, o *options, primary kv.Store, connectShadow 
 	var spent report.Requests
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if len(o.scope.Keys) > 0 {
+		if len(o.cfg.Scope.Keys) > 0 {
 			spent.Get, spent.Total = 1, 1
-			if _, cfErr = primary.Get(ctx, o.scope.Keys[0]); errors.Is(cfErr, kv.ErrNotFound) {
+			if _, cfErr = primary.Get(ctx, o.cfg.Scope.Keys[0]); errors.Is(cfErr, kv.ErrNotFound) {
 				cfErr = nil
 			}
 			return

@@ -98,39 +98,18 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "shadow-report: the truth is the %s: %s\n", auth, truth.Reason)
 
-	cfg := report.Config{
-		Primary:      report.Side{Store: primary, Name: stores.names[0], Budget: o.cfBudget, Spent: stores.spent},
-		Shadow:       report.Side{Store: shadow, Name: stores.names[1], Budget: o.mongoBudget},
-		Scope:        o.scope,
-		TTLTolerance: o.ttlTolerance,
-		KeyPolicy:    o.keys,
-		Secret:       []byte(o.secret),
-		BatchSize:    o.batch,
-		Concurrency:  o.concurrency,
-		MaxRecords:   o.maxKeys,
-		Repair:       report.Repair{Enabled: o.repair, Apply: o.apply, Authoritative: auth},
-		Truth:        truth,
-		RunID:        control.NewID(),
-		MinParity:    o.minParity,
-		Settle:       o.settle,
-		Checkpoint:   o.checkpoint,
-		Identity:     stores.identity,
-		ExpectedKeys: o.expectedKeys,
-		Notices:      stderr,
-	}
-	if o.ttlTolerance == 0 {
-		cfg.TTLTolerance = -1 // the flag's 0s means exact; the Config's zero means the default
-	}
-	if o.maxKeys == 0 {
-		cfg.MaxRecords = -1
-	}
-	if o.minParity == 0 {
-		cfg.MinParity = -1 // the flag's 0% means no gate; the Config's zero means 100
-	}
+	cfg := o.cfg
+	cfg.Primary.Store, cfg.Shadow.Store = primary, shadow
+	cfg.Primary.Name, cfg.Shadow.Name = stores.names[0], stores.names[1]
+	cfg.Primary.Spent = stores.spent
+	cfg.Identity = stores.identity
+	cfg.Repair.Authoritative = auth
+	cfg.Truth = truth
+	cfg.RunID = control.NewID()
+	cfg.Notices = stderr
 	if o.progress != "never" {
 		cfg.Progress = stderr
 		cfg.ProgressLines = o.progress == "lines" || o.progress == "auto" && !isTerminal(stderr)
-		cfg.ProgressEvery = o.progressTick
 	}
 	r, err := report.Run(ctx, cfg)
 	if err != nil {
@@ -157,7 +136,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 // OTEL_* variables say (nowhere when none is set). Span keys are always
 // hashed, whatever --keys shows in the report.
 func instrument(st *stores, tel *telemetry.Telemetry, o *options) (primary, shadow kv.Store, err error) {
-	red, err := compare.NewRedactor(compare.KeyHMAC, []byte(o.secret))
+	red, err := compare.NewRedactor(compare.KeyHMAC, o.cfg.Secret)
 	if err != nil {
 		return nil, nil, err
 	}

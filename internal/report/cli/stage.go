@@ -57,7 +57,7 @@ func decideTruth(o *options, sv *stageView) (report.Role, report.Truth, error) {
 	case errors.Is(sv.err, control.ErrConfig): // another pairing's
 		return "", report.Truth{}, usage("%v", sv.err)
 	case sv.err != nil:
-		if o.repair && o.apply && !o.authSet {
+		if o.cfg.Repair.Enabled && o.cfg.Repair.Apply && !o.authSet {
 			return "", report.Truth{}, fmt.Errorf("the stage document in database %s cannot be read (%v), so the report cannot tell which store is authoritative, and a repair writes the other: say it with --authoritative primary|shadow", sv.db, sv.err)
 		}
 		given.Reason = fmt.Sprintf("the stage document in database %s cannot be read (%v): %s", sv.db, sv.err, o.auth)
@@ -94,7 +94,7 @@ func decideTruth(o *options, sv *stageView) (report.Role, report.Truth, error) {
 // overflowed settle set reconciled. A resumed run started before the
 // overflows read now.
 func fullRun(o *options, r *report.Report) bool {
-	s := o.scope
+	s := o.cfg.Scope
 	return !r.Resumed && len(s.Keys) == 0 && len(s.Modules) == 0 && len(s.ExcludeModules) == 0 &&
 		len(s.Prefixes) == 0 && len(s.ExcludePrefixes) == 0 && s.SampleRate == 1
 }
