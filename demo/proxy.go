@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -36,7 +34,7 @@ type proxy struct {
 	client     *admin.Client
 
 	mu   sync.Mutex
-	last dualwrite.Stats
+	last admin.StoreStats
 }
 
 // startProxy runs the service over the demo's stores, the shadow behind a
@@ -83,37 +81,17 @@ func (p *proxy) botClient() (*cfkv.Store, error) {
 		BaseURL: p.api, RetryBackoff: 50 * time.Millisecond})
 }
 
-func (p *proxy) setStage(ctx context.Context, stage dualwrite.Stage) error {
-	_, err := p.client.SetStage(ctx, stage)
-	return err
-}
-
 func (p *proxy) repair(ctx context.Context) error { return p.client.Repair(ctx) }
 
-// Stats reads GET /stats into the dual-write store's own snapshot; when the
-// admin API does not answer it returns the last one read.
-func (p *proxy) Stats() dualwrite.Stats {
+// Stats reads GET /stats, the counters summed over the namespaces; when
+// the admin API does not answer it returns the last ones read.
+func (p *proxy) Stats() admin.StoreStats {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, err := p.client.Stats(ctx)
-	if err != nil {
-		return p.last
+	if v, err := p.client.Stats(ctx); err == nil {
+		p.last = v.Total
 	}
-	t := v.Total
-	stage, _ := dualwrite.ParseStage(t.Stage)
-	st := dualwrite.Stats{Stage: stage, Queued: t.Queued, Dirty: t.Dirty, Breaker: dualwrite.BreakerState(t.Breaker),
-		Drops: map[dualwrite.DropReason]uint64{}, Repairs: map[dualwrite.RepairOutcome]uint64{}, Comparisons: map[compare.Kind]uint64{}}
-	for k, n := range t.Drops {
-		st.Drops[dualwrite.DropReason(k)] = n
-	}
-	for k, n := range t.Repairs {
-		st.Repairs[dualwrite.RepairOutcome(k)] = n
-	}
-	for k, n := range t.Comparisons {
-		st.Comparisons[compare.Kind(k)] = n
-	}
-	p.last = st
-	return st
+	return p.last
 }

@@ -162,10 +162,9 @@ func (d *demo) timeline(ctx context.Context) error {
 	if err := at(0.15); err != nil {
 		return err
 	}
-	if err := px.setStage(ctx, dualwrite.Shadow); err != nil {
+	if err := walk(ctx, px, st, move{dualwrite.Shadow, "stage shadow: reads are compared with MongoDB for 25% of the keys"}); err != nil {
 		return err
 	}
-	st.event("stage shadow: reads are compared with MongoDB for 25%% of the keys")
 	if err := at(0.3); err != nil {
 		return err
 	}

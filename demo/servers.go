@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,9 +31,7 @@ const (
 
 // servers are the two stores of the migration, as a bot would reach them.
 type servers struct {
-	kvAPI   *kvapi.Server
-	httpSrv *http.Server
-	served  chan error
+	stopKV  func(context.Context) error
 	baseURL string
 
 	mongo  *mongotest.Server
@@ -45,7 +41,7 @@ type servers struct {
 // startServers starts the Workers KV emulator and the embedded
 // MongoDB-compatible server.
 func startServers(ctx context.Context, cfg config) (*servers, error) {
-	s := &servers{served: make(chan error, 1)}
+	s := &servers{}
 	faults := &kvapi.Faults{}
 	faults.SetLatency(cfg.latency)
 	faults.SetConsistencyWindow(cfg.window)
@@ -58,14 +54,10 @@ func startServers(ctx context.Context, cfg config) (*servers, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if s.baseURL, s.stopKV, err = kvapi.ServeLoopback(api); err != nil {
 		return nil, err
 	}
-	s.kvAPI = api
-	s.httpSrv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	s.baseURL = "http://" + ln.Addr().String() + "/client/v4/"
-	go func() { s.served <- s.httpSrv.Serve(ln) }()
+	s.baseURL += "/client/v4/"
 
 	mongoDir := filepath.Join(cfg.dir, "mongo")
 	if err := os.RemoveAll(mongoDir); err != nil {
@@ -124,13 +116,10 @@ func (s *servers) Close() error {
 	if s.mongo != nil {
 		errs = append(errs, s.mongo.Close())
 	}
-	if s.httpSrv != nil {
+	if s.stopKV != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, s.httpSrv.Shutdown(ctx))
+		errs = append(errs, s.stopKV(ctx))
 		cancel()
-		if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("workers kv emulator: %w", err))
-		}
 	}
 	return errors.Join(errs...)
 }

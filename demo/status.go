@@ -12,13 +12,14 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // status prints what happens as it happens, in one voice: events, the
 // layer's own warnings, and a status line every second.
 type status struct {
 	out   io.Writer
-	dual  interface{ Stats() dualwrite.Stats }
+	dual  interface{ Stats() admin.StoreStats }
 	work  *workload
 	start time.Time
 	// outage is set while the demo holds MongoDB down on purpose.
@@ -67,8 +68,9 @@ func (s *status) print() {
 	for _, n := range st.Drops {
 		drops += n
 	}
-	for kind, n := range st.Comparisons {
+	for k, n := range st.Comparisons {
 		compared += n
+		kind := compare.Kind(k)
 		if kind.Divergent() {
 			divergent += n
 		}
@@ -78,13 +80,14 @@ func (s *status) print() {
 	}
 	// Deferred repairs are keys put back to wait out the consistency
 	// window: not repaired yet.
-	repaired := st.Repairs[dualwrite.RepairCopied] + st.Repairs[dualwrite.RepairDeleted]
+	repaired := st.Repairs[string(dualwrite.RepairCopied)] + st.Repairs[string(dualwrite.RepairDeleted)]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st.Breaker != s.lastBreaker && s.lastBreaker != "" {
-		fmt.Fprintf(s.out, "%s  breaker %s -> %s (%s)\n", s.elapsed(), s.lastBreaker, st.Breaker, breakerNotes[st.Breaker])
+	breaker := dualwrite.BreakerState(st.Breaker)
+	if breaker != s.lastBreaker && s.lastBreaker != "" {
+		fmt.Fprintf(s.out, "%s  breaker %s -> %s (%s)\n", s.elapsed(), s.lastBreaker, breaker, breakerNotes[breaker])
 	}
-	s.lastBreaker = st.Breaker
+	s.lastBreaker = breaker
 	fmt.Fprintf(s.out, "%s  stage=%-9s ops=%-6d errors=%d breaker=%-9s queued=%-4d dirty=%-4d dropped=%-4d repaired=%-4d compared=%d (divergent %d, pending/inconclusive %d)\n",
 		s.elapsed(), st.Stage, s.work.ops.Load(), s.work.errs.Load(), st.Breaker, st.Queued, st.Dirty, drops, repaired, compared, divergent, pending)
 }

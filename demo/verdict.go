@@ -10,11 +10,12 @@ import (
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/report"
+	"github.com/kvshadow/kvshadow/service/admin"
 )
 
 // verdict checks what the bot saw, runs shadow-report over both stores,
 // writes its pages, repairs and checks again.
-func (d *demo) verdict(ctx context.Context, stats dualwrite.Stats) error {
+func (d *demo) verdict(ctx context.Context, stats admin.StoreStats) error {
 	cfg, out, w, primary, shadow, red := d.cfg, d.out, d.work, d.primary, d.mongo, d.red
 	flips := int(d.st.flips.Load())
 	var problems []string
@@ -24,13 +25,13 @@ func (d *demo) verdict(ctx context.Context, stats dualwrite.Stats) error {
 	if n := w.errs.Load(); n > 0 {
 		problems = append(problems, fmt.Sprintf("the bot saw %d errors (first: %v)", n, w.firstErr))
 	}
-	if stats.Drops[dualwrite.DropBreakerOpen] == 0 && stats.Drops[dualwrite.DropShadowError] == 0 {
+	if stats.Drops[string(dualwrite.DropBreakerOpen)] == 0 && stats.Drops[string(dualwrite.DropShadowError)] == 0 {
 		problems = append(problems, "the outage dropped no copy: the breaker was never exercised")
 	}
-	if stats.Repairs[dualwrite.RepairCopied]+stats.Repairs[dualwrite.RepairDeleted] == 0 {
+	if stats.Repairs[string(dualwrite.RepairCopied)]+stats.Repairs[string(dualwrite.RepairDeleted)] == 0 {
 		problems = append(problems, "repair copied nothing after the outage")
 	}
-	if n := stats.Divergences(); n > 0 {
+	if n := stats.Divergences; n > 0 {
 		problems = append(problems, fmt.Sprintf("the layer reported %d divergences of its own making", n))
 	}
 
@@ -44,7 +45,7 @@ func (d *demo) verdict(ctx context.Context, stats dualwrite.Stats) error {
 		Primary:   report.Side{Store: primary, Name: "cloudflare_kv"},
 		Shadow:    report.Side{Store: shadow, Name: "mongodb"},
 		KeyPolicy: compare.KeyHMAC,
-		Secret:    []byte("kvshadow demo secret"),
+		Secret:    []byte(keySecret),
 	}
 	rep, err := report.Run(ctx, rcfg)
 	if err != nil {
@@ -117,10 +118,10 @@ var (
 
 // countsLine words counts in a stable order, leaving zeros out: "695
 // skipped while the breaker was open, 12 failed against MongoDB".
-func countsLine[K comparable](counts map[K]uint64, order []K, words map[K]string) string {
+func countsLine[K ~string](counts map[string]uint64, order []K, words map[K]string) string {
 	var parts []string
 	for _, k := range order {
-		if n := counts[k]; n > 0 {
+		if n := counts[string(k)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, words[k]))
 		}
 	}
