@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -63,7 +62,7 @@ func (d *demo) verdict(ctx context.Context, stats admin.StoreStats) error {
 	htmlPath := filepath.Join(cfg.dir, "shadow-report.html")
 	jsonPath := filepath.Join(cfg.dir, "shadow-report.json")
 	for path, f := range map[string]report.Format{htmlPath: report.FormatHTML, jsonPath: report.FormatJSON} {
-		if err := writeReport(path, rep, f); err != nil {
+		if err := report.WriteFile(path, rep, f); err != nil {
 			return err
 		}
 	}
@@ -129,16 +128,4 @@ func countsLine[K ~string](counts map[string]uint64, order []K, words map[K]stri
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func writeReport(path string, rep *report.Report, f report.Format) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := report.Render(file, rep, f); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"maps"
+
 	"github.com/kvshadow/kvshadow/compare"
 )
 
@@ -57,9 +59,7 @@ func (e *engine) report() *Report {
 			RepairCounts: t, ParityAfter: r.Parity,
 		}
 		rep.After = newKindCounts()
-		for k, n := range t.After {
-			rep.After[k] = n
-		}
+		maps.Copy(rep.After, t.After)
 		if rep.Applied {
 			agree += t.Verified
 			rep.ParityAfter = parity(agree, gated)

@@ -155,16 +155,11 @@ type Config struct {
 	// Truth says why Repair.Authoritative is the authoritative store, for
 	// the report; its Side is ignored.
 	Truth Truth
-	// Settle, when positive, reads every key the scan found divergent
-	// again once Settle has passed since its first read (Workers KV's
-	// consistency window and the proxies' lanes: 70 s is the command's
-	// default), up to DefaultMaxSettle keys, before the gate counts it: a
-	// key that agrees then counts as agreeing; one with the same
-	// difference on both sides, as divergent; one that changed (a write or
-	// its copy was on its way) as pending, left for later and out of the
-	// gated parity (Report.Settle, Report.LeftForLater). Zero reads
-	// nothing again. Not with Repair: its dry run says what it would copy
-	// at once, and applied it reads its repairs back.
+	// Settle, when positive, reads the keys the scan found divergent again
+	// once it has passed since their first read ("Reading again what
+	// differs" in the package doc); zero reads nothing again. Not with
+	// Repair: its dry run says at once what it would copy, and applied it
+	// reads its repairs back.
 	Settle time.Duration
 	// MinParity is the gate, in percent, to at most 4 decimals (parity's
 	// precision); zero means 100, negative means 0 (every report passes).

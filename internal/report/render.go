@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/kvshadow/kvshadow/compare"
+	"github.com/kvshadow/kvshadow/internal/atomicfile"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -46,7 +48,7 @@ func Render(w io.Writer, r *Report, f Format) error {
 	}
 	switch f {
 	case FormatTable, "":
-		return renderTable(w, r)
+		return writeTable(w, r, true)
 	case FormatJSON:
 		return renderJSON(w, r)
 	case FormatMarkdown:
@@ -55,6 +57,16 @@ func Render(w io.Writer, r *Report, f Format) error {
 		return renderHTML(w, r)
 	}
 	return fmt.Errorf("%w: format %q", ErrConfig, f)
+}
+
+// WriteFile renders r in format f to path through a temporary file renamed
+// into place, so that a failed render leaves no half report.
+func WriteFile(path string, r *Report, f Format) error {
+	var b bytes.Buffer
+	if err := Render(&b, r, f); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b.Bytes(), 0o644)
 }
 
 func renderJSON(w io.Writer, r *Report) error {
@@ -76,9 +88,7 @@ func errorsOf(k KindCounts) int64 { return k[compare.PrimaryError] + k[compare.S
 
 // Percent prints a parity as every report does: two decimals, truncated,
 // so that 99.9999 is "99.99%", never "100.00%".
-func Percent(p float64) string { return percent(p) }
-
-func percent(p float64) string { return percentN(p, 2) }
+func Percent(p float64) string { return percentN(p, 2) }
 
 // percentN prints a parity with n decimals (at most 4, parity's precision),
 // truncated.
@@ -229,7 +239,7 @@ func repairLines(r *Report) []string {
 		fmt.Sprintf("applied, copying %s over %s: put %s keys, deleted %s (%s expiring within a minute), %s failed",
 			rep.Authoritative, other, group(rep.Puts), group(rep.Deletes), group(rep.Expiring), group(rep.Failed)),
 		fmt.Sprintf("re-checked %s: %s agree, %s pending (read back inside the primary's consistency window), %s still differ; parity after repair %s",
-			group(rep.Rechecked), group(rep.Verified), group(rep.Pending), group(rep.Remaining), percent(rep.ParityAfter)),
+			group(rep.Rechecked), group(rep.Verified), group(rep.Pending), group(rep.Remaining), Percent(rep.ParityAfter)),
 	}
 }
 
@@ -268,9 +278,7 @@ func settleExtra(s *SettleReport) string {
 
 // Verdict is the gate's one line, as every format ends or begins with it:
 // "PASS: parity 100.00% >= minimum 99.9%".
-func Verdict(r *Report) string { return verdict(r) }
-
-func verdict(r *Report) string {
+func Verdict(r *Report) string {
 	word, op := "PASS", ">="
 	if !r.Passed {
 		word, op = "FAIL", "<"

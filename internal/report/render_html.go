@@ -194,7 +194,7 @@ func moduleChart(r *Report) (bars []moduleBar, ax axis, inStep []string, more, i
 		n := notAgreeing(m.Counts)
 		b := moduleBar{
 			Module: m.Module, Label: printable(moduleLabel(m.Module)), Keys: m.Compared,
-			Differ: n, Share: sharePercent(share(n, m.Compared)), Parity: percent(m.Parity), Low: m.Parity < r.Options.MinParity,
+			Differ: n, Share: sharePercent(share(n, m.Compared)), Parity: Percent(m.Parity), Low: m.Parity < r.Options.MinParity,
 		}
 		for _, k := range chartKinds {
 			if c := m.Kinds[k]; c > 0 {
@@ -245,7 +245,7 @@ func renderHTML(w io.Writer, r *Report) error {
 	var repair *htmlRepair
 	if r.Repair != nil && r.Repair.Applied {
 		repair = &htmlRepair{
-			Before: percent(r.Totals.Parity), After: percent(r.Repair.ParityAfter),
+			Before: Percent(r.Totals.Parity), After: Percent(r.Repair.ParityAfter),
 			Differ: group(notAgreeing(r.Totals)), Compared: group(r.Totals.Compared),
 			Remaining: r.Repair.Remaining + r.Repair.Failed + r.Repair.Pending,
 		}
@@ -276,7 +276,7 @@ func renderHTML(w io.Writer, r *Report) error {
 		Sides                []SideInfo
 		CallOuts             []callOut
 	}{
-		R: r, Verdict: verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
+		R: r, Verdict: Verdict(r), Time: timeLine(r), Scope: scopeLine(r), Truth: truthLine(r), RepairLines: append(repairLines(r), settleLines(r)...),
 		Repair: repair, Modules: bars, ModuleAxis: modAxis, InStep: inStep, MoreModules: more, MoreInStep: inStepMore,
 		Kinds: kinds, KindAxis: kindAxis, Legend: legend(r.Totals.Kinds, r.authority()),
 		Columns: countColumns(), Rows: rows[:len(rows)-1], Total: rows[len(rows)-1],

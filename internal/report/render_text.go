@@ -24,7 +24,7 @@ func countsRow(label string, c Counts) []string {
 	for _, k := range scanKinds {
 		row = append(row, group(c.Kinds[k]))
 	}
-	return append(row, group(errorsOf(c.Kinds)), percent(c.Parity))
+	return append(row, group(errorsOf(c.Kinds)), Percent(c.Parity))
 }
 
 // countsRows are the counts table's rows, a module each and the total last.
@@ -86,10 +86,6 @@ func escaped(cells []string, text func(string) string) []string {
 	return out
 }
 
-// renderTable writes the report for a terminal: fixed columns, no colour,
-// so that it survives pipes and logs.
-func renderTable(w io.Writer, r *Report) error { return writeTable(w, r, true) }
-
 // RenderTableBody writes the terminal table without its last line, the
 // verdict, for a caller that says what the verdict means in its own words
 // (the demo, whose gate is meant to fail before its repair).
@@ -100,6 +96,8 @@ func RenderTableBody(w io.Writer, r *Report) error {
 	return writeTable(w, r, false)
 }
 
+// writeTable writes the report for a terminal: fixed columns, no colour,
+// so that it survives pipes and logs.
 func writeTable(w io.Writer, r *Report, withVerdict bool) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "shadow-report: %s (primary) vs %s (shadow)\n%s\n%s\n", r.Primary.Name, r.Shadow.Name, timeLine(r), scopeLine(r))
@@ -144,7 +142,7 @@ func writeTable(w io.Writer, r *Report, withVerdict bool) error {
 		}
 	}
 	if withVerdict {
-		fmt.Fprintf(bw, "\n%s\n", verdict(r))
+		fmt.Fprintf(bw, "\n%s\n", Verdict(r))
 	}
 	return bw.Flush()
 }
@@ -153,7 +151,7 @@ func writeTable(w io.Writer, r *Report, withVerdict bool) error {
 // tables, keys escaped so that none can break a table or a page.
 func renderMarkdown(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# Shadow parity report\n\n**%s**\n\n", verdict(r))
+	fmt.Fprintf(bw, "# Shadow parity report\n\n**%s**\n\n", Verdict(r))
 	fmt.Fprintf(bw, "- Stores: %s (primary) vs %s (shadow)\n", mdText(r.Primary.Name), mdText(r.Shadow.Name))
 	fmt.Fprintf(bw, "- Run: %s\n- Scope: %s\n", mdText(timeLine(r)), mdText(scopeLine(r)))
 	if t := truthLine(r); t != "" {

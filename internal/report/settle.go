@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
@@ -101,10 +102,7 @@ func (e *engine) settle(ctx context.Context) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	last := keys[len(keys)-1].at
-	for _, d := range keys {
-		last = later(last, d.at)
-	}
+	last := slices.MaxFunc(keys, func(a, b differing) int { return a.at.Compare(b.at) }).at
 	if wait := last.Add(e.cfg.Settle).Sub(e.cfg.Clock.Now()); wait > 0 {
 		e.notice("shadow-report: %s differed; reading them again in %s, when any copy on its way has landed", plural(int64(len(keys)), "key"), wait.Round(time.Second))
 		if clock.Sleep(ctx, e.cfg.Clock, wait) != nil {
@@ -166,11 +164,4 @@ func (e *engine) settle(ctx context.Context) error {
 	}
 	e.Records = kept
 	return nil
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

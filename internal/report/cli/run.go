@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/internal/atomicfile"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
@@ -154,17 +152,12 @@ func instrument(st *stores, tel *telemetry.Telemetry, o *options) (primary, shad
 	return primary, shadow, nil
 }
 
-// write renders the report to stdout, or to --out through a temporary file
-// renamed into place, so that a failed render leaves no half report.
+// write renders the report to stdout, or to --out.
 func write(o *options, r *report.Report, stdout io.Writer) error {
 	if o.out == "" {
 		return report.Render(stdout, r, o.format)
 	}
-	var b bytes.Buffer
-	if err := report.Render(&b, r, o.format); err != nil {
-		return err
-	}
-	return atomicfile.Write(o.out, b.Bytes(), 0o644)
+	return report.WriteFile(o.out, r, o.format)
 }
 
 // isTerminal reports whether w is a terminal (a character device): there
