@@ -87,11 +87,7 @@ func (s *Store) Flush(ctx context.Context) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	done, err := s.sendBarriers(ctx)
-	if err != nil {
-		return err
-	}
-	return s.waitAll(ctx, done)
+	return s.barrier(ctx)
 }
 
 // barrier drains every lane; the caller holds the gate.

@@ -1,6 +1,7 @@
 package dualwrite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,7 +305,7 @@ func (s *Store) compareAll(ctx context.Context) (int, error) {
 		for i, key := range batch {
 			p, sh := obs[RolePrimary][i], obs[RoleShadow][i]
 			if p.Err != nil || sh.Err != nil {
-				return fmt.Errorf("reading %d keys: %w", len(batch), firstErr(p.Err, sh.Err))
+				return fmt.Errorf("reading %d keys: %w", len(batch), cmp.Or(p.Err, sh.Err))
 			}
 			if compare.Classify(p, sh, compare.Options{Now: now, TTLTolerance: s.cfg.IngestMaxLead}) == compare.Match {
 				continue
@@ -348,13 +349,6 @@ func (s *Store) compareAll(ctx context.Context) (int, error) {
 			}
 		}
 	}
-}
-
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // keyWalk lists one store, a page at a time.

@@ -139,17 +139,13 @@ func indexOf[T comparable](all []T) map[T]int {
 // maxKinds bounds the number of comparison kinds counted.
 const maxKinds = 16
 
-var kindIndex = func() map[compare.Kind]int {
-	m := make(map[compare.Kind]int, len(compare.Kinds))
-	for i, k := range compare.Kinds[:min(len(compare.Kinds), maxKinds)] {
-		m[k] = i
-	}
-	return m
-}()
-
-var dropIndex = indexOf(DropReasons[:])
-
-var repairIndex = indexOf(RepairOutcomes[:])
+var (
+	kindIndex    = indexOf(compare.Kinds[:min(len(compare.Kinds), maxKinds)])
+	dropIndex    = indexOf(DropReasons[:])
+	repairIndex  = indexOf(RepairOutcomes[:])
+	lateIndex    = indexOf(LateOutcomes[:])
+	refusalIndex = indexOf(IngestRefusals[:])
+)
 
 type counters struct {
 	queued             atomic.Int64
@@ -179,10 +175,6 @@ type counters struct {
 	paceWaited         atomic.Int64 // nanoseconds
 	paceDeferred       atomic.Uint64
 }
-
-var lateIndex = indexOf(LateOutcomes[:])
-
-var refusalIndex = indexOf(IngestRefusals[:])
 
 func (c *counters) drop(r DropReason)       { c.drops[dropIndex[r]].Add(1) }
 func (c *counters) repair(o RepairOutcome)  { c.repairs[repairIndex[o]].Add(1) }

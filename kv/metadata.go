@@ -47,8 +47,7 @@ func GetValueEntry(ctx context.Context, s Store, key string) (Entry, error) {
 	case MetadataStore:
 		return g.GetValue(ctx, key)
 	case ExpiryGetter:
-		e, err := g.GetEntry(ctx, key)
-		return e, err
+		return g.GetEntry(ctx, key)
 	}
 	v, err := s.Get(ctx, key)
 	if err != nil {
@@ -71,7 +70,7 @@ func ValidateMetadata(md json.RawMessage) error {
 	if !json.Valid(md) {
 		return fmt.Errorf("%w: metadata is not one valid JSON value", ErrInvalidMetadata)
 	}
-	if n := compactLen(md); n > MaxMetadataSize {
+	if n := len(NormalizeMetadata(md)); n > MaxMetadataSize {
 		return fmt.Errorf("%w: metadata is %d bytes compacted, the limit is %d", ErrInvalidMetadata, n, MaxMetadataSize)
 	}
 	return nil
@@ -91,14 +90,6 @@ func NormalizeMetadata(md json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return buf.Bytes()
-}
-
-func compactLen(md json.RawMessage) int {
-	var buf bytes.Buffer
-	if json.Compact(&buf, md) != nil {
-		return len(md)
-	}
-	return buf.Len()
 }
 
 // ValidateEntry checks all the inputs of a PutEntry made at now.

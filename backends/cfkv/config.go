@@ -159,12 +159,10 @@ func (c Config) withDefaults() (Config, error) {
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	c.Clock = clock.OrReal(c.Clock)
 	if c.HTTPClient == nil {
-		c.HTTPClient = defaultHTTPClient()
+		c.HTTPClient = &http.Client{Transport: NewTransport()}
 	}
 	return c, nil
 }
-
-func defaultHTTPClient() *http.Client { return &http.Client{Transport: NewTransport()} }
 
 // String describes c without the token.
 func (c Config) String() string {

@@ -10,9 +10,7 @@ import "net/http"
 // no timeout of its own: each try is bounded by RequestTimeout (Store.retry).
 func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.MaxIdleConnsPerHost = 64
 	t.DisableCompression = true
 	return t
 }
-
-const maxIdlePerHost = 64

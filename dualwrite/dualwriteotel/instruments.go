@@ -55,11 +55,11 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	var err error
 	in.asyncDur, err = m.Float64Histogram(MetricAsyncDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of asynchronous operations on the store's clock, by operation, target role and outcome."),
-		metric.WithExplicitBucketBoundaries(secondsBuckets...))
+		metric.WithExplicitBucketBoundaries(otelkv.DurationBuckets...))
 	errs = append(errs, err)
 	in.asyncWait, err = m.Float64Histogram(MetricAsyncWait, metric.WithUnit("s"),
 		metric.WithDescription("Time asynchronous operations waited in their lane before they ran, on the store's clock, by operation, target role and outcome."),
-		metric.WithExplicitBucketBoundaries(secondsBuckets...))
+		metric.WithExplicitBucketBoundaries(otelkv.DurationBuckets...))
 	errs = append(errs, err)
 	in.drops = counter(MetricDrops, "{operation}", "Operations that did not reach the other store, by operation, target role and reason; a dropped write leaves its key dirty.")
 	in.comparisons = counter(MetricComparisons, "{comparison}", "Classified read comparisons, by kind and namespace.")
@@ -107,10 +107,6 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.sets.m = make(map[setKey]*attrSet)
 	return in, nil
 }
-
-// secondsBuckets are the boundaries of the duration histograms: 0.5 ms to
-// 10 s.
-var secondsBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // The metrics whose attribute sets setCache builds.
 const (

@@ -79,9 +79,10 @@ func outcomeOf(err error) outcome {
 // failed reports whether the outcome marks the span as an error.
 func (o outcome) failed() bool { return o != outOK && o != outNotFound }
 
-// durationBuckets suit a key-value call: a memory read is well under a
-// millisecond, a Workers KV write across the world can take seconds.
-var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+// DurationBuckets are the boundaries, in seconds, of the duration
+// histograms here and in package dualwriteotel: a memory read is well under
+// a millisecond, a Workers KV write across the world can take seconds.
+var DurationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // instruments holds the metrics and, because a store's backend and role
 // never change, every attribute set and start option it can need, built
@@ -109,7 +110,7 @@ func newInstruments(m metric.Meter, system, role string) (*instruments, error) {
 	dur, err := m.Float64Histogram(MetricDuration,
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of store operations, by backend, role, operation and outcome."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	if err != nil {
 		return nil, fmt.Errorf("otelkv: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/kv/internal/forward"
 )
 
 // ScopeName is the instrumentation scope of the spans and metrics this
@@ -109,14 +110,6 @@ var _ kv.Store = (*Store)(nil)
 // kv.MetadataStore, kv.BulkGetter, kv.BulkPutter and kv.BulkDeleter exactly
 // when s does.
 func New(s kv.Store, cfg Config, opts ...Option) (kv.Store, error) {
-	st, err := newStore(s, cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return st.withAbilities(), nil
-}
-
-func newStore(s kv.Store, cfg Config, opts []Option) (*Store, error) {
 	if s == nil {
 		return nil, errors.New("otelkv: nil store")
 	}
@@ -154,7 +147,15 @@ func newStore(s kv.Store, cfg Config, opts []Option) (*Store, error) {
 		return nil, err
 	}
 	st.inst = inst
-	return st, nil
+	return forward.Compose(st, s, forward.Abilities{
+		GetEntry:    st.getEntry,
+		PutEntry:    st.putEntry,
+		GetValue:    st.getValue,
+		GetMetadata: st.getMetadata,
+		GetMany:     st.getMany,
+		PutMany:     st.putMany,
+		DeleteMany:  st.deleteMany,
+	}), nil
 }
 
 // Unwrap returns the instrumented store.
