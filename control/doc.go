@@ -61,17 +61,15 @@
 //
 // After every heartbeat the Follower tells a PeerAware Target until when
 // another instance may have written (from the others' heartbeats;
-// dualwrite.Store.SetPeersUntil, which warns when the store has no Fleet). With a Fleet (Config.Fleet) it also
-// takes, from the same read, the others' watermarks (Heartbeat.Watermarks:
-// the oldest write each still has on its way, per namespace), so that no
-// store of this instance confirms a divergence another's copy explains,
-// and one difference is reported once (a Claimer board keeps the claims;
-// see dualwrite's Confirmation). That rests on a live instance never being
-// taken for dead: heartbeats keep their cadence and the Target's Report
-// has half an interval, so a live instance's heartbeat is younger than
-// LiveFor (three intervals) by the margin of a Board write. Beside the
-// Board, a Ledger keeps the report runs and the settle sets' overflows:
-// MongoBoard and MemoryLedger are ones.
+// dualwrite.Store.SetPeersUntil, which warns when the store has no Fleet).
+// With a Fleet (Config.Fleet) it also takes, from the same read, the
+// others' watermarks (Heartbeat.Watermarks: the oldest write each still has
+// on its way, per namespace), so that no store of this instance confirms a
+// divergence another's copy explains, and one difference is reported once
+// (a Claimer board keeps the claims; see dualwrite's Confirmation, which
+// says why a live instance is never taken for dead). Beside the Board, a
+// Ledger keeps the report runs and the settle sets' overflows: MongoBoard
+// and MemoryLedger are ones.
 //
 // # The pairing
 //

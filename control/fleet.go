@@ -23,15 +23,12 @@ type Claimer interface {
 // Config names it updates it after every heartbeat; Namespace is a store's
 // dualwrite.Fleet.
 //
-// A live instance counts until its heartbeat is LiveFor old: past that it
-// is taken for dead, its queued copies died with it, and its journal
-// verifies their keys when it restarts, so it holds nobody back longer
-// than that. A stopped instance counts no more (its lanes were drained at
-// Close, or what was left is dirty in its journal). An instance whose
-// heartbeat has no watermark for the namespace serves none of it (or is of
-// a version without watermarks) and counts no more either. When the Board
-// cannot be read, the last watermark stays: nothing first seen since is
-// confirmed until it can.
+// Who holds a confirmation back, and for how long, is dualwrite's
+// Confirmation: a live instance, until its heartbeat is LiveFor old. A
+// stopped instance counts no more (its lanes were drained at Close, or what
+// was left is dirty in its journal), nor one whose heartbeat has no
+// watermark for the namespace (it serves none of it, or is of a version
+// without watermarks).
 type Fleet struct {
 	mu    sync.Mutex
 	known bool

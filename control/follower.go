@@ -379,9 +379,8 @@ func (f *Follower) applyLocked(ctx context.Context, doc Document) (from dualwrit
 }
 
 // report is the instance's heartbeat now. The Target's Report has half a
-// heartbeat interval: a heartbeat held back longer could pass LiveFor, and
-// the others, taking a live instance for dead, would stop waiting on its
-// watermark and confirm what its copies on their way explain.
+// heartbeat interval, so that a live instance is never taken for dead
+// (dualwrite's Confirmation).
 func (f *Follower) report(ctx context.Context) Heartbeat {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.HeartbeatInterval/2)
 	defer cancel()

@@ -7,10 +7,8 @@ import (
 
 // PeerAware is the optional ability of a Target to be told until when the
 // other instances on the Board may have written through their own stores
-// (dualwrite.Store.SetPeersUntil): a late tee copy acknowledged before then
-// cannot be ordered against their writes by this instance alone. The
-// Follower tells it after every heartbeat, Start's first included, so
-// before the instance serves.
+// (dualwrite.Store.SetPeersUntil, which warns of a store without a Fleet).
+// The Follower tells it after every heartbeat, Start's first included.
 type PeerAware interface {
 	SetPeersUntil(t time.Time)
 }

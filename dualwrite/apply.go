@@ -100,10 +100,8 @@ func (s *Store) opDone(ctx context.Context, j *job, err error, start, end time.T
 
 // runCompare reads the other store after the key's earlier writes have
 // reached it and classifies the two observations (a tee's read as
-// digests: see CompareReads): inconclusive when a write began since the
-// caller's read, pending after a recent write or for a dirty key, else
-// suspected and held (see The settle set), since another process's copy
-// of a newer write may still be on its way.
+// digests); a difference is only suspected, and held (doc.go, The settle
+// set).
 func (s *Store) runCompare(l *lane, j *job) {
 	c := j.cmp
 	s.pace(j.target)

@@ -9,10 +9,8 @@ import (
 )
 
 // SetStage changes the stage at run time, under load, as CheckTransition
-// allows (see Stages in the package doc): a change that keeps the
-// authoritative store waits for the writes under way, so that each write
-// uses one stage from start to end; the flip also drains every lane first,
-// and refuses with ErrUnsynced while the fence holds (see Fence). If ctx
+// allows and the package doc's Stages says, so that each write uses one
+// stage from start to end; the flip waits for the fence (see Fence). If ctx
 // ends before the lanes drain, the stage is unchanged.
 func (s *Store) SetStage(ctx context.Context, to Stage) error {
 	if !to.Valid() {

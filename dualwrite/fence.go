@@ -55,9 +55,7 @@ func (s *Store) Fence() FenceStatus { return s.fenceAt(s.Stage(), s.clock.Now())
 func (s *Store) fenceAt(from Stage, now time.Time) FenceStatus {
 	f := FenceStatus{Stage: from}
 	f.Dirty, _, _, f.ReconciliationNeeded = s.set.snapshot()
-	if last := s.lastCopy.Load(); last != 0 {
-		f.LastBindingCopy = time.Unix(0, last)
-	}
+	f.LastBindingCopy = timeOf(s.lastCopy.Load())
 	if from != Handover && from != Live {
 		return f
 	}

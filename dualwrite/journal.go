@@ -24,10 +24,8 @@ type Journal interface {
 
 // Recorder is an optional ability of a Journal, found by type assertion:
 // it keeps a mark from the moment the Store makes it, in memory the
-// operating system holds for a file (a shared mapping, or a write into the
-// page cache), so that it survives the death of the process before the
-// key's write reaches the authoritative store, without the caller waiting
-// on the disk; only a Commit survives a crash of the machine.
+// operating system holds for a file (doc.go, The settle set, says what
+// that survives); only a Commit survives a crash of the machine.
 //
 // The Store calls Record on the caller's path, under the key's ordering
 // lock, each time a key enters the settle set or becomes dirty there, and
@@ -101,13 +99,16 @@ func (s *Store) journalFailed(err error) error {
 }
 
 func (s *Store) seal() (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("dualwrite: the journal panicked: %v", v)
-		}
-	}()
+	defer journalPanicked(&err)
 	s.recorder.Seal()
 	return nil
+}
+
+// journalPanicked, deferred, turns a panic of the Journal into *err.
+func journalPanicked(err *error) {
+	if v := recover(); v != nil {
+		*err = fmt.Errorf("dualwrite: the journal panicked: %v", v)
+	}
 }
 
 // record has the Recorder keep key's new mark m, on the caller's path; it
@@ -122,11 +123,7 @@ func (s *Store) record(key string, m Mark) (kept bool) {
 }
 
 func (s *Store) journalCommit(ctx context.Context, changes map[string]Mark, reconcile bool) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("dualwrite: the journal panicked: %v", v)
-		}
-	}()
+	defer journalPanicked(&err)
 	return s.journal.Commit(ctx, changes, reconcile)
 }
 

@@ -75,9 +75,4 @@ func (s *slot) touch(now time.Time) {
 }
 
 // lastWrite returns the time of the slot's last write, zero if none.
-func (s *slot) lastWrite() time.Time {
-	if n := s.last.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
-}
+func (s *slot) lastWrite() time.Time { return timeOf(s.last.Load()) }

@@ -130,12 +130,9 @@ func (s *Store) queueRepairs() (n int, deferred []string, free bool) {
 	return n, deferred, free
 }
 
-// runRepair copies one dirty key from the authoritative store, whose role
+// runRepair repairs one dirty key from the authoritative store, whose role
 // was fixed when the repair was queued (a stage flip drains the lanes
-// first), by the confirmation rule (see the package doc): it reads the
-// authoritative store, then the other, and copies only a difference held
-// for a window; one first seen, or changed, is held and the repair
-// deferred a window; stores found equal settle the key.
+// first), as the package doc's settle set says of Repair.
 func (s *Store) runRepair(l *lane, j *job) {
 	defer s.set.unqueue(j.key)
 	if !j.free {
@@ -220,9 +217,8 @@ func (s *Store) repairCopy(l *lane, ctx context.Context, j *job, e kv.Entry, mis
 	if missing {
 		srcErr = kv.ErrNotFound
 	}
-	obs := [2]compare.Observation{}
+	var obs [2]compare.Observation
 	obs[j.target.other()] = observation(e, srcErr, s.withExpiry, s.metadata)
-	obs[j.target] = compare.Observation{}
 	if len(cur) == 1 {
 		obs[j.target] = observation(cur[0], nil, s.withExpiry, s.metadata)
 	}

@@ -28,21 +28,14 @@ type TeeRead struct {
 }
 
 // CompareReads compares reads of the primary made elsewhere (tee mode)
-// with the shadow, as the Store's own sampled reads are (see Optional
-// abilities in the package doc), and returns how many it queued. A
-// difference is compare.Suspected and held (see The settle set); a read
-// made before the key's latest write that the Store knows of (its At
-// before that write's acknowledged-at time, or its Store time for the
-// Store's own writes), or raced by a write while queued, is
-// compare.Inconclusive.
-//
-// Only the Shadow and Handover stages compare them (in Handover only an
-// isolate on an older stage still sends digests); DualWrite, and any stage
-// when CompareRate is zero, compare none and return 0; a stage where the
-// primary is not authoritative or the shadow is not written returns
-// ErrIngestStage. Inputs are checked before any is queued (ErrInvalidRead,
-// or kv.ErrInvalidKey for a key). Reads are not sampled again by
-// CompareRate: whoever sends them sampled them.
+// with the shadow, as the package doc's Optional abilities (CompareReads)
+// says, and returns how many it queued. Only the Shadow and Handover
+// stages compare them (in Handover only an isolate on an older stage still
+// sends digests); DualWrite, and any stage when CompareRate is zero,
+// compare none and return 0; a stage where the primary is not
+// authoritative or the shadow is not written returns ErrIngestStage.
+// Inputs are checked before any is queued (ErrInvalidRead, or
+// kv.ErrInvalidKey for a key).
 func (s *Store) CompareReads(ctx context.Context, reads []TeeRead) (int, error) {
 	for i, r := range reads {
 		if err := validateTeeRead(r); err != nil {

@@ -50,7 +50,6 @@ type markLog struct {
 	genSum uint32 // the CRC of gen, which every record's CRC begins with
 	sealed int    // the half sealed and not yet dropped, or -1
 	closed bool
-	missed uint64 // records refused for want of room
 }
 
 // openLog opens (or creates, at size bytes) the mark log at path and
@@ -125,15 +124,14 @@ func (l *markLog) genOf(h int) uint64 {
 }
 
 // scan calls fn for each valid record of half h, up to the first that is
-// not, and returns the offset after the last valid one.
-func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
+// not.
+func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) {
 	gen := l.genOf(h)
-	off := logHeader
 	if gen == 0 {
-		return off
+		return
 	}
 	b := l.mem[l.base(h) : l.base(h)+l.half]
-	for off+logRecordFixed <= len(b) {
+	for off := logHeader; off+logRecordFixed <= len(b); {
 		n := int(binary.LittleEndian.Uint16(b[off+4:]))
 		m := dualwrite.Mark(b[off+6])
 		end := off + logRecordFixed + n
@@ -144,7 +142,6 @@ func (l *markLog) scan(h int, fn func(string, dualwrite.Mark)) int {
 		fn(string(b[off+logRecordFixed:end]), m)
 		off = end
 	}
-	return off
 }
 
 func genSum(gen uint64) uint32 {
@@ -186,7 +183,6 @@ func (l *markLog) record(key string, m dualwrite.Mark) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || l.off+logRecordFixed+n > l.half {
-		l.missed++
 		return false
 	}
 	b := l.mem[l.base(l.active)+l.off:]
