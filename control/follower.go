@@ -129,18 +129,10 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 	case cfg.PollInterval < 0 || cfg.HeartbeatInterval < 0 || cfg.LiveFor < 0 || cfg.BoardTimeout < 0:
 		return nil, fmt.Errorf("%w: intervals must not be negative", ErrConfig)
 	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
-	if cfg.HeartbeatInterval == 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.LiveFor == 0 {
-		cfg.LiveFor = 3 * cfg.HeartbeatInterval
-	}
-	if cfg.BoardTimeout == 0 {
-		cfg.BoardTimeout = DefaultBoardTimeout
-	}
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	cfg.LiveFor = cmp.Or(cfg.LiveFor, 3*cfg.HeartbeatInterval)
+	cfg.BoardTimeout = cmp.Or(cfg.BoardTimeout, DefaultBoardTimeout)
 	if st, ok := cfg.Target.(*Stores); ok && cfg.Fleet == nil {
 		cfg.Fleet = st.fleet
 	}
@@ -153,9 +145,7 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 		}
 	}
 	f.clock = clock.OrReal(f.clock)
-	if f.log == nil {
-		f.log = slog.Default()
-	}
+	f.log = cmp.Or(f.log, slog.Default())
 	f.status = Status{Instance: cfg.Instance, Stage: cfg.Initial}
 	return f, nil
 }

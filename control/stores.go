@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,7 @@ var (
 // applies in dir (see KeepStage) and says on log (nil: slog.Default())
 // when it cannot.
 func NewStores(board Board, dir string, log *slog.Logger) *Stores {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	return &Stores{fleet: NewFleet(board), dir: dir, log: log}
 }
 

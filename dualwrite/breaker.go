@@ -97,10 +97,7 @@ func (b *breaker) onStateChange(_ string, from, to gobreaker.State) {
 		b.lost.Add(1)
 	}
 	if to == gobreaker.StateClosed {
-		select {
-		case b.closed <- struct{}{}:
-		default:
-		}
+		kick(b.closed)
 	}
 }
 

@@ -1,6 +1,7 @@
 package dualwrite
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -255,34 +256,19 @@ func (c Config) resolve() (settings, error) {
 	if s.exclude, err = kv.NewExclusions(c.ExcludePrefixes); err != nil {
 		return bad("ExcludePrefixes: %v", err)
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&s.Lanes, DefaultLanes)
-	def(&s.LaneDepth, DefaultLaneDepth)
-	def(&s.MaxDirty, DefaultMaxDirty)
-	def(&s.MaxSuspects, DefaultMaxSuspects)
-	def(&s.VerifyBatch, DefaultVerifyBatch)
-	def(&s.MaxBacklog, DefaultMaxBacklog)
-	def(&s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
-	def(&s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
-	if s.MaxQueueBytes == 0 {
-		s.MaxQueueBytes = DefaultMaxQueueBytes
-	}
-	if s.ShadowTimeout == 0 {
-		s.ShadowTimeout = DefaultShadowTimeout
-	}
-	if s.ShadowThroughput == 0 {
-		s.ShadowThroughput = DefaultShadowThroughput
-	}
-	if s.RepairInterval == 0 {
-		s.RepairInterval = DefaultRepairInterval
-	}
-	if s.Breaker.OpenTimeout == 0 {
-		s.Breaker.OpenTimeout = DefaultOpenTimeout
-	}
+	s.Lanes = cmp.Or(s.Lanes, DefaultLanes)
+	s.LaneDepth = cmp.Or(s.LaneDepth, DefaultLaneDepth)
+	s.MaxDirty = cmp.Or(s.MaxDirty, DefaultMaxDirty)
+	s.MaxSuspects = cmp.Or(s.MaxSuspects, DefaultMaxSuspects)
+	s.VerifyBatch = cmp.Or(s.VerifyBatch, DefaultVerifyBatch)
+	s.MaxBacklog = cmp.Or(s.MaxBacklog, DefaultMaxBacklog)
+	s.Breaker.FailuresToOpen = cmp.Or(s.Breaker.FailuresToOpen, DefaultFailuresToOpen)
+	s.Breaker.HalfOpenRequests = cmp.Or(s.Breaker.HalfOpenRequests, DefaultHalfOpenRequests)
+	s.MaxQueueBytes = cmp.Or(s.MaxQueueBytes, DefaultMaxQueueBytes)
+	s.ShadowTimeout = cmp.Or(s.ShadowTimeout, DefaultShadowTimeout)
+	s.ShadowThroughput = cmp.Or(s.ShadowThroughput, DefaultShadowThroughput)
+	s.RepairInterval = cmp.Or(s.RepairInterval, DefaultRepairInterval)
+	s.Breaker.OpenTimeout = cmp.Or(s.Breaker.OpenTimeout, DefaultOpenTimeout)
 	switch {
 	case c.ConsistencyWindow == 0:
 		s.window = DefaultConsistencyWindow
@@ -298,12 +284,8 @@ func (c Config) resolve() (settings, error) {
 	case c.FenceInterval > 0:
 		s.fence = c.FenceInterval
 	}
-	if s.IngestMaxAge == 0 {
-		s.IngestMaxAge = DefaultIngestMaxAge
-	}
-	if s.IngestMaxLead == 0 {
-		s.IngestMaxLead = DefaultIngestMaxLead
-	}
+	s.IngestMaxAge = cmp.Or(s.IngestMaxAge, DefaultIngestMaxAge)
+	s.IngestMaxLead = cmp.Or(s.IngestMaxLead, DefaultIngestMaxLead)
 	if s.Redactor == nil {
 		r, err := compare.NewRedactor(compare.KeyHMAC, nil)
 		if err != nil {

@@ -71,10 +71,7 @@ func (s *Store) switchStage(ctx context.Context, to Stage) (Stage, error) {
 	case from.authority() != RoleShadow:
 		s.authSince.Store(s.stageSince.Load())
 	}
-	select {
-	case s.rearm <- struct{}{}: // the next pass follows the new stage's fence (nextPass)
-	default:
-	}
+	kick(s.rearm) // the next pass follows the new stage's fence (nextPass)
 	return from, nil
 }
 

@@ -128,9 +128,13 @@ func (s *Store) journalCommit(ctx context.Context, changes map[string]Mark, reco
 }
 
 // kickCommit wakes the committer without blocking.
-func (s *Store) kickCommit() {
+func (s *Store) kickCommit() { kick(s.commitKick) }
+
+// kick signals ch, a channel of one slot, without blocking: a signal
+// already pending stands for this one.
+func kick(ch chan<- struct{}) {
 	select {
-	case s.commitKick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

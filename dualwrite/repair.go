@@ -82,12 +82,7 @@ func (s *Store) RepairDirty() int {
 	return n
 }
 
-func (s *Store) kickSettle() {
-	select {
-	case s.settleKick <- struct{}{}:
-	default:
-	}
-}
+func (s *Store) kickSettle() { kick(s.settleKick) }
 
 func (s *Store) repairDirty() int {
 	s.gate.RLock()

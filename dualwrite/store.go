@@ -1,6 +1,7 @@
 package dualwrite
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -109,9 +110,6 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 			opt(&o)
 		}
 	}
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
 	if o.observer == nil {
 		o.observer = NopObserver{}
 	}
@@ -120,7 +118,7 @@ func New(cfg Config, opts ...Option) (*Store, error) {
 		stores:     [2]kv.Store{cfg.Primary, cfg.Shadow},
 		threshold:  sampleThreshold(cfg.CompareRate),
 		clock:      clock.OrReal(o.clock),
-		log:        o.logger,
+		log:        cmp.Or(o.logger, slog.Default()),
 		obs:        o.observer,
 		sink:       set.Sink,
 		slots:      make([]slot, 1<<slotBits),

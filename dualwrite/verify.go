@@ -248,12 +248,7 @@ func (s *Store) readMany(ctx context.Context, r Role, keys []string) (_ []kv.Ent
 }
 
 // kickRepair asks the repair loop for a pass now.
-func (s *Store) kickRepair() {
-	select {
-	case s.repairKick <- struct{}{}:
-	default:
-	}
-}
+func (s *Store) kickRepair() { kick(s.repairKick) }
 
 // state is one store's state of a key as the confirmation rule compares it
 // (doc.go, Confirmation): two reads with the same state saw the same write

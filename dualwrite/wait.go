@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
 )
 
 // ErrNotSettled: WaitSettled returned before every key written through the
@@ -64,12 +66,8 @@ func (s *Store) WaitSettled(ctx context.Context) (Left, error) {
 		if done || err != nil {
 			return left, err
 		}
-		t := s.clock.NewTimer(settledPoll)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return s.left(), fmt.Errorf("%w: %s: %w", ErrNotSettled, s.left(), ctx.Err())
+		if err := clock.Wait(ctx, s.clock.NewTimer(settledPoll)); err != nil {
+			return s.left(), fmt.Errorf("%w: %s: %w", ErrNotSettled, s.left(), err)
 		}
 	}
 }

@@ -23,10 +23,7 @@ type watchdog struct {
 // started tells the watchdog that a lane registered deadline.
 func (w *watchdog) started(deadline int64) {
 	if a := w.armed.Load(); a == 0 || deadline < a {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
+		kick(w.kick)
 	}
 }
 

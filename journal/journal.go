@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,10 +135,7 @@ func Open(path string, opts Options) (*Journal, error) {
 		db.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
 	}
-	size := opts.LogSize
-	if size == 0 {
-		size = DefaultLogSize
-	}
+	size := cmp.Or(opts.LogSize, DefaultLogSize)
 	if size < minLogSize {
 		db.Close()
 		return nil, fmt.Errorf("journal: LogSize %d is under %d bytes", size, minLogSize)

@@ -1,6 +1,7 @@
 package membudget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,16 +89,12 @@ func New(cfg Config) (*Budget, error) {
 	if cfg.Limit < 0 {
 		return nil, fmt.Errorf("membudget: a negative limit (%d)", cfg.Limit)
 	}
-	if cfg.Limit == 0 {
-		cfg.Limit = DefaultLimit
-	}
+	cfg.Limit = cmp.Or(cfg.Limit, DefaultLimit)
 	reserve := max(cfg.Limit/4, minReserve)
 	if cfg.Limit <= reserve {
 		return nil, fmt.Errorf("membudget: a limit of %d bytes leaves nothing beside the %d the process needs for itself", cfg.Limit, reserve)
 	}
-	if cfg.Wait == 0 {
-		cfg.Wait = DefaultWait
-	}
+	cfg.Wait = cmp.Or(cfg.Wait, DefaultWait)
 	return &Budget{limit: cfg.Limit, grantable: cfg.Limit - reserve, wait: max(cfg.Wait, 0),
 		clock: clock.OrReal(cfg.Clock), freed: make(chan struct{})}, nil
 }

@@ -125,9 +125,7 @@ func (c Config) withDefaults() (Config, error) {
 	case strings.ContainsFunc(c.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		problems = append(problems, "APIToken holds whitespace or control characters")
 	}
-	if c.BaseURL == "" {
-		c.BaseURL = DefaultBaseURL
-	}
+	c.BaseURL = cmp.Or(c.BaseURL, DefaultBaseURL)
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		problems = append(problems, "BaseURL must be an absolute http(s) URL without credentials")
 	}
@@ -145,9 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(problems) > 0 {
 		return Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
 	}
-	if c.MaxBulkWrite == 0 {
-		c.MaxBulkWrite = maxBulkWrite
-	}
+	c.MaxBulkWrite = cmp.Or(c.MaxBulkWrite, maxBulkWrite)
 	switch {
 	case c.MaxRetries == 0:
 		c.MaxRetries = DefaultMaxRetries

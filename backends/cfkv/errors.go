@@ -2,6 +2,7 @@ package cfkv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,10 +121,7 @@ func (s *Store) outcomeOf(ctx context.Context, op string, resp *http.Response, e
 // and the code and message of the first of its envelope's errors.
 func (s *Store) refusal(op string, status int, header http.Header, code int, msg string) outcome {
 	// scrub: a proxy could echo request headers back.
-	e := &APIError{Op: op, Status: status, Code: code, Message: s.scrub(msg)}
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
+	e := &APIError{Op: op, Status: status, Code: code, Message: cmp.Or(s.scrub(msg), http.StatusText(status))}
 	switch {
 	case code == codeNotFound && (status == http.StatusNotFound || status < 300):
 		return outcome{err: kv.ErrNotFound}

@@ -132,14 +132,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			return nil, fmt.Errorf("mongokv: %s %s is negative", name, d)
 		}
 	}
-	retry := cfg.RetryAfter
-	if retry == 0 {
-		retry = kv.DefaultRetryAfter
-	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
+	retry := cmp.Or(cfg.RetryAfter, kv.DefaultRetryAfter)
+	logger := cmp.Or(cfg.Logger, slog.Default())
 	life, shutdown := context.WithCancel(context.Background())
 	return &Client{cfg: cfg, redact: red, defaultDB: db, uriDB: uriDB, retryAfter: retry, logger: logger, life: life, shutdown: shutdown}, nil
 }

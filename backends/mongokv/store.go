@@ -1,6 +1,7 @@
 package mongokv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,10 +52,7 @@ var (
 
 // Store returns a Store over the client.
 func (c *Client) Store(cfg Config) (*Store, error) {
-	db := cfg.Database
-	if db == "" {
-		db = c.defaultDB
-	}
+	db := cmp.Or(cfg.Database, c.defaultDB)
 	if err := CheckDatabase(db); err != nil {
 		return nil, fmt.Errorf("mongokv: %w", err)
 	}

@@ -1,6 +1,7 @@
 package kvfault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,13 +140,9 @@ func New(inner kv.Store, cfg Config) (*Store, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
 	}
-	name := cfg.Name
-	if name == "" {
-		name = "kvfault"
-	}
 	return &Store{
 		inner:   inner,
-		name:    name,
+		name:    cmp.Or(cfg.Name, "kvfault"),
 		clock:   clock.OrReal(cfg.Clock),
 		real:    cfg.Clock == nil || cfg.RealLatency,
 		bulk:    cfg.MaxBulkBytes,

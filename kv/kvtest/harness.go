@@ -1,6 +1,7 @@
 package kvtest
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -54,12 +55,8 @@ func Run(t *testing.T, h Harness) {
 	if h.Advance != nil && h.Now == nil {
 		t.Fatal("kvtest: Harness.Advance is set but Now is not")
 	}
-	if h.PageKeys == 0 {
-		h.PageKeys = kv.MaxListLimit + 1
-	}
-	if h.Writers == 0 {
-		h.Writers = 8
-	}
+	h.PageKeys = cmp.Or(h.PageKeys, kv.MaxListLimit+1)
+	h.Writers = cmp.Or(h.Writers, 8)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
