@@ -65,8 +65,11 @@ TESTLOG := $(CURDIR)/bin/testlog
 # Tests that skip under the race detector (values of tens of MiB through
 # FerretDB): make integration runs them once without it.
 LARGE_TESTS := ^(TestLargeValuesSettleThroughTheProxy|TestLargeCopyToASlowShadow|TestGetManyPastOneReply)$$
-test: lint unit workers integration alerts deploy fuzz
-	@echo "make test: every step passed"
+# Each step is a make of its own, so that its time is said as it ends.
+TEST_STEPS := lint unit workers integration alerts deploy fuzz
+test:
+	@t0=$$(date +%s); for s in $(TEST_STEPS); do t=$$(date +%s); $(MAKE) --no-print-directory $$s || exit 1; \
+	echo "make test: $$s took $$(( $$(date +%s) - t )) s"; done; echo "make test: every step passed in $$(( $$(date +%s) - t0 )) s"
 
 testlog:
 	@$(GO) build -o $(TESTLOG) ./scripts/testlog
@@ -95,13 +98,22 @@ workers:
 	@echo "make test: the JavaScript package (npm ci, then Node's test runner and miniflare)"
 	cd workers && npm ci --no-audit --no-fund && npm test
 
+# The race detector watches the tests and kvshadow's code, not FerretDB's: the
+# tests reach the embedded server built without it, in a process of its own, by
+# MONGODB_URI as they would a real MongoDB (under the detector FerretDB's SQLite
+# made every MongoDB call about ten times slower). Tests that stop and restart
+# a server of their own still embed one.
 integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 7 minutes)"
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ -n "$$CI$$KVSHADOW_REQUIRE_BROWSER" ]; then echo "make test: chromium or chromedriver is missing and CI is set: the HTML report's layout test fails (apt-get install chromium chromium-driver)"; \
 	  else echo "make test: chromium or chromedriver is missing: the HTML report's layout test is SKIPPED here (CI fails it instead; apt-get install chromium chromium-driver)"; fi; \
 	fi
-	@if [ -f tests/go.mod ]; then set -o pipefail; cd tests && $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
+	@cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo
+	@if [ -f tests/go.mod ]; then set -o pipefail; d=$$(mktemp -d); $(DEMO_BIN)/embedded-mongo -dir $$d/data >$$d/out 2>&1 & pid=$$!; \
+	trap 'kill $$pid; wait $$pid; rm -rf $$d' EXIT; until uri=$$(sed -n 's/^export MONGODB_URI=//p' $$d/out); [ -n "$$uri" ]; do \
+	  kill -0 $$pid 2>/dev/null || { cat $$d/out; exit 1; }; sleep 0.1; done; \
+	cd tests && MONGODB_URI=$$uri $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
 	@echo "make test: the large-value tests, which the race detector makes too slow for FerretDB (tens of MiB), once without it (about a minute)"
 	@set -o pipefail; cd tests && $(GO) test -count=1 -timeout 15m -json -run '$(LARGE_TESTS)' ./proxy/ ./mongokv/ | $(TESTLOG)
 	@echo "make test: the benchmarks of docs/performance.md once, short (their figures are reported, never asserted: about two minutes)"

@@ -21,8 +21,11 @@ import (
 func TestPrimaryOutlivingTheWriteDeadline(t *testing.T) {
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	em := newEmulator(t, clk)
-	em.api.Faults().SetLatency(time.Hour) // on the fake clock: until the request ends
 	in := startOverMemoryShadow(t, em.url, []string{"--stage", "dualwrite", "--write-timeout", "4s"})
+	// Once started, the primary holds every request on the fake clock, until
+	// the request ends (a start whose check of the primary is never answered
+	// waits out that check's timeout first, 16 s, which this test is not about).
+	em.api.Faults().SetLatency(time.Hour)
 	t.Cleanup(func() { // release what the repair of the key sent the primary
 		em.api.Faults().SetLatency(0)
 		clk.Advance(time.Hour)

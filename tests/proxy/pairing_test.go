@@ -52,7 +52,7 @@ func TestNoStoreBecomesAuthoritativeByAccident(t *testing.T) {
 	if err := board.Swap(ctx, 0, control.Document{Stage: dualwrite.Shadow, Generation: 1, UpdatedAt: time.Now(), UpdatedBy: "an older version"}); err != nil {
 		t.Fatal(err)
 	}
-	first := startProcess(t, bin, em.environment(db), "--stage", "shadow")
+	first := startProcess(t, bin, em.environment(db), "--stage", "shadow", "--repair-interval", "200ms")
 	pairing := control.Pairing{Account: account, Namespaces: []control.Namespace{{ID: namespace, Database: db}}}
 	if doc, err := board.Load(ctx); err != nil || doc.Generation != 2 || doc.Stage != dualwrite.Shadow || !slices.Equal(doc.Pairing.Namespaces, pairing.Namespaces) || doc.Pairing.Account != account {
 		t.Errorf("the stage document after the first start: %+v, %v; want shadow at generation 2 with the pairing %s", doc, err, pairing)

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,19 +14,26 @@ import (
 	"time"
 )
 
-// build compiles the command into the test's directory.
+// build compiles the command once for the package's tests, into binDir.
 func build(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := filepath.Join(t.TempDir(), "kvshadow-proxy")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/kvshadow/kvshadow/cmd/kvshadow-proxy").CombinedOutput()
+	bin, err := buildOnce()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "kvshadow-proxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kvshadow/kvshadow/cmd/kvshadow-proxy").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // process is the command running as an instance of its own.
 type process struct {

@@ -3,8 +3,11 @@ package proxy_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +28,30 @@ import (
 
 var srv *mongotest.Server
 
+// binDir holds what the package's tests build once (build); TestMain
+// removes it.
+var binDir string
+
 func TestMain(m *testing.M) {
 	serveChild()
-	mongotest.Main(m, &srv)
+	dir, err := os.MkdirTemp("", "proxy-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	s, err := mongotest.Start(context.Background(), mongotest.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	if err := errors.Join(s.Close(), os.RemoveAll(dir)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 const (
