@@ -87,12 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	st.dual = px
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = px.stop()
-		}
-	}()
+	defer px.stop() // once: the stop below says how it went
 	say("  kvshadow-proxy       %s  (the bot's cloudflare-go client goes through it; admin API %s)", px.api, px.admin)
 	botClient, err := px.botClient()
 	if err != nil {
@@ -133,7 +128,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	stats := px.Stats()
-	stopped = true
 	if err := px.stop(); err != nil {
 		return fmt.Errorf("stop kvshadow-proxy: %w", err)
 	}

@@ -73,7 +73,7 @@ type record struct {
 // step makes one bot operation: reads dominate, as they do in a chat bot.
 func (w *workload) step(ctx context.Context, s kv.Store, mod string, r *rand.Rand) {
 	w.ops.Add(1)
-	key := fmt.Sprintf("%s:%d", shape(mod), r.IntN(keysPerModule))
+	key := fmt.Sprintf("%s:%d", shapes[mod], r.IntN(keysPerModule))
 	var err error
 	switch p := r.IntN(100); {
 	case p < 45:
@@ -110,25 +110,17 @@ func (w *workload) step(ctx context.Context, s kv.Store, mod string, r *rand.Ran
 		err = s.Delete(ctx, key)
 	default:
 		w.lists.Add(1)
-		err = listAll(ctx, s, shape(mod)+":")
+		err = listAll(ctx, s, shapes[mod]+":")
 	}
 	if err != nil {
 		w.fail(fmt.Errorf("module %s: %w", mod, err))
 	}
 }
 
-func shape(mod string) string {
-	switch mod {
-	case "wordle":
-		return "games"
-	case "loldle-emoji":
-		return "daily"
-	case "trading":
-		return "portfolio"
-	case "xo":
-		return "match"
-	}
-	return "settings"
+// shapes are the record kinds of each module, as its keys name them.
+var shapes = map[string]string{
+	"wordle": "games", "loldle-emoji": "daily", "trading": "portfolio",
+	"xo": "match", "misc": "settings",
 }
 
 // listAll pages to the end, stopping on Done as the contract says.

@@ -280,16 +280,16 @@ func (s Scope) normalized() (Scope, error) {
 		return out, fmt.Errorf("%w: sample rate %g outside (0, 1]", ErrConfig, s.SampleRate)
 	}
 	var err error
-	if out.Modules, err = modules(s.Modules); err != nil {
+	if out.Modules, err = sortedValid(s.Modules, kv.ValidateModule); err != nil {
 		return out, err
 	}
-	if out.ExcludeModules, err = modules(s.ExcludeModules); err != nil {
+	if out.ExcludeModules, err = sortedValid(s.ExcludeModules, kv.ValidateModule); err != nil {
 		return out, err
 	}
-	if out.Prefixes, err = prefixes(s.Prefixes); err != nil {
+	if out.Prefixes, err = sortedValid(s.Prefixes, validPrefix); err != nil {
 		return out, err
 	}
-	if out.ExcludePrefixes, err = prefixes(s.ExcludePrefixes); err != nil {
+	if out.ExcludePrefixes, err = sortedValid(s.ExcludePrefixes, validPrefix); err != nil {
 		return out, err
 	}
 	if len(s.Keys) > 0 {
@@ -302,31 +302,26 @@ func (s Scope) normalized() (Scope, error) {
 	return out, nil
 }
 
-func modules(in []string) ([]string, error) {
+// sortedValid returns in sorted and without repeats once check accepts
+// every item.
+func sortedValid(in []string, check func(string) error) ([]string, error) {
 	out := make([]string, 0, len(in))
-	for _, m := range in {
-		if err := kv.ValidateModule(m); err != nil {
+	for _, v := range in {
+		if err := check(v); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		out = append(out, m)
+		out = append(out, v)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
 
-func prefixes(in []string) ([]string, error) {
-	out := make([]string, 0, len(in))
-	for _, p := range in {
-		if p == "" {
-			return nil, fmt.Errorf("%w: empty prefix (leave the prefixes out to scan every key)", ErrConfig)
-		}
-		if _, err := kv.ValidateListOptions(kv.ListOptions{Prefix: p}); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		out = append(out, p)
+func validPrefix(p string) error {
+	if p == "" {
+		return errors.New("empty prefix (leave the prefixes out to scan every key)")
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	_, err := kv.ValidateListOptions(kv.ListOptions{Prefix: p})
+	return err
 }
 
 // ranges returns the disjoint key prefixes to list, in byte order: every
