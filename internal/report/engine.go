@@ -134,11 +134,8 @@ func (e *engine) scan(outer context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(batches)
-		n, err := e.produce(ctx, e.Position, batches, window)
-		errMu.Lock()
-		sent = n
-		errMu.Unlock()
-		if err != nil {
+		var err error
+		if sent, err = e.produce(ctx, e.Position, batches, window); err != nil {
 			fail(&produceErr, err)
 		}
 	})
@@ -180,11 +177,8 @@ func (e *engine) scan(outer context.Context) error {
 			}
 		}
 	}
-	wg.Wait()
+	wg.Wait() // every goroutine is done: the errors and sent are final
 	stopProgress()
-
-	errMu.Lock()
-	defer errMu.Unlock()
 	if produceErr == nil && workErr == nil && saveErr == nil && next == sent {
 		return nil // complete: the caller removes the checkpoint
 	}

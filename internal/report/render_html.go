@@ -24,12 +24,9 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"digest":    digest,
 }).Parse(htmlSource))
 
-// chartKinds are the kinds the charts draw, in the table's order, errors
+// chartKinds are the kinds the charts draw: the table's but match, errors
 // last; a kind no key has is not drawn.
-var chartKinds = []compare.Kind{
-	compare.MissingInShadow, compare.ExtraInShadow, compare.ValueMismatch, compare.JSONEquivalent,
-	compare.TTLMismatch, compare.MetadataMismatch, compare.ExpiredOnOneSide, compare.PrimaryError, compare.ShadowError,
-}
+var chartKinds = append(slices.Clone(scanKinds[1:]), compare.PrimaryError, compare.ShadowError)
 
 // chartModules is how many modules the module chart draws, those with the
 // most keys that differ; the table has them all.

@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -60,22 +59,14 @@ type differing struct {
 func stateOf(p, s compare.Observation) [32]byte {
 	h := sha256.New()
 	for _, o := range []compare.Observation{p, s} {
-		var b [1 + 8 + 8 + 8]byte
-		if o.Found {
-			b[0] = 1
-		}
 		var exp int64
 		if !o.Expiration.IsZero() {
 			exp = o.Expiration.Unix()
 		}
-		binary.BigEndian.PutUint64(b[1:], uint64(exp))
-		binary.BigEndian.PutUint64(b[9:], uint64(len(o.Value)))
-		binary.BigEndian.PutUint64(b[17:], uint64(len(o.Metadata)))
-		h.Write(b[:])
-		v := sha256.Sum256(o.Value)
-		m := sha256.Sum256(o.Metadata)
-		h.Write(v[:])
-		h.Write(m[:])
+		// The lengths first, so that one side's bytes never pass for another's.
+		fmt.Fprintf(h, "%t %d %d %d\n", o.Found, exp, len(o.Value), len(o.Metadata))
+		h.Write(o.Value)
+		h.Write(o.Metadata)
 	}
 	var out [32]byte
 	h.Sum(out[:0])

@@ -19,17 +19,11 @@ type stores struct {
 	primary, shadow kv.Store
 	names           [2]string
 	identity        string
-	closers         []func()
+	close           func() // releases what the stores hold
 	// spent is what the preflight asked of the primary.
 	spent report.Requests
 	// backends has the control collections and the pairing; nil in the demo.
 	backends *assembly.Backends
-}
-
-func (s *stores) close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
 }
 
 // connect opens the Workers KV namespace and the MongoDB database, or the
@@ -54,7 +48,7 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*stores, error)
 	}
 	side := b.Sides[0]
 	s := &stores{primary: side.Primary, shadow: side.Shadow, names: [2]string{"cloudflare_kv", "mongodb"}, backends: b,
-		closers: []func(){func() { _ = b.Close(context.Background()) }}}
+		close: func() { _ = b.Close(context.Background()) }}
 	// Said before connecting, so that a failed start says it too: a URI
 	// that names no database means the bot's, not whatever one expected.
 	fmt.Fprintf(stderr, "shadow-report: MongoDB database %s\n", o.mongoDB)

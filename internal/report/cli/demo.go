@@ -56,7 +56,7 @@ func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, erro
 	}
 	fmt.Fprintf(stderr, "shadow-report: demo: Workers KV emulator at %s/client/v4/ (in memory) vs an in-memory shadow, seeded with sample divergences\n", url)
 	return &stores{
-		primary: primary, shadow: shadow, identity: "demo", closers: []func(){stop},
+		primary: primary, shadow: shadow, identity: "demo", close: stop,
 		names: [2]string{"cloudflare_kv, demo emulator", "memory, demo shadow"},
 	}, nil
 }
