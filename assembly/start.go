@@ -145,7 +145,7 @@ func (s *Served) Describe(role dualwrite.Role, err error) string {
 	case role == dualwrite.RoleShadow && cmp.Or(system, otelkv.SystemMongoDB) == otelkv.SystemMongoDB:
 		return where + ": " + storeerr.MongoDB(err)
 	case role == dualwrite.RoleShadow:
-		return where + ": " + storeerr.ShortTopology(err.Error())
+		return where + ": " + mongokv.ShortTopology(err.Error())
 	case cmp.Or(system, otelkv.SystemCloudflareKV) == otelkv.SystemCloudflareKV:
 		return where + ": " + storeerr.WorkersKV(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
 
@@ -89,7 +89,7 @@ type claimDoc struct {
 }
 
 func boardErr(what string, err error) error {
-	return &mongoError{msg: fmt.Sprintf("%v: %s: %s", ErrBoard, what, storeerr.ShortTopology(err.Error())), errs: []error{ErrBoard, err}}
+	return &mongoError{msg: fmt.Sprintf("%v: %s: %s", ErrBoard, what, mongokv.ShortTopology(err.Error())), errs: []error{ErrBoard, err}}
 }
 
 // mongoError is a Board failure worded in one line (the driver's topology

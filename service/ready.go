@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/assembly"
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
-	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/service/admin"
 )
 
@@ -100,10 +100,10 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 	st := r.follower.Status()
 	switch {
 	case r.gate != nil && !r.gate.opened():
-		out = append(out, admin.Reason{General: whyStageless, Detail: "stage: unknown: " + whyNoStage + " (" + storeerr.ShortTopology(st.BoardErr) + ")"})
+		out = append(out, admin.Reason{General: whyStageless, Detail: "stage: unknown: " + whyNoStage + " (" + mongokv.ShortTopology(st.BoardErr) + ")"})
 	case st.Detached:
 		out = append(out, admin.Reason{General: whyBoard, Degraded: true,
-			Detail: "the control board cannot be read (" + storeerr.ShortTopology(st.BoardErr) + "): this instance runs " + st.Stage.String() +
+			Detail: "the control board cannot be read (" + mongokv.ShortTopology(st.BoardErr) + "): this instance runs " + st.Stage.String() +
 				", the last stage it ran, in which Workers KV is authoritative, and follows the stage document once it can read it"})
 	case !st.InSync():
 		lag := st.Lag

@@ -29,7 +29,7 @@ func WorkersKV(err error) string {
 	if errors.Is(err, kv.ErrUnavailable) {
 		return "unreachable (" + NetCause(err.Error(), "no answer") + ")"
 	}
-	return NetCause(err.Error(), ShortTopology(err.Error()))
+	return NetCause(err.Error(), mongokv.ShortTopology(err.Error()))
 }
 
 // workersKVHint names the setting a refusal points at.
@@ -158,9 +158,3 @@ func MongoHosts(uri string) string {
 	}
 	return rest
 }
-
-// ShortTopology replaces the MongoDB driver's topology description in an
-// error's text, a dump of every server's state, with its cause
-// (mongokv.ShortTopology): for the errors of clients that are not
-// mongokv's (the control board's) and for lines said to a person.
-func ShortTopology(msg string) string { return mongokv.ShortTopology(msg) }

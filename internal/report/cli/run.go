@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/internal/report"
-	"github.com/kvshadow/kvshadow/internal/storeerr"
 	"github.com/kvshadow/kvshadow/internal/telemetry"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
@@ -60,7 +60,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	err = run(ctx, o, stdout, stderr)
 	if err != nil && !errors.Is(err, ErrBelowParity) {
 		// One line per problem, each with the command's name.
-		for line := range strings.SplitSeq(storeerr.ShortTopology(err.Error()), "\n") {
+		for line := range strings.SplitSeq(mongokv.ShortTopology(err.Error()), "\n") {
 			fmt.Fprintf(stderr, "shadow-report: %s\n", line)
 		}
 	}
