@@ -138,7 +138,7 @@ func (cfg Config) read() (settings, error) {
 	if v := env(EnvStage); v != "" {
 		st, err := dualwrite.ParseStage(v)
 		if err != nil {
-			bad(EnvStage, "%q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", v)
+			bad(EnvStage, "%q: want one of %s", v, dualwrite.StageNames())
 		}
 		s.stage = st
 	}

@@ -58,8 +58,12 @@ func ParseStage(name string) (Stage, error) {
 			return Stage(i), nil
 		}
 	}
-	return Off, fmt.Errorf("%w: unknown stage %q (want one of %s)", ErrInvalidConfig, name, strings.Join(stageNames[:], ", "))
+	return Off, fmt.Errorf("%w: unknown stage %q (want one of %s)", ErrInvalidConfig, name, StageNames())
 }
+
+// StageNames is every stage's name, in migration order, comma-separated:
+// what a refusal of an unknown stage offers.
+func StageNames() string { return strings.Join(stageNames[:], ", ") }
 
 // MarshalText implements encoding.TextMarshaler, so a Stage works with
 // flag.TextVar and in JSON or YAML configuration.

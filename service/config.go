@@ -345,7 +345,7 @@ func parseStage(name string, demo bool) (dualwrite.Stage, error) {
 	}
 	s, err := dualwrite.ParseStage(name)
 	if err != nil {
-		return 0, usage("--stage %q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", name)
+		return 0, usage("--stage %q: want one of %s", name, dualwrite.StageNames())
 	}
 	return s, nil
 }

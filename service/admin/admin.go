@@ -242,7 +242,7 @@ func (h *Handler) putStage(w http.ResponseWriter, r *http.Request) {
 	}
 	to, err := dualwrite.ParseStage(req.Stage)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of off, dualwrite, shadow, handover, live, rampdown, complete", req.Stage))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown stage %q: want one of %s", req.Stage, dualwrite.StageNames()))
 		return
 	}
 	if to == dualwrite.Complete && !req.ConfirmIrreversible && h.cfg.Stager.Status().Document.Stage != dualwrite.Complete {
