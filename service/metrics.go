@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
@@ -45,25 +46,35 @@ const (
 // meterName is the instrumentation scope of the gauges.
 const meterName = "github.com/kvshadow/kvshadow/service"
 
-// watchInstance registers the gauges, read at each collection from the
-// readiness reasons and the follower's status; Unregister the result at
-// shutdown.
-func watchInstance(mp metric.MeterProvider, r *readiness) (metric.Registration, error) {
+// watch registers the gauges, read at each collection from the readiness
+// reasons, the follower's status, the memory budget and the MongoDB pool
+// (when there is one); Unregister the result at shutdown.
+func watch(mp metric.MeterProvider, r *readiness, mem *membudget.Budget, pool *mongokv.Pool) (metric.Registration, error) {
 	m := mp.Meter(meterName)
-	ready, err1 := m.Int64ObservableGauge(MetricReady, metric.WithUnit("{flag}"),
-		metric.WithDescription("1 while the instance is ready for traffic (GET /readyz answers 200), 0 while it is not."))
-	gen, err2 := m.Int64ObservableGauge(MetricGeneration, metric.WithUnit("{generation}"),
-		metric.WithDescription("The stage generation the instance runs."))
-	doc, err3 := m.Int64ObservableGauge(MetricDocumentGeneration, metric.WithUnit("{generation}"),
-		metric.WithDescription("The generation of the stage document as the instance last read it."))
-	reachable, err4 := m.Int64ObservableGauge(MetricStoreReachable, metric.WithUnit("{flag}"),
-		metric.WithDescription("1 while the store answers the readiness probe, 0 while it does not, per namespace and role (primary: Workers KV, shadow: MongoDB)."))
-	board, err5 := m.Int64ObservableGauge(MetricBoardReachable, metric.WithUnit("{flag}"),
-		metric.WithDescription("1 while the control board (the stage document in MongoDB) answers, 0 while it does not."))
-	for _, err := range []error{err1, err2, err3, err4, err5} {
-		if err != nil {
-			return nil, fmt.Errorf("service: %w", err)
-		}
+	var errs []error
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	ready := gauge(MetricReady, "{flag}", "1 while the instance is ready for traffic (GET /readyz answers 200), 0 while it is not.")
+	gen := gauge(MetricGeneration, "{generation}", "The stage generation the instance runs.")
+	doc := gauge(MetricDocumentGeneration, "{generation}", "The generation of the stage document as the instance last read it.")
+	reachable := gauge(MetricStoreReachable, "{flag}",
+		"1 while the store answers the readiness probe, 0 while it does not, per namespace and role (primary: Workers KV, shadow: MongoDB).")
+	board := gauge(MetricBoardReachable, "{flag}", "1 while the control board (the stage document in MongoDB) answers, 0 while it does not.")
+	inUse := gauge(MetricMemoryInUse, "By",
+		"Bytes held of the memory budget: bodies being read, values being answered, tee batches, copies waiting in the lanes.")
+	limit := gauge(MetricMemoryLimit, "By", "Bytes the requests may hold together: --memory-budget less the reserve the process keeps for itself.")
+	refused, err := m.Int64ObservableCounter(MetricMemoryRefused, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests for bytes the budget refused after its wait: each answered 503 with Retry-After."))
+	errs = append(errs, err)
+	open := gauge(MetricMongoConnectionsOpen, "{connection}",
+		"MongoDB connections this instance holds open, over all its driver clients (shadow and control board).")
+	checkedOut := gauge(MetricMongoConnectionsInUse, "{connection}",
+		"MongoDB connections checked out by an operation now, over all this instance's driver clients.")
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("service: %w", err)
 	}
 	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		st := r.follower.Status()
@@ -74,8 +85,16 @@ func watchInstance(mp metric.MeterProvider, r *readiness) (metric.Registration, 
 		for k, up := range r.reachable() {
 			o.ObserveInt64(reachable, oneIf(up), metric.WithAttributes(semconv.DBNamespace(k.namespace), otelkv.RoleKey.String(k.role.String())))
 		}
+		o.ObserveInt64(inUse, mem.InUse())
+		o.ObserveInt64(limit, mem.Limit())
+		o.ObserveInt64(refused, int64(mem.Refused()))
+		if pool != nil {
+			ps := pool.Stats()
+			o.ObserveInt64(open, ps.Open)
+			o.ObserveInt64(checkedOut, ps.InUse)
+		}
 		return nil
-	}, ready, gen, doc, reachable, board)
+	}, ready, gen, doc, reachable, board, inUse, limit, refused, open, checkedOut)
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -87,56 +106,4 @@ func oneIf(b bool) int64 {
 		return 1
 	}
 	return 0
-}
-
-// watchMemory registers the memory budget's gauges, read at each collection;
-// Unregister the result at shutdown.
-func watchMemory(mp metric.MeterProvider, b *membudget.Budget) (metric.Registration, error) {
-	m := mp.Meter(meterName)
-	inUse, err1 := m.Int64ObservableGauge(MetricMemoryInUse, metric.WithUnit("By"),
-		metric.WithDescription("Bytes held of the memory budget: bodies being read, values being answered, tee batches, copies waiting in the lanes."))
-	limit, err2 := m.Int64ObservableGauge(MetricMemoryLimit, metric.WithUnit("By"),
-		metric.WithDescription("Bytes the requests may hold together: --memory-budget less the reserve the process keeps for itself."))
-	refused, err3 := m.Int64ObservableCounter(MetricMemoryRefused, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests for bytes the budget refused after its wait: each answered 503 with Retry-After."))
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			return nil, fmt.Errorf("service: %w", err)
-		}
-	}
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(inUse, b.InUse())
-		o.ObserveInt64(limit, b.Limit())
-		o.ObserveInt64(refused, int64(b.Refused()))
-		return nil
-	}, inUse, limit, refused)
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	return reg, nil
-}
-
-// watchPool registers the MongoDB connection gauges, read at each
-// collection; Unregister the result at shutdown.
-func watchPool(mp metric.MeterProvider, p *mongokv.Pool) (metric.Registration, error) {
-	m := mp.Meter(meterName)
-	open, err1 := m.Int64ObservableGauge(MetricMongoConnectionsOpen, metric.WithUnit("{connection}"),
-		metric.WithDescription("MongoDB connections this instance holds open, over all its driver clients (shadow and control board)."))
-	inUse, err2 := m.Int64ObservableGauge(MetricMongoConnectionsInUse, metric.WithUnit("{connection}"),
-		metric.WithDescription("MongoDB connections checked out by an operation now, over all this instance's driver clients."))
-	for _, err := range []error{err1, err2} {
-		if err != nil {
-			return nil, fmt.Errorf("service: %w", err)
-		}
-	}
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		st := p.Stats()
-		o.ObserveInt64(open, st.Open)
-		o.ObserveInt64(inUse, st.InUse)
-		return nil
-	}, open, inUse)
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	return reg, nil
 }

@@ -133,23 +133,11 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	gate := newStageGate(follower, a.Gated)
 	ready := &readiness{fleet: fl, follower: follower, gate: gate}
 	ready.probe(ctx)
-	gauges, err := watchInstance(tel.MeterProvider, ready)
+	gauges, err := watch(tel.MeterProvider, ready, mem, b.Pool)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = gauges.Unregister() }()
-	memGauges, err := watchMemory(tel.MeterProvider, mem)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = memGauges.Unregister() }()
-	if b.Pool != nil {
-		poolGauges, err := watchPool(tel.MeterProvider, b.Pool)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = poolGauges.Unregister() }()
-	}
 
 	front, err := kvapi.New(kvapi.Config{Namespaces: fl.stores(), AccountID: c.Account, Token: c.secrets.token, Clock: o.clock,
 		FixedNamespaces: fixedNamespaces(c), Memory: mem, RefuseReserved: true,
