@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvshadow/kvshadow/clock"
@@ -23,33 +24,26 @@ type Failure struct {
 // off. Every method is safe to call while the server is serving, so a test
 // can turn a fault on between two requests.
 type Faults struct {
-	mu         sync.Mutex
-	latency    time.Duration
-	writeLimit bool
-	failNext   int
-	nextWith   Failure
-	failRate   float64
-	failDebt   float64 // failRate accumulated since the last failure
-	rateWith   Failure
-	window     time.Duration
-	emptyPages bool
+	latency    atomic.Int64 // a time.Duration
+	writeLimit atomic.Bool
+	window     atomic.Int64 // a time.Duration
+	emptyPages atomic.Bool
+
+	mu       sync.Mutex // guards the failures
+	failNext int
+	nextWith Failure
+	failRate float64
+	failDebt float64 // failRate accumulated since the last failure
+	rateWith Failure
 }
 
 // SetLatency delays every request by d (0 turns it off). The delay runs on
 // the server's clock, so under a fake clock a test advances it.
-func (f *Faults) SetLatency(d time.Duration) {
-	f.mu.Lock()
-	f.latency = max(d, 0)
-	f.mu.Unlock()
-}
+func (f *Faults) SetLatency(d time.Duration) { f.latency.Store(int64(max(d, 0))) }
 
 // SetWriteRateLimit turns on Workers KV's limit of one write per second per
 // key (429 with Retry-After; in a bulk write, unsuccessful_keys).
-func (f *Faults) SetWriteRateLimit(on bool) {
-	f.mu.Lock()
-	f.writeLimit = on
-	f.mu.Unlock()
-}
+func (f *Faults) SetWriteRateLimit(on bool) { f.writeLimit.Store(on) }
 
 // FailNext makes the next n requests fail with fail (n <= 0 cancels).
 func (f *Faults) FailNext(n int, fail Failure) {
@@ -72,53 +66,33 @@ func (f *Faults) SetFailureRate(rate float64, fail Failure) {
 
 // SetConsistencyWindow sets how long an edge location keeps serving what it
 // cached (0 turns eventual consistency off). See the package documentation.
-func (f *Faults) SetConsistencyWindow(d time.Duration) {
-	f.mu.Lock()
-	f.window = max(d, 0)
-	f.mu.Unlock()
-}
+func (f *Faults) SetConsistencyWindow(d time.Duration) { f.window.Store(int64(max(d, 0))) }
 
 // SetEmptyListPages makes every page of keys that is not the last come back
 // empty, with a cursor that resumes where it stood, as Workers KV may do.
 // The page after an empty one is served normally.
-func (f *Faults) SetEmptyListPages(on bool) {
-	f.mu.Lock()
-	f.emptyPages = on
-	f.mu.Unlock()
-}
+func (f *Faults) SetEmptyListPages(on bool) { f.emptyPages.Store(on) }
 
 // Reset turns every fault off.
 func (f *Faults) Reset() {
-	f.mu.Lock()
-	f.latency, f.writeLimit, f.window, f.emptyPages = 0, false, 0, false
-	f.failNext, f.nextWith, f.failRate, f.failDebt, f.rateWith = 0, Failure{}, 0, 0, Failure{}
-	f.mu.Unlock()
+	f.SetLatency(0)
+	f.SetWriteRateLimit(false)
+	f.SetConsistencyWindow(0)
+	f.SetEmptyListPages(false)
+	f.FailNext(0, Failure{})
+	f.SetFailureRate(0, Failure{})
 }
 
-func (f *Faults) consistencyWindow() time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.window
-}
+func (f *Faults) consistencyWindow() time.Duration { return time.Duration(f.window.Load()) }
 
-func (f *Faults) rateLimited() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writeLimit
-}
+func (f *Faults) rateLimited() bool { return f.writeLimit.Load() }
 
-func (f *Faults) emptyListPages() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.emptyPages
-}
+func (f *Faults) emptyListPages() bool { return f.emptyPages.Load() }
 
 // delay waits out the latency fault; it reports false when the request was
 // cancelled meanwhile.
 func (f *Faults) delay(ctx context.Context, clk clock.Clock) bool {
-	f.mu.Lock()
-	d := f.latency
-	f.mu.Unlock()
+	d := time.Duration(f.latency.Load())
 	return d <= 0 || clock.Sleep(ctx, clk, d) == nil
 }
 
