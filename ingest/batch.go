@@ -10,7 +10,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
 )
@@ -178,70 +177,9 @@ type wireKey struct {
 }
 
 func (k *wireKey) UnmarshalJSON(raw []byte) error {
-	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		// No escape: the literal is the key (the decoder checked the
-		// syntax already), one allocation.
-		k.s, k.invalid = string(raw[1:len(raw)-1]), !utf8.Valid(raw)
-		return nil
-	}
-	if err := json.Unmarshal(raw, &k.s); err != nil {
-		return err
-	}
-	k.invalid = !utf8.Valid(raw) || loneSurrogate(raw)
-	return nil
-}
-
-// loneSurrogate reports whether a JSON string literal escapes a UTF-16
-// surrogate that is not half of a pair.
-func loneSurrogate(raw []byte) bool {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		i++
-		if i >= len(raw) || raw[i] != 'u' {
-			continue
-		}
-		r, ok := hex4(raw[i+1:])
-		if !ok {
-			return false // json.Unmarshal refused it already
-		}
-		i += 4
-		switch {
-		case r >= 0xd800 && r < 0xdc00: // high: a low one must follow
-			if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
-				return true
-			}
-			lo, ok := hex4(raw[i+3:])
-			if !ok || lo < 0xdc00 || lo > 0xdfff {
-				return true
-			}
-			i += 6
-		case r >= 0xdc00 && r <= 0xdfff:
-			return true
-		}
-	}
-	return false
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	s, valid, err := kv.UnquoteKey(raw)
+	k.s, k.invalid = s, !valid
+	return err
 }
 
 func (wc wireCopy) check(now time.Time) (Copy, error) {

@@ -1,15 +1,12 @@
 package kvapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/membudget"
@@ -201,33 +198,15 @@ func decodeArray[T any](r *http.Request, max int, what string) ([]T, *apiError) 
 type bodyKey string
 
 func (k *bodyKey) UnmarshalJSON(raw []byte) error {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, valid, err := kv.UnquoteKey(raw)
+	if err != nil {
 		return err
 	}
-	// s is valid UTF-8 (encoding/json replaces what is not), so each
-	// U+FFFD in it is one rune.
-	if !utf8.Valid(raw) || countReplacements(raw) != strings.Count(s, "\uFFFD") {
+	if !valid {
 		return errorf(http.StatusBadRequest, CodeIllegalKey, "illegal key name: not valid UTF-8")
 	}
 	*k = bodyKey(s)
 	return nil
-}
-
-// countReplacements counts the U+FFFD the raw JSON string spells itself,
-// as UTF-8 or as an escape; any other U+FFFD after decoding stands for an
-// invalid byte or a lone surrogate.
-func countReplacements(raw []byte) int {
-	n := bytes.Count(raw, []byte("\uFFFD"))
-	for i := 0; i+6 <= len(raw); i++ {
-		if raw[i] == '\\' {
-			if bytes.EqualFold(raw[i:i+6], []byte(`\ufffd`)) {
-				n++
-			}
-			i++ // skip the escaped character, so that `\\ufffd` is text
-		}
-	}
-	return n
 }
 
 func (s *Server) keyList(keys []bodyKey) ([]string, *apiError) {
