@@ -48,6 +48,10 @@ func CheckLocal(r *http.Request) error {
 	return nil
 }
 
+// IsLoopback reports whether addr (host:port) is a loopback name or
+// address: what only this machine reaches.
+func IsLoopback(addr string) bool { return localHost(addr, "", false) }
+
 // localHost reports whether hostport is a loopback name or address, with
 // port (its scheme's default when it names none); port "" checks the name
 // alone.

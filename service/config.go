@@ -410,14 +410,7 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 // loopbackOnly refuses an address reachable from elsewhere.
 func loopbackOnly(addrs ...string) error {
 	for _, addr := range addrs {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return usage("address %q: %v", addr, err)
-		}
-		if host == "localhost" {
-			continue
-		}
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		if !kvapi.IsLoopback(addr) {
 			return usage("address %q: without tokens the service listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/internal/kvenv"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
@@ -105,8 +105,8 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	case o.failStatus < 500 || o.failStatus > 599:
 		return nil, usagef("-fail-status %d: want a 5xx status (500..599)", o.failStatus)
 	}
-	if err := loopbackOnly(o.addr); err != nil {
-		return nil, usageError{err}
+	if !kvapi.IsLoopback(o.addr) {
+		return nil, usagef("-addr %q: the emulator listens on loopback only (127.0.0.1, ::1 or localhost)", o.addr)
 	}
 	return &o, nil
 }
@@ -129,15 +129,10 @@ Flags:
 
 // token reads the client token from the file or the environment.
 func token(o *options, getenv func(string) string) (string, error) {
-	tok := strings.TrimSpace(getenv(EnvToken))
-	if o.tokenFile != "" {
-		raw, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			return "", fmt.Errorf("-token-file: %w", err)
-		}
-		tok = strings.TrimSpace(string(raw))
-	}
+	tok, err := kvenv.Secret(o.tokenFile, EnvToken, getenv)
 	switch {
+	case err != nil:
+		return "", fmt.Errorf("-token-file: %w", err)
 	case tok != "" && o.unauthenticated:
 		return "", usagef("-unauthenticated, but a token is set (%s or -token-file): choose one", EnvToken)
 	case tok == "" && !o.unauthenticated:
@@ -238,19 +233,4 @@ func printEnv(w io.Writer, base, account string, ids []string, withToken bool) {
 	if withToken {
 		fmt.Fprintf(w, "# and %s set to the emulator's token\n", cfkv.EnvAPIToken)
 	}
-}
-
-// loopbackOnly refuses an address that would be reachable from elsewhere.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("-addr %q: the emulator listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
-	}
-	return nil
 }
