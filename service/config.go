@@ -313,6 +313,15 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	return c, nil
 }
 
+// ids are the served namespaces' IDs, in order.
+func (c *Config) ids() []string {
+	ids := make([]string, len(c.Namespaces))
+	for i, ns := range c.Namespaces {
+		ids[i] = ns.ID
+	}
+	return ids
+}
+
 // checkMongoURI refuses a MONGODB_URI that is no connection string (a
 // "mongo://" typo), before any connect, without quoting it: it may hold a
 // password.

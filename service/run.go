@@ -55,20 +55,15 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
-	var cert, adminCert *tls.Certificate
-	if c.TLSCert != "" {
-		kp, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return usage("--tls-cert/--tls-key: %v", err)
-		}
-		cert, adminCert = &kp, &kp
+	frontTLS, err := tlsConfig(c.TLSCert, c.TLSKey, "--tls-cert/--tls-key")
+	if err != nil {
+		return err
 	}
+	adminTLS := frontTLS // the admin listener takes the front's certificate unless given its own
 	if c.AdminTLSCert != "" {
-		kp, err := tls.LoadX509KeyPair(c.AdminTLSCert, c.AdminTLSKey)
-		if err != nil {
-			return usage("--admin-tls-cert/--admin-tls-key: %v", err)
+		if adminTLS, err = tlsConfig(c.AdminTLSCert, c.AdminTLSKey, "--admin-tls-cert/--admin-tls-key"); err != nil {
+			return err
 		}
-		adminCert = &kp
 	}
 
 	// One memory budget for the whole process: the front's requests, the
@@ -170,7 +165,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 
 	serve := kvapi.ServeConfig{MaxConcurrent: c.MaxConcurrent, MaxPerClient: c.MaxPerClient, ClientKey: clientKey,
 		MinBodyRate: c.MinBodyRate, MaxConnections: c.MaxConnections, Logger: log,
-		ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
+		ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout, TLSConfig: frontTLS,
 		Unauthenticated: c.Unauthenticated, Wrap: func(api http.Handler) http.Handler { return gate.wrap(ops.wrap(api)) }}
 	if c.secrets.token != "" { // the tee sends the clients' token; ingest requires one
 		sink := &ingest.DualWrite{Stores: fl.store, Account: c.Account, Lease: c.TeeLease, Generation: func() uint64 { return follower.Status().Generation }}
@@ -183,9 +178,8 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		fl.tee.Store(th)
 	}
 	scheme := "http"
-	if cert != nil {
+	if frontTLS != nil {
 		scheme = "https"
-		serve.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
 	}
 	frontSrv, err := kvapi.NewHTTPServer(front, serve)
 	if err != nil {
@@ -195,10 +189,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	frontSrv.HTTP().ErrorLog = errorLog
 	adminSrv := &http.Server{Handler: adm, ReadHeaderTimeout: adminHeaderTimeout, ReadTimeout: adminTimeout,
 		WriteTimeout: adminTimeout, IdleTimeout: adminTimeout, MaxHeaderBytes: adminHeaderBytes, ErrorLog: errorLog}
-	adminScheme, adminServed := "http", kvapi.LimitListener(adminLn, adminMaxConnections, adminCert != nil, log)
-	if adminCert != nil {
-		adminScheme = "https"
-		adminServed = tls.NewListener(adminServed, &tls.Config{Certificates: []tls.Certificate{*adminCert}, MinVersion: tls.VersionTLS12})
+	adminScheme, adminServed := "http", kvapi.LimitListener(adminLn, adminMaxConnections, adminTLS != nil, log)
+	if adminTLS != nil {
+		adminScheme, adminServed = "https", tls.NewListener(adminServed, adminTLS)
 	}
 	served := make(chan error, 2)
 	go func() { served <- frontSrv.Serve(frontLn) }()
@@ -268,14 +261,23 @@ type settingsError struct{ lines []string }
 func (e *settingsError) Error() string { return strings.Join(e.lines, "\n") }
 func (e *settingsError) Unwrap() error { return ErrUsage }
 
+// tlsConfig is a listener's TLS with the certificate its flags name; nil
+// when they name none.
+func tlsConfig(cert, key, flags string) (*tls.Config, error) {
+	if cert == "" {
+		return nil, nil
+	}
+	kp, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, usage("%s: %v", flags, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, nil
+}
+
 // fixedNamespaces is what a client asking the front to create, rename or
 // delete a namespace is told.
 func fixedNamespaces(c *Config) string {
-	ids := make([]string, len(c.Namespaces))
-	for i, ns := range c.Namespaces {
-		ids[i] = ns.ID
-	}
-	return "kvshadow-proxy serves a fixed set of namespaces (" + strings.Join(ids, ", ") + ") and does not create, rename or delete them: " +
+	return "kvshadow-proxy serves a fixed set of namespaces (" + strings.Join(c.ids(), ", ") + ") and does not create, rename or delete them: " +
 		"manage namespaces in Cloudflare itself (wrangler without " + cfkv.EnvAPIBaseURL + "), then change the proxy's --namespace " +
 		"(or " + cfkv.EnvNamespaceID + ") and restart it"
 }
@@ -295,11 +297,7 @@ func shutdownTelemetry(t *telemetry.Telemetry) {
 }
 
 func printBanner(w io.Writer, c *Config, b *Backends, at Listening, st control.Status, gated bool) {
-	api, adminURL := at.API, at.Admin
-	ids := make([]string, len(c.Namespaces))
-	for i, ns := range c.Namespaces {
-		ids[i] = ns.ID
-	}
+	api, adminURL, ids := at.API, at.Admin, c.ids()
 	stage := fmt.Sprintf("stage %s (generation %d)", st.Stage, st.Generation)
 	if gated {
 		stage = "no stage until the stage document can be read (every call is answered 503 meanwhile)"
