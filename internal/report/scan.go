@@ -142,13 +142,14 @@ func sampled(key string, rate float64) bool {
 	return float64(x>>11) < rate*(1<<53)
 }
 
-// produce merges the two sides' listings of every range from start and
-// sends the batches; it returns when all are sent or ctx ends. Every send
-// first takes a slot of window, which the committer frees, so that batches
-// waiting for an earlier one to commit stay bounded.
+// produce merges the two sides' listings of every range from start, or
+// takes Scope.Keys, and sends the batches; it returns when all are sent or
+// ctx ends. Every send first takes a slot of window, which the committer
+// frees, so that batches waiting for an earlier one to commit stay bounded.
 func (e *engine) produce(ctx context.Context, start position, out chan<- *batch, window chan struct{}) (sent int, err error) {
-	seq := 0
-	send := func(b *batch) error {
+	b := newBatch(0)
+	// send sends b and starts the next batch.
+	send := func() error {
 		select {
 		case window <- struct{}{}:
 		case <-ctx.Done():
@@ -156,14 +157,36 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 		}
 		select {
 		case out <- b:
-			seq++
+			sent++
+			b = newBatch(sent)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	// add puts c in b, which then ends at pos, and sends b once full.
+	add := func(c candidate, pos position) error {
+		b.pos = pos
+		b.seen++
+		e.take(b, c)
+		if e.full(b) {
+			return send()
+		}
+		return nil
+	}
 	if e.cfg.Scope.KeyList > 0 {
-		return e.produceKeys(start, send)
+		// A key-list run's position is range 0 until the end, then the
+		// number of ranges, as a listing run's.
+		for _, k := range e.cfg.Scope.Keys {
+			if start.Range > 0 || start.After != "" && k <= start.After || !inRanges(k, e.ranges) {
+				continue
+			}
+			if err := add(candidate{key: k, inPrimary: true, inShadow: true, unlisted: true}, position{After: k}); err != nil {
+				return sent, err
+			}
+		}
+		b.pos = position{Range: len(e.ranges)}
+		return sent, send()
 	}
 	for r := start.Range; r < len(e.ranges); r++ {
 		prefix := e.ranges[r]
@@ -174,15 +197,14 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 		}
 		ps := newStream(e.primary, prefix, e.cfg.ListLimit, cursors[0], e.notice)
 		ss := newStream(e.shadow, prefix, e.cfg.ListLimit, cursors[1], e.notice)
-		b := newBatch(seq)
 		for {
 			pk, pok, err := ps.peek(ctx)
 			if err != nil {
-				return seq, err
+				return sent, err
 			}
 			sk, sok, err := ss.peek(ctx)
 			if err != nil {
-				return seq, err
+				return sent, err
 			}
 			if !pok && !sok {
 				break
@@ -199,52 +221,16 @@ func (e *engine) produce(ctx context.Context, start position, out chan<- *batch,
 			if after != "" && c.key <= after {
 				continue // committed before the checkpoint
 			}
-			b.pos = position{Range: r, After: c.key, Cursors: [2]string{ps.at, ss.at}}
-			b.seen++
-			e.take(b, c)
-			if e.full(b) {
-				if err := send(b); err != nil {
-					return seq, err
-				}
-				b = newBatch(seq)
+			if err := add(c, position{Range: r, After: c.key, Cursors: [2]string{ps.at, ss.at}}); err != nil {
+				return sent, err
 			}
 		}
 		b.pos = position{Range: r + 1}
-		if err := send(b); err != nil {
-			return seq, err
+		if err := send(); err != nil {
+			return sent, err
 		}
 	}
-	return seq, nil
-}
-
-// produceKeys sends the batches of a key-list run: Scope.Keys in order,
-// those a listing of the scope would reach, after start. Its position is
-// range 0 until the end, then the number of ranges, as a listing run's.
-func (e *engine) produceKeys(start position, send func(*batch) error) (int, error) {
-	seq := 0
-	b := newBatch(seq)
-	if start.Range == 0 {
-		for _, k := range e.cfg.Scope.Keys {
-			if start.After != "" && k <= start.After || !inRanges(k, e.ranges) {
-				continue
-			}
-			b.pos = position{After: k}
-			b.seen++
-			e.take(b, candidate{key: k, inPrimary: true, inShadow: true, unlisted: true})
-			if e.full(b) {
-				if err := send(b); err != nil {
-					return seq, err
-				}
-				seq++
-				b = newBatch(seq)
-			}
-		}
-	}
-	b.pos = position{Range: len(e.ranges)}
-	if err := send(b); err != nil {
-		return seq, err
-	}
-	return seq + 1, nil
+	return sent, nil
 }
 
 // full reports whether b is ready to send: a batch of keys to compare, or
