@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"math/big"
 	"slices"
@@ -162,10 +163,7 @@ func decodeJSON(raw []byte) (any, bool) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, false
 	}
-	if dec.More() {
-		return nil, false
-	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, false // trailing data after the document
 	}
 	return v, true

@@ -88,6 +88,8 @@ func TestJSONEqual(t *testing.T) {
 		{`"x"`, `"\u0078"`, true},
 		{`true`, `"true"`, false},
 		{`{"a":1}`, `{"a":1} {"a":1}`, false},
+		{`{"a":1}`, `{"a":1}}`, false}, // a closing bracket too many is not JSON
+		{`[1]`, `[1]]`, false},
 		{`{"a":1`, `{"a":1`, false},
 		{`1e999999999`, `1e999999998`, false},
 		{`1e999999999`, `1e999999999`, true},
