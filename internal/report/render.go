@@ -139,18 +139,11 @@ func digest(d compare.Digest) string {
 	if !d.Present {
 		return "-"
 	}
-	s := fmt.Sprintf("%dB #%s", d.Length, shortHash(d.Hash))
+	s := fmt.Sprintf("%dB #%s", d.Length, d.Hash[:min(len(d.Hash), 8)])
 	if !d.Expiration.IsZero() {
 		s += " exp " + d.Expiration.UTC().Format(time.RFC3339)
 	}
 	return s
-}
-
-func shortHash(h string) string {
-	if len(h) > 8 {
-		return h[:8]
-	}
-	return h
 }
 
 // scopeLine summarises the scope in one line.

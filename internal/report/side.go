@@ -47,6 +47,7 @@ type side struct {
 	clock     clock.Clock
 	limit     *budget.Limiter
 	budget    Budget
+	spent     Requests // asked of the store before the run
 	notice    func(format string, args ...any)
 
 	list, get, put, del, retried atomic.Int64
@@ -58,13 +59,8 @@ type side struct {
 func newSide(role Role, s Side, retries int, clk clock.Clock, notice func(string, ...any)) *side {
 	sd := &side{
 		role: role, name: s.Name, store: s.Store, bulkLimit: s.BulkLimit,
-		retries: retries, clock: clk, limit: budget.New(s.Budget, clk), budget: s.Budget, notice: notice,
+		retries: retries, clock: clk, limit: budget.New(s.Budget, clk), budget: s.Budget, spent: s.Spent, notice: notice,
 	}
-	sd.list.Store(s.Spent.List)
-	sd.get.Store(s.Spent.Get)
-	sd.put.Store(s.Spent.Put)
-	sd.del.Store(s.Spent.Delete)
-	sd.retried.Store(s.Spent.Retries)
 	for range s.Spent.List + s.Spent.Get + s.Spent.Put + s.Spent.Delete {
 		sd.limit.TryTake() // booked when there is room; they were made already
 	}
@@ -80,7 +76,7 @@ func (s *side) expiries() bool { return s.bulk != nil || s.entries != nil }
 
 func (s *side) requests() Requests {
 	r := Requests{List: s.list.Load(), Get: s.get.Load(), Put: s.put.Load(), Delete: s.del.Load(), Retries: s.retried.Load()}
-	r.Total = r.List + r.Get + r.Put + r.Delete
+	r.add(s.spent) // and sets Total
 	return r
 }
 
