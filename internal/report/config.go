@@ -227,10 +227,7 @@ func (cfg Config) normalized() (Config, error) {
 	c.Retries = orDefault(c.Retries, DefaultRetries)
 	c.MaxRecords = orDefault(c.MaxRecords, DefaultMaxRecords)
 	c.MinParity = orDefault(c.MinParity, 100)
-	if c.Repair.Authoritative == "" {
-		c.Repair.Authoritative = Primary
-	}
-	if _, err := ParseRole(string(c.Repair.Authoritative)); err != nil {
+	if c.Repair.Authoritative, err = ParseRole(cmp.Or(string(c.Repair.Authoritative), string(Primary))); err != nil {
 		return c, err
 	}
 	switch c.Truth.Source {

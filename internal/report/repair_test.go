@@ -61,24 +61,27 @@ func TestRepairApplyThenFullParity(t *testing.T) {
 	}
 }
 
+// The role is read as ParseRole reads it, whatever its case.
 func TestRepairFromTheShadow(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.config()
-	cfg.Repair = report.Repair{Enabled: true, Apply: true, Authoritative: report.Shadow}
-	r := run(t, cfg)
-	// missing_in_shadow x2 are deleted from the primary, extra is put there,
-	// value, json and ttl x2 are put there.
-	if rep := r.Repair; rep.Puts != 5 || rep.Deletes != 2 || rep.Verified != 7 {
-		t.Fatalf("repair = %+v", rep)
-	}
-	if _, err := f.primary.Get(context.Background(), "wordle:c"); err == nil {
-		t.Fatal("a key absent from the authoritative shadow survived in the primary")
-	}
-	if v, _ := f.primary.Get(context.Background(), "wordle:d"); string(v) != "SECRET-VALUE-3" {
-		t.Fatalf("primary value = %q", v)
-	}
-	if again := run(t, f.config()); again.Totals.Divergent != 0 {
-		t.Fatalf("a new scan: %+v", again.Totals)
+	for _, role := range []report.Role{report.Shadow, "Shadow"} {
+		f := newFixture(t)
+		cfg := f.config()
+		cfg.Repair = report.Repair{Enabled: true, Apply: true, Authoritative: role}
+		r := run(t, cfg)
+		// missing_in_shadow x2 are deleted from the primary, extra is put there,
+		// value, json and ttl x2 are put there.
+		if rep := r.Repair; rep.Puts != 5 || rep.Deletes != 2 || rep.Verified != 7 {
+			t.Fatalf("repair = %+v", rep)
+		}
+		if _, err := f.primary.Get(context.Background(), "wordle:c"); err == nil {
+			t.Fatal("a key absent from the authoritative shadow survived in the primary")
+		}
+		if v, _ := f.primary.Get(context.Background(), "wordle:d"); string(v) != "SECRET-VALUE-3" {
+			t.Fatalf("primary value = %q", v)
+		}
+		if again := run(t, f.config()); again.Totals.Divergent != 0 {
+			t.Fatalf("a new scan: %+v", again.Totals)
+		}
 	}
 }
 
