@@ -114,13 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = d.timeline(wctx)
 	stopWork()
 	wg.Wait()
-	if err != nil {
-		stopStatus()
-		sg.Wait()
-		return err
+	if err == nil {
+		st.event("workload stopped after %d operations; draining the lanes and repairing what is dirty", w.ops.Load())
+		err = settle(ctx, px, cfg)
 	}
-	st.event("workload stopped after %d operations; draining the lanes and repairing what is dirty", w.ops.Load())
-	err = settle(ctx, px, cfg)
 	stopStatus()
 	sg.Wait()
 	st.print()

@@ -42,15 +42,8 @@ func (s *status) event(format string, a ...any) {
 }
 
 func (s *status) loop(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.print()
-		}
+	for pause(ctx, time.Second) == nil {
+		s.print()
 	}
 }
 

@@ -1,11 +1,15 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/kvshadow/kvshadow/clock"
 )
 
 // startProgress writes the progress on cfg.Progress every ProgressEvery
@@ -16,24 +20,16 @@ func (e *engine) startProgress() (stop func()) {
 	if w == nil {
 		return func() {}
 	}
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			t := e.cfg.Clock.NewTimer(e.cfg.ProgressEvery)
-			select {
-			case <-quit:
-				t.Stop()
-				return
-			case <-t.C():
-			}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for clock.Sleep(ctx, e.cfg.Clock, e.cfg.ProgressEvery) == nil {
 			e.drawProgress(w)
 		}
-	}()
+	})
 	return func() {
-		close(quit)
-		<-done
+		cancel()
+		wg.Wait()
 		e.drawProgress(w)
 		if !e.cfg.ProgressLines {
 			fmt.Fprintln(w)
