@@ -2,8 +2,8 @@
 // the REST API with cloudflare-go v6. It imports only the SDK's kv and
 // option packages: the root package compiles every Cloudflare service.
 //
-// The SDK is used as designed: it builds every request (path, query,
-// authentication from option.WithAPIToken, its headers), sends it through
+// The SDK is used as designed: it builds every request (path, query, its
+// headers, the token's made once for option.WithHeader), sends it through
 // the Store's *http.Client, decodes the answers whose types carry what kv
 // needs (a list's keys, expiries, metadata and cursor; a bulk write's
 // unsuccessful keys) and types every refusal with an envelope as its

@@ -47,7 +47,9 @@ func New(cfg Config) (*Store, error) {
 	api := cf.NewNamespaceService(
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithAPIToken(cfg.APIToken),
+		// The token's header made once: the SDK's WithAPIToken makes it
+		// by fmt.Sprintf on every request, under a key to canonicalise.
+		option.WithHeader("Authorization", "Bearer "+cfg.APIToken),
 		option.WithMaxRetries(0), // ours are in retry.go
 		// No WithRequestTimeout: retry bounds each try by its context.
 	)

@@ -76,9 +76,11 @@ func TestSampledCopiesKeepTheirExemplars(t *testing.T) {
 
 // TestUntracedCopiesCostWhatNoObserverCosts holds that a copy's context
 // allocates with tracing off what it does with no observer at all
-// (NopObserver: the caller's values without its cancellation), and that an
-// unsampled span allocates nothing for its options: the same as a bare
-// Start (the span kind and the attributes cost four allocations a copy).
+// (NopObserver: the caller's values without its cancellation), that its
+// end then looks for no span (a failed Value through that context
+// allocates), and that an unsampled span allocates nothing for its
+// options: the same as a bare Start (the span kind and the attributes
+// cost four allocations a copy).
 func TestUntracedCopiesCostWhatNoObserverCosts(t *testing.T) {
 	ctx := context.Background()
 	off, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tracenoop.NewTracerProvider()))
@@ -87,6 +89,10 @@ func TestUntracedCopiesCostWhatNoObserverCosts(t *testing.T) {
 	}
 	if got := testing.AllocsPerRun(100, func() { _ = off.AsyncContext(ctx, dualwrite.OpPut) }); got > 1 {
 		t.Errorf("a copy's context with tracing off: %v allocations, want 1 (the caller's values without its cancellation)", got)
+	}
+	copyCtx := off.AsyncContext(t.Context(), dualwrite.OpPut)
+	if got := testing.AllocsPerRun(100, func() { off.OpDone(copyCtx, dualwrite.OpEvent{Op: dualwrite.OpPut}) }); got > 0 {
+		t.Errorf("a copy's end with tracing off: %v allocations, want none (no span to look for)", got)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	unsampled, err := dualwriteotel.New(dualwriteotel.WithTracerProvider(tp))

@@ -102,7 +102,13 @@ type async struct {
 
 type asyncKey struct{}
 
-func asyncOf(ctx context.Context) *async {
+// asyncOf is the span AsyncContext started in ctx, looked for only when
+// ctx holds a recording span: a search that fails reaches the caller's
+// context under context.WithoutCancel, whose Value allocates.
+func (o *Observer) asyncOf(ctx context.Context) *async {
+	if _, off := o.tracer.(tracenoop.Tracer); off || !trace.SpanFromContext(ctx).IsRecording() {
+		return nil
+	}
 	a, _ := ctx.Value(asyncKey{}).(*async)
 	return a
 }
@@ -150,7 +156,7 @@ func (o *Observer) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 	o.inst.asyncOps.Add(ctx, 1, set.add...)
 	o.inst.asyncDur.Record(ctx, e.Duration.Seconds(), set.rec...)
 	o.inst.asyncWait.Record(ctx, e.Waited.Seconds(), set.rec...)
-	a := asyncOf(ctx)
+	a := o.asyncOf(ctx)
 	if a == nil || !a.end() {
 		return
 	}
@@ -182,7 +188,7 @@ func (o *Observer) Dropped(ctx context.Context, e dualwrite.DropEvent) {
 		otelkv.RoleKey.String(e.Role.String()),
 		DropReasonKey.String(string(e.Reason)),
 	}
-	if a := asyncOf(ctx); a != nil {
+	if a := o.asyncOf(ctx); a != nil {
 		if a.end() {
 			a.span.SetAttributes(attrs...)
 			a.span.SetAttributes(BreakerStateKey.String(o.breakerState(e.Role)))
@@ -200,7 +206,7 @@ func (o *Observer) Dropped(ctx context.Context, e dualwrite.DropEvent) {
 func (o *Observer) Compared(ctx context.Context, e dualwrite.CompareEvent) {
 	set := o.inst.sets.get(mCompare, string(e.Kind), e.Namespace, "")
 	o.inst.comparisons.Add(ctx, 1, set.add...)
-	if a := asyncOf(ctx); a != nil {
+	if a := o.asyncOf(ctx); a != nil {
 		a.span.SetAttributes(KindKey.String(string(e.Kind)), semconv.DBNamespace(e.Namespace))
 	}
 }
@@ -219,7 +225,7 @@ func (o *Observer) Verified(ctx context.Context, e dualwrite.VerifyEvent) {
 func (o *Observer) Repaired(ctx context.Context, e dualwrite.RepairEvent) {
 	set := o.inst.sets.get(mRepair, string(e.Outcome), e.Namespace, "")
 	o.inst.repairs.Add(ctx, 1, set.add...)
-	if a := asyncOf(ctx); a != nil {
+	if a := o.asyncOf(ctx); a != nil {
 		a.span.SetAttributes(RepairOutcomeKey.String(string(e.Outcome)), semconv.DBNamespace(e.Namespace))
 	}
 }
