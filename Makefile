@@ -45,7 +45,7 @@ bot-bench: workers-deps
 # the tee in wrangler dev, the bridge in a second wrangler dev over the same
 # local KV data, kvshadow-proxy at the bridge, the embedded MongoDB-compatible
 # server; Ctrl-C gives the verdict. TEE_CHECK_FLAGS: -config, -binding,
-# -kv-id, -port, -stage (dualwrite, shadow, handover, live), -var NAME:VALUE.
+# -kv-id, -port, -stage (dualwrite, shadow, handover, live), -fence, -var NAME:VALUE.
 tee-check: workers-deps
 	@[ -n "$(BOT)" ] || { echo "make tee-check: BOT=path/to/your/worker is required"; exit 2; }
 	@cd tests && $(GO) build -o $(CURDIR)/bin/tee-check ./teecheck

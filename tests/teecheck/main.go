@@ -9,8 +9,10 @@
 // MongoDB-compatible server. Use the bot at the address it prints; it prints
 // the proxy's admin address and token, its counts as they change, and on
 // Ctrl-C a verdict: it exits 1 if a divergence was confirmed, naming each key
-// that differs (a handler that wrote the binding around the tee, or a write
-// the tee, the bridge or the proxy got wrong), and 2 on a usage mistake.
+// that differs, or if a handler wrote the binding around the tee, naming the
+// handler (for fetch, its method and path) and its keys (the Worker runs
+// under workers/teecheck/entry.js, which watches each invocation's writes to
+// the binding and the tee's copies of them), and 2 on a usage mistake.
 // (kvshadow-proxy --demo is no tee check: it compares the tee's copies with
 // its own emulated Workers KV, which the Worker never wrote.)
 package main

@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +33,14 @@ import (
 // divergence.
 var ErrConfirmed = errors.New("divergences were confirmed")
 
+// ErrAroundTee is the verdict of a check in which a handler of the bot wrote
+// its binding around the tee.
+var ErrAroundTee = errors.New("the bot wrote its binding around the tee")
+
+// excluded is the prefix of keys left out of the check: the JavaScript
+// bot's retry queue, as the guide excludes it.
+const excluded = "__retry:"
+
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("tee-check", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -40,6 +51,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.String("workers", "", "kvshadow's workers/ folder: the bridge, and the wrangler used when the bot has none (default ../workers from the tests module)")
 	port := fs.Int("port", 8787, "the bot's port")
 	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified), shadow (reads compared too), handover or live (every call through the proxy; the flip to live waits for the fence, about 65 s)")
+	fence := fs.Duration("fence", 0, "the proxy's --fence-interval, which the flip to live waits for, with its --tee-lease and --tee-invocation a quarter of it each (default: the proxy's, 65s, and 30s and 1s)")
 	var vars []string
 	fs.Func("var", "NAME:VALUE, more [vars] for the bot (repeatable)", func(s string) error {
 		if !strings.Contains(s, ":") {
@@ -49,7 +61,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	})
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: tee-check -bot DIR [flags]\n\nRuns your bot's Worker with the tee against kvshadow-proxy over the same local KV\ndata, as production does; Ctrl-C ends it with a verdict (exit 1 if a divergence\nwas confirmed). Your Worker's tee reads env.KVSHADOW_URL and env.KVSHADOW_TOKEN,\nwhich tee-check sets.\n\n")
+		fmt.Fprintf(out, "usage: tee-check -bot DIR [flags]\n\nRuns your bot's Worker with the tee against kvshadow-proxy over the same local KV\ndata, as production does; Ctrl-C ends it with a verdict (exit 1 if a divergence\nwas confirmed or a handler wrote its binding around the tee, each named). Your Worker's tee reads env.KVSHADOW_URL and env.KVSHADOW_TOKEN,\nwhich tee-check sets.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -59,23 +71,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	to, err := dualwrite.ParseStage(*stage)
-	if *bot == "" || err != nil || to < dualwrite.DualWrite || to > dualwrite.Live {
+	if *bot == "" || err != nil || to < dualwrite.DualWrite || to > dualwrite.Live || *fence < 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: -bot is required, and -stage is dualwrite, shadow, handover or live", errUsage)
+		return fmt.Errorf("%w: -bot is required, -stage is dualwrite, shadow, handover or live, and -fence not negative", errUsage)
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
 	}
-	if *kvID == "" {
-		if *kvID, err = bindingID(filepath.Join(*bot, *config), *binding); err != nil {
-			return err
-		}
+	botMain, id, err := botConfig(filepath.Join(*bot, *config), *binding, *kvID)
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "kvshadow-tee-check-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The bot's Worker as it is, each handler's writes to its binding
+	// watched (workers/teecheck/entry.js): who wrote around the tee.
+	entry, checker := filepath.Join(dir, "entry.js"), filepath.Join(*workers, "teecheck", "entry.js")
+	if checker, err = filepath.Abs(checker); err != nil {
+		return err
+	}
+	if err := os.WriteFile(entry, []byte(fmt.Sprintf("import * as bot from %q;\nimport { checked } from %q;\nexport * from %[1]q;\nexport default checked(bot.default);\n", botMain, checker)), 0o600); err != nil {
+		return err
+	}
 
 	mongo, err := mongotest.Start(ctx, mongotest.Config{IgnoreEnv: true})
 	if err != nil {
@@ -93,27 +113,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The bridge, over the bot's namespace ID, in the same persisted data.
 	bridgeCfg := filepath.Join(dir, "bridge.toml")
 	bridgeMain, _ := filepath.Abs(filepath.Join(*workers, "bridge", "worker.js"))
-	if err := os.WriteFile(bridgeCfg, []byte(fmt.Sprintf("name = \"kvshadow-bridge\"\nmain = %q\ncompatibility_date = \"2025-01-01\"\nkv_namespaces = [{ binding = \"KV\", id = %q }]\n", bridgeMain, *kvID)), 0o600); err != nil {
+	if err := os.WriteFile(bridgeCfg, []byte(fmt.Sprintf("name = \"kvshadow-bridge\"\nmain = %q\ncompatibility_date = \"2025-01-01\"\nkv_namespaces = [{ binding = \"KV\", id = %q }]\n", bridgeMain, id)), 0o600); err != nil {
 		return err
 	}
 	wrangler := wranglerFor(*bot, *workers)
-	bridge, err := startDev(ctx, wrangler, dir, []string{"dev", "-c", bridgeCfg, "--persist-to", persist, "--ip", "127.0.0.1", "--port", fmt.Sprint(bridgePort), "--inspector-port", fmt.Sprint(freePort()), "--var", "BRIDGE_TOKEN:" + bridgeToken})
+	bridge, err := startDev(ctx, wrangler, dir, []string{"dev", "-c", bridgeCfg, "--persist-to", persist, "--ip", "127.0.0.1", "--port", bridgePort, "--inspector-port", freePort(), "--var", "BRIDGE_TOKEN:" + bridgeToken})
 	if err != nil {
 		return err
 	}
 	defer bridge.stop()
-	bridgeURL := fmt.Sprintf("http://127.0.0.1:%d/client/v4/", bridgePort)
+	bridgeURL := "http://127.0.0.1:" + bridgePort + "/client/v4/"
 
 	env := map[string]string{
-		"CLOUDFLARE_ACCOUNT_ID": "local", "CLOUDFLARE_KV_NAMESPACE_ID": *kvID, "CLOUDFLARE_API_TOKEN": bridgeToken,
+		"CLOUDFLARE_ACCOUNT_ID": "local", "CLOUDFLARE_KV_NAMESPACE_ID": id, "CLOUDFLARE_API_TOKEN": bridgeToken,
 		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": proxytest.Token(),
 	}
 	if err := waitHTTP(ctx, bridgeURL, 2*time.Minute); err != nil {
 		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, []string{"--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
-		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", "__retry:"})
+	proxyFlags := []string{"--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
+		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", excluded}
+	if *fence > 0 {
+		proxyFlags = append(proxyFlags, "--fence-interval", fence.String(), "--tee-lease", (*fence / 4).String(), "--tee-invocation", (*fence / 4).String())
+	}
+	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, proxyFlags)
 	if err != nil {
 		return err
 	}
@@ -127,7 +151,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	// The user's Worker, its tee pointed at the proxy, in the same data.
-	devArgs := []string{"dev", "-c", *config, "--persist-to", persist, "--ip", "127.0.0.1", "--port", fmt.Sprint(*port), "--inspector-port", fmt.Sprint(freePort()),
+	devArgs := []string{"dev", entry, "-c", *config, "--var", "KVSHADOW_TEE_CHECK_BINDING:" + *binding, "--persist-to", persist, "--ip", "127.0.0.1", "--port", fmt.Sprint(*port), "--inspector-port", freePort(),
 		"--var", "KVSHADOW_URL:http://" + proxyAddr, "--var", "KVSHADOW_TOKEN:" + clientToken}
 	for _, v := range vars {
 		devArgs = append(devArgs, "--var", v)
@@ -141,12 +165,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := waitHTTP(ctx, botURL, 2*time.Minute); err != nil {
 		return fmt.Errorf("the bot's wrangler dev: %w", err)
 	}
-	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, proxyAddr, to, bridgeURL, *kvID)
-	primary, err := cfkv.New(cfkv.Config{AccountID: "local", NamespaceID: *kvID, APIToken: bridgeToken, BaseURL: bridgeURL, MaxRetries: -1})
+	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, proxyAddr, to, bridgeURL, id)
+	primary, err := cfkv.New(cfkv.Config{AccountID: "local", NamespaceID: id, APIToken: bridgeToken, BaseURL: bridgeURL, MaxRetries: -1})
 	if err != nil {
 		return err
 	}
-	return watch(ctx, adm, out, primary, mongo.URI())
+	return watch(ctx, adm, out, primary, mongo.URI(), &checkedBot{url: botURL, binding: *binding})
 }
 
 // errUsage marks a command line mistake: exit 2, as for every command.
@@ -173,8 +197,9 @@ func flip(ctx context.Context, adm *admin.Client, to dualwrite.Stage, out io.Wri
 
 // watch prints the proxy's counts as they change until ctx ends, then
 // lets the last copies settle and gives the verdict, naming each key that
-// differs in plain (it is the user's own machine).
-func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string) error {
+// differs in plain (it is the user's own machine) and each handler that
+// wrote around the tee.
+func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string, bot *checkedBot) error {
 	said := ""
 	for ctx.Err() == nil {
 		if line, err := counts(context.Background(), adm); err == nil && line != said {
@@ -186,40 +211,85 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 		case <-time.After(2 * time.Second):
 		}
 	}
-	// The last copies: sent 250 ms after an invocation's last write, then
-	// verified; at most 20 s.
+	// The last copies: sent after the invocations that wrote them are
+	// over, then verified; at most 20 s.
 	settle, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var st admin.StatsView
+	var seen watched
+	var werr error
 	for settle.Err() == nil {
 		var err error
-		if st, err = adm.Stats(settle); err == nil && st.Summary.Dirty == 0 && st.Summary.Unsettled == 0 && st.Total.Queued == 0 {
+		seen, werr = bot.ask(settle)
+		if st, err = adm.Stats(settle); werr == nil && seen.Running == 0 && err == nil && st.Summary.Dirty == 0 && st.Summary.Unsettled == 0 && st.Total.Queued == 0 {
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
 	line, err := counts(context.Background(), adm)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "tee-check: at the end: %s\n", line)
-	n, err := differ(out, primary, mongoURI)
+	if werr != nil {
+		return fmt.Errorf("the bot's Worker did not say which handlers wrote its binding: %w", werr)
+	}
+	handlers, keyBy := map[string][]string{}, map[string][]string{}
+	for _, a := range seen.Around {
+		if !strings.HasPrefix(a.Key, excluded) {
+			handlers[a.By] = append(handlers[a.By], a.Key)
+			keyBy[a.Key] = append(keyBy[a.Key], a.By)
+		}
+	}
+	n, err := differ(out, primary, mongoURI, keyBy)
 	if err != nil {
 		return fmt.Errorf("comparing the stores at the end: %w", err)
 	}
-	if n > 0 || st.Summary.Divergences.Confirmed > 0 {
-		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above; nothing was injected, so a handler wrote the binding around the tee, or the tee, the bridge or the proxy got a write wrong)",
-			ErrConfirmed, st.Summary.Divergences.Confirmed, n)
+	var who []string
+	for _, by := range slices.Sorted(maps.Keys(handlers)) {
+		fmt.Fprintf(out, "tee-check: %s writes env.%s directly, around the tee (no copy of its writes reached kvshadow-proxy): %s; wrap env.%[2]s with the tee in this handler as workers/README.md shows (The one line the bot changes)\n",
+			by, bot.binding, strings.Join(handlers[by], ", "))
+		who = append(who, fmt.Sprintf("%s (%s)", by, strings.Join(handlers[by], ", ")))
 	}
-	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed\n")
+	if len(who) > 0 {
+		return fmt.Errorf("%w: %s; %d divergences confirmed by the proxy, %d keys differ at the end", ErrAroundTee, strings.Join(who, "; "), st.Summary.Divergences.Confirmed, n)
+	}
+	if n > 0 || st.Summary.Divergences.Confirmed > 0 {
+		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above); no handler wrote env.%s around the tee, so the tee, the bridge or the proxy got a write wrong",
+			ErrConfirmed, st.Summary.Divergences.Confirmed, n, bot.binding)
+	}
+	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed, no write around the tee\n")
 	return nil
+}
+
+// checkedBot is the bot's Worker as tee-check runs it, its handlers
+// watched by workers/teecheck/entry.js.
+type checkedBot struct{ url, binding string }
+
+// watched is what the Worker says: how many of its invocations are not over
+// (their copies may be unsent), and the writes to its binding of which the
+// tee sent no copy, by invocation.
+type watched struct {
+	Running int
+	Around  []struct{ By, Key string }
+}
+
+func (b *checkedBot) ask(ctx context.Context) (w watched, err error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"__kvshadow/tee-check", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		defer resp.Body.Close()
+		err = json.NewDecoder(resp.Body).Decode(&w)
+	}
+	return w, err
 }
 
 // differ compares the Worker's local KV data with MongoDB key by key, as
 // shadow-report does, and names each key that differs, in plain (it is
-// the user's own machine), with what it means; it returns how many. A write
-// around the tee that nothing read is found so too.
-func differ(out io.Writer, primary kv.Store, mongoURI string) (int, error) {
+// the user's own machine), with what it means and the handlers that wrote
+// it around the tee (keyBy); it returns how many. A write around the tee
+// that nothing read is found so too.
+func differ(out io.Writer, primary kv.Store, mongoURI string, keyBy map[string][]string) (int, error) {
 	client, err := mongokv.NewClient(mongokv.ClientConfig{URI: mongoURI})
 	if err != nil {
 		return 0, err
@@ -230,22 +300,18 @@ func differ(out io.Writer, primary kv.Store, mongoURI string) (int, error) {
 		return 0, err
 	}
 	r, err := report.Run(context.Background(), report.Config{Primary: report.Side{Store: primary, Name: "Workers KV"}, Shadow: report.Side{Store: shadow, Name: "MongoDB"},
-		KeyPolicy: compare.KeyPlain, Scope: report.Scope{ExcludePrefixes: []string{"__retry:"}}})
+		KeyPolicy: compare.KeyPlain, Scope: report.Scope{ExcludePrefixes: []string{excluded}}})
 	if err != nil {
 		return 0, err
 	}
 	for _, d := range r.Divergences {
-		fmt.Fprintf(out, "tee-check: %s: %s: %s%s\n", d.Key, d.Kind, compare.Explain(d.Kind, compare.PrimaryAuthority).Meaning, around(d.Kind))
+		who := ""
+		if by := keyBy[d.Key]; len(by) > 0 {
+			who = "; written around the tee by " + strings.Join(by, ", ")
+		}
+		fmt.Fprintf(out, "tee-check: %s: %s: %s%s\n", d.Key, d.Kind, compare.Explain(d.Kind, compare.PrimaryAuthority).Meaning, who)
 	}
 	return len(r.Divergences), nil
-}
-
-// around says who wrote a key that Workers KV holds newer than MongoDB.
-func around(k compare.Kind) string {
-	if k == compare.MissingInShadow || k == compare.ValueMismatch {
-		return "; no copy of its last write reached the proxy: the handler that wrote it wrote around the tee (env.KV itself, not the kvshadowTee that wraps it)"
-	}
-	return ""
 }
 
 func counts(ctx context.Context, adm *admin.Client) (string, error) {
@@ -262,24 +328,35 @@ func counts(ctx context.Context, adm *admin.Client) (string, error) {
 		s.Stage, verified, st.Total.TeeReads, s.Unsettled, s.Dirty, s.Divergences.Confirmed, s.Divergences.Suspected), nil
 }
 
-// bindingID reads the namespace ID of the bot's KV binding from its
-// wrangler.toml (either form: kv_namespaces = [{...}] or [[kv_namespaces]]).
-func bindingID(path, binding string) (string, error) {
+// botConfig reads the bot's wrangler.toml: the absolute path of its main
+// module, and the namespace ID of its KV binding (either form:
+// kv_namespaces = [{...}] or [[kv_namespaces]]) unless id is given.
+func botConfig(path, binding, id string) (main, _ string, err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("the bot's config: %w (or give -kv-id)", err)
+		return "", "", fmt.Errorf("the bot's config: %w", err)
+	}
+	m := regexp.MustCompile(`(?m)^main\s*=\s*"([^"]+)"`).FindSubmatch(raw)
+	if m == nil {
+		return "", "", fmt.Errorf("%s names no main module", path)
+	}
+	if main, err = filepath.Abs(filepath.Join(filepath.Dir(path), string(m[1]))); err != nil {
+		return "", "", err
+	}
+	if id != "" {
+		return main, id, nil
 	}
 	entry := regexp.MustCompile(`(?s)\{[^}]*\}|\[\[kv_namespaces\]\][^\[]*`)
 	bind := regexp.MustCompile(`binding\s*=\s*"` + regexp.QuoteMeta(binding) + `"`)
-	id := regexp.MustCompile(`(?m)(?:^|[\s,{])id\s*=\s*"([^"]+)"`)
+	idRE := regexp.MustCompile(`(?m)(?:^|[\s,{])id\s*=\s*"([^"]+)"`)
 	for _, e := range entry.FindAllString(string(raw), -1) {
 		if bind.MatchString(e) {
-			if m := id.FindStringSubmatch(e); m != nil {
-				return m[1], nil
+			if m := idRE.FindStringSubmatch(e); m != nil {
+				return main, m[1], nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%s binds no KV namespace as %q (give -binding or -kv-id)", path, binding)
+	return "", "", fmt.Errorf("%s binds no KV namespace as %q (give -binding or -kv-id)", path, binding)
 }
 
 // wranglerFor is the bot's own wrangler when it has one, else kvshadow's.
@@ -338,13 +415,8 @@ func waitHTTP(ctx context.Context, url string, d time.Duration) error {
 	}
 }
 
-func freePort() int {
-	a, err := proxytest.FreeAddr()
-	if err != nil {
-		return 0
-	}
+func freePort() string {
+	a, _ := proxytest.FreeAddr()
 	_, p, _ := net.SplitHostPort(a)
-	var n int
-	fmt.Sscan(p, &n)
-	return n
+	return p
 }

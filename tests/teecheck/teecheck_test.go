@@ -25,93 +25,33 @@ import (
 // kvshadow-proxy --demo, which compares with an emulator the Worker never
 // wrote, every copy is a divergence.) The copies verified are counted, so
 // that a check in which no copy arrived cannot pass. In every stage it
-// offers, and it prints the admin API's address and token; a handler that
-// writes its binding around the tee fails it, the key named in plain.
+// offers, and it prints the admin API's address and token.
 func TestTeeCheckConfirmsNoneOfTheWorkersWrites(t *testing.T) {
 	// Every stage it offers: in handover and live every call goes through
-	// the proxy.
+	// the proxy. The fence, which the flip to live waits for, shortened.
 	for _, stage := range []string{"shadow", "handover", "live"} {
 		t.Run(stage, func(t *testing.T) { teeCheck(t, stage) })
 	}
 }
 
 func teeCheck(t *testing.T, stage string) {
-	workers, _ := filepath.Abs(filepath.Join("..", "..", "workers"))
-	if _, err := os.Stat(filepath.Join(workers, "node_modules", "wrangler")); err != nil {
-		t.Fatal("workers/node_modules lacks wrangler: run make workers-deps")
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	port := freePort()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-bot", filepath.Join(workers, "test", "realbot"), "-workers", workers, "-port", strconv.Itoa(port), "-stage", stage,
-			"-var", "KVSHADOW_TEE:1", "-var", "DUAL_WRITE:0", "-var", "KVSHADOW_SAMPLE:0.5"}, pw)
-		_ = pw.Close()
-	}()
-	var out syncbuf.Buffer // the reader below writes it while the test reads it
-	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
-		fmt.Fprintln(&out, lines.Text())
-		if strings.Contains(lines.Text(), "the bot at") {
-			break
-		}
-	}
-	go func() {
-		for lines.Scan() {
-			fmt.Fprintln(&out, lines.Text())
-		}
-	}()
-	bot := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	c := startCheck(t, "realbot", "-stage", stage, "-fence", "4s", "-var", "KVSHADOW_TEE:1", "-var", "DUAL_WRITE:0", "-var", "KVSHADOW_SAMPLE:0.5")
 	keys := map[string]bool{} // verification is per key: its last copy
 	for seq := range 24 {
 		body := fmt.Sprintf(`{"seq":%d,"user":"u%d","guess":"crane","trade":%s}`, seq, seq%6, map[bool]string{true: `"BTC"`, false: "null"}[seq%3 == 0])
-		resp, err := http.Post(bot, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatalf("the bot: %v\n%s", err, out.String())
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("the bot answered %d: %s", resp.StatusCode, b)
-		}
 		var answer struct {
 			Written [][2]*string `json:"written"`
 		}
-		if err := json.Unmarshal(b, &answer); err != nil {
+		if err := json.Unmarshal([]byte(c.call(http.MethodPost, "", body)), &answer); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range answer.Written {
 			keys[*w[0]] = true
 		}
 	}
-	time.Sleep(2 * time.Second) // the tee's last copies leave 250 ms after the last write
-	if stage == "shadow" {
-		// A handler that writes its binding around the tee: no copy is
-		// sent, and nothing reads the key.
-		resp, err := http.Post(bot, "application/json", strings.NewReader(`{"around":["wordle:around","v"]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	cancel()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("tee-check did not end\n%s", out.String())
-	}
-	time.Sleep(100 * time.Millisecond)
-	got := out.String()
-	if stage == "shadow" {
-		// The check fails naming the key in plain, and who wrote it.
-		if !errors.Is(err, ErrConfirmed) || !strings.Contains(got, "tee-check: wordle:around: missing_in_shadow: ") || !strings.Contains(got, "wrote around the tee") {
-			t.Fatalf("a write around the tee: %v\n%s", err, got)
-		}
-		err = nil
-	}
+	// Ended right after the last answer: the check waits for the
+	// invocations' copies itself.
+	got, err := c.end()
 	if err != nil {
 		t.Fatalf("tee-check: %v\n%s", err, got)
 	}
@@ -122,11 +62,118 @@ func teeCheck(t *testing.T, stage string) {
 	if verified, _ := strconv.Atoi(end[1]); verified < len(keys) {
 		t.Errorf("%s keys' copies verified of %d keys written: the tee's copies did not reach the proxy\n%s", end[1], len(keys), got)
 	}
-	if end[2] != "0" || (stage != "shadow") != strings.Contains(got, "OK: no divergence confirmed") || !strings.Contains(got, "stage="+stage) {
+	if end[2] != "0" || !strings.Contains(got, "OK: no divergence confirmed") || !strings.Contains(got, "stage="+stage) {
 		t.Errorf("divergences confirmed=%s, or not in %s\n%s", end[2], stage, got)
 	}
 	if !regexp.MustCompile(`export ADMIN=http://127\.0\.0\.1:[0-9]+/ KVSHADOW_ADMIN_TOKEN=\S+`).MatchString(got) {
 		t.Errorf("no admin address and token to try the stages with:\n%s", got)
+	}
+}
+
+// A Worker whose handlers all write through the tee but one
+// (workers/test/aroundbot: POST /reset writes env.KV itself): the check
+// fails naming that handler, its request and the key, and what to change,
+// and no other handler; the key that differs is put down to it too.
+func TestTeeCheckNamesTheHandlerThatWroteAroundTheTee(t *testing.T) {
+	c := startCheck(t, "aroundbot")
+	c.call(http.MethodPost, "alice", "5")
+	c.call(http.MethodPost, "bob", "7")
+	c.call(http.MethodDelete, "bob", "")
+	c.call(http.MethodGet, "cdn-cgi/handler/scheduled?cron=*/5+*+*+*+*", "")
+	c.call(http.MethodPost, "reset", "")
+	got, err := c.end()
+	if !errors.Is(err, ErrAroundTee) {
+		t.Fatalf("a handler that writes around the tee: %v, want ErrAroundTee\n%s", err, got)
+	}
+	for _, want := range []string{
+		"tee-check: fetch POST /reset writes env.KV directly, around the tee (no copy of its writes reached kvshadow-proxy): score:all; wrap env.KV with the tee in this handler as workers/README.md shows",
+		"tee-check: score:all: missing_in_shadow: ",
+		"; written around the tee by fetch POST /reset\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the output lacks %q\n%s", want, got)
+		}
+	}
+	if !strings.Contains(err.Error(), "fetch POST /reset (score:all)") {
+		t.Errorf("the verdict names no handler: %v", err)
+	}
+	if n := strings.Count(got, "around the tee"); n != 2 || strings.Contains(got, "scheduled (") || strings.Contains(got, "/alice") {
+		t.Errorf("%d lines of writes around the tee, or a handler named that used the tee\n%s", n, got)
+	}
+	if v := regexp.MustCompile(`at the end: .*copies verified=([0-9]+) `).FindStringSubmatch(got); v == nil || atoi(v[1]) < 3 {
+		t.Errorf("want 3 keys' copies verified at least (score:alice, score:bob, round by the cron)\n%s", got)
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// check is one run of tee-check, driven as a user does.
+type check struct {
+	t    *testing.T
+	bot  string
+	out  *syncbuf.Buffer
+	stop context.CancelFunc
+	done chan error
+	read chan struct{}
+}
+
+// startCheck runs tee-check on workers/test/<bot> with args, and waits
+// until it says where the bot is.
+func startCheck(t *testing.T, bot string, args ...string) *check {
+	workers, _ := filepath.Abs(filepath.Join("..", "..", "workers"))
+	if _, err := os.Stat(filepath.Join(workers, "node_modules", "wrangler")); err != nil {
+		t.Fatal("workers/node_modules lacks wrangler: run make workers-deps")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	port := freePort()
+	pr, pw := io.Pipe()
+	c := &check{t: t, bot: "http://127.0.0.1:" + port + "/", out: &syncbuf.Buffer{}, stop: cancel, done: make(chan error, 1), read: make(chan struct{})}
+	go func() {
+		c.done <- run(ctx, append([]string{"-bot", filepath.Join(workers, "test", bot), "-workers", workers, "-port", port}, args...), pw)
+		_ = pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		fmt.Fprintln(c.out, lines.Text())
+		if strings.Contains(lines.Text(), "the bot at") {
+			break
+		}
+	}
+	go func() {
+		defer close(c.read)
+		for lines.Scan() {
+			fmt.Fprintln(c.out, lines.Text())
+		}
+	}()
+	return c
+}
+
+// call sends one request to the bot and returns its answer, which must be 200.
+func (c *check) call(method, path, body string) string {
+	req, _ := http.NewRequest(method, c.bot+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("the bot: %v\n%s", err, c.out.String())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("the bot answered %s %s with %d: %s", method, path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// end is Ctrl-C: the verdict, and all that tee-check printed.
+func (c *check) end() (string, error) {
+	c.stop()
+	select {
+	case err := <-c.done:
+		<-c.read
+		return c.out.String(), err
+	case <-time.After(2 * time.Minute):
+		c.t.Fatalf("tee-check did not end\n%s", c.out.String())
+		return "", nil
 	}
 }
 

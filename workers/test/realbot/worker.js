@@ -102,11 +102,6 @@ export default {
       return Response.json(t);
     }
     totals.invocations++;
-    if (body.around) {
-      // tee-check's test: a handler that writes its binding around the tee
-      await env.KV.put(body.around[0], body.around[1]);
-      return Response.json({ written: [body.around] });
-    }
     const fetches = { n: 0 };
     const e = invocationEnv(env, ctx, fetches);
     try {
