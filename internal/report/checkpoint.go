@@ -1,7 +1,6 @@
 package report
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -69,12 +68,6 @@ func fingerprint(c Config, ranges []string) string {
 	})
 	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:])
-}
-
-func randomSecret() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return b
 }
 
 // resume loads the checkpoint, when one exists, into e.

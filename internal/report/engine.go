@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -98,7 +99,8 @@ func (e *engine) hmacSecret() []byte {
 		return e.cfg.Secret
 	}
 	if e.secret == nil {
-		e.secret = randomSecret()
+		e.secret = make([]byte, 32)
+		_, _ = rand.Read(e.secret) // crypto/rand.Read never fails (Go 1.24+)
 	}
 	return e.secret
 }

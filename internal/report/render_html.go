@@ -19,7 +19,7 @@ var htmlSource string
 // keys included.
 var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"group":     group,
-	"keys":      keysText,
+	"keys":      func(n int64) string { return plural(n, "key") },
 	"printable": printable,
 	"digest":    digest,
 }).Parse(htmlSource))
@@ -151,14 +151,6 @@ type column struct {
 	Name, Class string
 }
 
-// keysText is "1 key", "1,234 keys".
-func keysText(n int64) string {
-	if n == 1 {
-		return "1 key"
-	}
-	return group(n) + " keys"
-}
-
 // notAgreeing is a module's keys that count against parity.
 func notAgreeing(c Counts) int64 { return c.Compared - c.agreeing() }
 
@@ -210,7 +202,7 @@ func kindChart(k KindCounts, compared int64) ([]kindBar, axis) {
 	for _, kind := range chartKinds {
 		largest = max(largest, share(k[kind], compared))
 	}
-	ax := newAxis(largest, "share of the "+keysText(compared)+" compared")
+	ax := newAxis(largest, "share of the "+plural(compared, "key")+" compared")
 	var bars []kindBar
 	for _, kind := range chartKinds {
 		if n := k[kind]; n > 0 {
