@@ -63,19 +63,12 @@ func (b budgetFlag) Set(v string) error {
 	return nil
 }
 
-// Environment variables the command reads besides Cloudflare's and
-// MONGODB_URI. Secrets come from the environment only: flags show in ps.
-const (
-	EnvMongoURI = kvenv.MongoURI // the names are kvenv's, which kvshadow-proxy and botkv read too
-	EnvMongoDB  = kvenv.MongoDB
-	// EnvSecret is the proxy's key secret: one secret for both, so that a
-	// key hashed in a report is the key hashed in the proxy's /dirty, its
-	// logs and its spans, and the same from one run to the next.
-	EnvSecret = kvenv.KeySecret
-	// EnvReportSecret is the name the report read before it shared the
-	// proxy's; still read, and refused when it disagrees with EnvSecret.
-	EnvReportSecret = "KVSHADOW_REPORT_SECRET"
-)
+// envReportSecret is the name the report read before it shared the proxy's
+// key secret (kvenv.KeySecret: one secret for both, so that a key hashed in
+// a report is the key hashed in the proxy's /dirty, its logs and its spans,
+// and the same from one run to the next); still read, and refused when it
+// disagrees. Secrets come from the environment only: flags show in ps.
+const envReportSecret = "KVSHADOW_REPORT_SECRET"
 
 // parse reads args and the environment. A usage error wraps errUsage.
 func parse(args []string, getenv func(string) string) (*options, error) {
@@ -144,15 +137,15 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	o.cfNamespace = cmp.Or(o.cfNamespace, cf.NamespaceID)
 	o.cfBaseURL = cmp.Or(o.cfBaseURL, cf.BaseURL)
 	o.cfToken = cf.APIToken
-	o.mongoURI = strings.TrimSpace(getenv(EnvMongoURI))
+	o.mongoURI = strings.TrimSpace(getenv(kvenv.MongoURI))
 	// The bot's MongoKVStore opens "miti99bot" whatever its URI says; the
 	// report reads what the bot reads. connect warns when the URI names
 	// another database.
 	o.mongoDB = kvenv.Database(o.mongoDB, getenv)
-	secret := getenv(EnvSecret)
-	if old := getenv(EnvReportSecret); old != "" {
+	secret := getenv(kvenv.KeySecret)
+	if old := getenv(envReportSecret); old != "" {
 		if secret != "" && secret != old {
-			return nil, usage("%s and %s are both set and differ: keep one (%s, the proxy's), so that hashed keys agree with the proxy's", EnvSecret, EnvReportSecret, EnvSecret)
+			return nil, usage("%s and %s are both set and differ: keep one (%s, the proxy's), so that hashed keys agree with the proxy's", kvenv.KeySecret, envReportSecret, kvenv.KeySecret)
 		}
 		secret = old
 	}
