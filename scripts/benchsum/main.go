@@ -24,14 +24,12 @@ import (
 	"text/tabwriter"
 )
 
-type diffs []string
-
-func (d *diffs) String() string     { return strings.Join(*d, ",") }
-func (d *diffs) Set(v string) error { *d = append(*d, v); return nil }
-
 func main() {
-	var pairs diffs
-	flag.Var(&pairs, "diff", "A=B: also print A's metrics less B's, run by run (repeatable)")
+	var pairs []string
+	flag.Func("diff", "A=B: also print A's metrics less B's, run by run (repeatable)", func(v string) error {
+		pairs = append(pairs, v)
+		return nil
+	})
 	flag.Parse()
 	if err := run(flag.Args(), pairs); err != nil {
 		fmt.Fprintln(os.Stderr, "benchsum:", err)
@@ -39,7 +37,7 @@ func main() {
 	}
 }
 
-func run(inputs []string, pairs diffs) error {
+func run(inputs []string, pairs []string) error {
 	set := newResults()
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
