@@ -196,12 +196,8 @@ func (cfg Config) normalized() (Config, error) {
 	}
 	c.Primary.Name = cmp.Or(c.Primary.Name, string(Primary))
 	c.Shadow.Name = cmp.Or(c.Shadow.Name, string(Shadow))
-	if c.Primary.Budget == (Budget{}) {
-		c.Primary.Budget = DefaultBudget
-	}
-	if c.Shadow.Budget == (Budget{}) {
-		c.Shadow.Budget = Budget{Requests: -1}
-	}
+	c.Primary.Budget = cmp.Or(c.Primary.Budget, DefaultBudget)
+	c.Shadow.Budget = cmp.Or(c.Shadow.Budget, Budget{Requests: -1})
 	for _, s := range []*Side{&c.Primary, &c.Shadow} {
 		if s.Budget.Requests > 0 && s.Budget.Per <= 0 {
 			return c, fmt.Errorf("%w: %s budget of %d requests needs a positive period", ErrConfig, s.Name, s.Budget.Requests)
@@ -230,9 +226,7 @@ func (cfg Config) normalized() (Config, error) {
 	if c.Repair.Authoritative, err = ParseRole(cmp.Or(string(c.Repair.Authoritative), string(Primary))); err != nil {
 		return c, err
 	}
-	switch c.Truth.Source {
-	case "", TruthStage, TruthForced, TruthFlag, TruthDefault:
-	default:
+	if !slices.Contains([]TruthSource{"", TruthStage, TruthForced, TruthFlag, TruthDefault}, c.Truth.Source) {
 		return c, fmt.Errorf("%w: truth source %q", ErrConfig, c.Truth.Source)
 	}
 	if c.Repair.Apply && !c.Repair.Enabled {
@@ -259,9 +253,7 @@ func (cfg Config) normalized() (Config, error) {
 	case c.ProgressEvery == 0:
 		c.ProgressEvery = time.Second
 	}
-	if c.ExpectedKeys == 0 {
-		c.ExpectedKeys = int64(c.Scope.KeyList)
-	}
+	c.ExpectedKeys = cmp.Or(c.ExpectedKeys, int64(c.Scope.KeyList))
 	c.Clock = clock.OrReal(c.Clock)
 	return c, nil
 }
@@ -269,10 +261,7 @@ func (cfg Config) normalized() (Config, error) {
 // normalized validates the scope and sorts its lists, so that two equal
 // scopes fingerprint alike.
 func (s Scope) normalized() (Scope, error) {
-	out := Scope{SampleRate: s.SampleRate}
-	if out.SampleRate == 0 {
-		out.SampleRate = 1
-	}
+	out := Scope{SampleRate: cmp.Or(s.SampleRate, 1)}
 	if !(out.SampleRate > 0 && out.SampleRate <= 1) {
 		return out, fmt.Errorf("%w: sample rate %g outside (0, 1]", ErrConfig, s.SampleRate)
 	}
