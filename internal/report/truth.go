@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kvshadow/kvshadow/compare"
@@ -46,12 +47,8 @@ func (e *engine) truth() Truth {
 	if t.Side == Shadow {
 		t.Store = e.shadow.name
 	}
-	if t.Source == "" {
-		t.Source = TruthDefault
-	}
-	if t.Reason == "" {
-		t.Reason = fmt.Sprintf("%s is authoritative as configured", t.Side)
-	}
+	t.Source = cmp.Or(t.Source, TruthDefault)
+	t.Reason = cmp.Or(t.Reason, fmt.Sprintf("%s is authoritative as configured", t.Side))
 	return t
 }
 

@@ -152,10 +152,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	c.Secret = []byte(secret)
 
 	var err error
-	if format == "" {
-		format = formatOf(o.out)
-	}
-	if o.format, err = report.ParseFormat(format); err != nil {
+	if o.format, err = report.ParseFormat(cmp.Or(format, formatOf(o.out))); err != nil {
 		return nil, usage("--format %q: want table, json, markdown or html", format)
 	}
 	if c.KeyPolicy, err = compare.ParseKeyPolicy(keys); err != nil {
