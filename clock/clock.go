@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -140,11 +141,9 @@ func (t *fakeTimer) C() <-chan time.Time { return t.c }
 func (t *fakeTimer) Stop() bool {
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
-	for i, x := range t.f.timers {
-		if x == t {
-			t.f.timers = append(t.f.timers[:i], t.f.timers[i+1:]...)
-			return true
-		}
+	i := slices.Index(t.f.timers, t)
+	if i >= 0 {
+		t.f.timers = slices.Delete(t.f.timers, i, i+1)
 	}
-	return false
+	return i >= 0
 }

@@ -30,10 +30,9 @@ const (
 const opBulkGet = "bulk get"
 
 // GetMany implements kv.BulkGetter: one request per 100 distinct keys, with
-// their expirations and metadata. An answer past 25 MiB is an error matching
-// kv.ErrTooLarge (kv.ReadSplit asks again in smaller pieces). A value that
-// comes back holding U+FFFD is read again with a plain get, so that every
-// value is returned byte for byte.
+// their expirations and metadata, each value byte for byte (exactValue). An
+// answer past 25 MiB is an error matching kv.ErrTooLarge (kv.ReadSplit asks
+// again in smaller pieces).
 func (s *Store) GetMany(ctx context.Context, keys []string) ([]kv.Entry, error) {
 	if err := kv.ValidateKeys(keys); err != nil {
 		return nil, err

@@ -26,8 +26,7 @@ const minAPILimit = 10
 // for offset+limit keys so that the page still holds limit new ones, and
 // skips the keys up to the last one returned. Skipping by key rather than
 // by count keeps the cursor right while keys are added or deleted before it.
-// An empty page with a cursor is not the end: List returns it as a short
-// page with Done false (the SDK's auto-pager stops there and loses the rest).
+// An empty page with a cursor is not the end (the package doc).
 func (s *Store) List(ctx context.Context, opts kv.ListOptions) (kv.ListResult, error) {
 	limit, err := kv.ValidateListOptions(opts)
 	if err != nil {

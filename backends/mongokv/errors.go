@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
@@ -122,14 +123,7 @@ func unreachable(err error) bool {
 		return true
 	}
 	var se mongo.ServerError
-	if errors.As(err, &se) {
-		for _, code := range notPrimaryCodes {
-			if se.HasErrorCode(code) {
-				return true
-			}
-		}
-	}
-	return false
+	return errors.As(err, &se) && slices.ContainsFunc(notPrimaryCodes, se.HasErrorCode)
 }
 
 // notPrimaryCodes are the server's codes for "not now": shutting down,

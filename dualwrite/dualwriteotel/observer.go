@@ -1,6 +1,7 @@
 package dualwriteotel
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 
@@ -166,10 +167,7 @@ func (o *Observer) OpDone(ctx context.Context, e dualwrite.OpEvent) {
 		BreakerStateKey.String(o.breakerState(e.Role)),
 	)
 	if e.Outcome != dualwrite.OutcomeOK {
-		class := e.ErrorClass
-		if class == "" {
-			class = string(e.Outcome)
-		}
+		class := cmp.Or(e.ErrorClass, string(e.Outcome))
 		a.span.SetAttributes(semconv.ErrorTypeKey.String(class))
 		a.span.SetStatus(codes.Error, class)
 	}

@@ -1,6 +1,7 @@
 package dualwriteotel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,10 +69,7 @@ func NewStore(cfg dualwrite.Config, tcfg Config, opts ...Option) (*Store, error)
 	}
 	obs.stage.Store(uint32(cfg.Stage))
 	wrap := func(s kv.Store, system, def, role string) (kv.Store, error) {
-		if system == "" {
-			system = def
-		}
-		return otelkv.New(s, otelkv.Config{System: system, Role: role, Redactor: cfg.Redactor, Stage: obs.Stage},
+		return otelkv.New(s, otelkv.Config{System: cmp.Or(system, def), Role: role, Redactor: cfg.Redactor, Stage: obs.Stage},
 			otelkv.WithTracerProvider(o.tp), otelkv.WithMeterProvider(o.mp))
 	}
 	if cfg.Primary, err = wrap(cfg.Primary, tcfg.PrimarySystem, otelkv.SystemCloudflareKV, otelkv.RolePrimary); err != nil {
