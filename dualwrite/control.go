@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 )
 
 // SetStage changes the stage at run time, under load, as CheckTransition
@@ -195,19 +194,11 @@ func (s *Store) shutdown(ctx context.Context) error {
 
 // DirtyKeys returns the keys whose copy in the other store may be wrong, in
 // byte order. They are user data: keep them out of logs.
-func (s *Store) DirtyKeys() []string {
-	keys := s.set.list(MarkDirty)
-	slices.Sort(keys)
-	return keys
-}
+func (s *Store) DirtyKeys() []string { return s.set.list(MarkDirty) }
 
 // UnsettledKeys returns the keys whose copy was sent to the other store and
 // not yet verified, in byte order; user data, as DirtyKeys'.
-func (s *Store) UnsettledKeys() []string {
-	keys := s.set.list(MarkUnsettled)
-	slices.Sort(keys)
-	return keys
-}
+func (s *Store) UnsettledKeys() []string { return s.set.list(MarkUnsettled) }
 
 // AcknowledgeReconciliationAt clears the flag that the settle set
 // overflowed, once a full reconciliation (shadow-report's repair) has run,

@@ -2,6 +2,7 @@ package dualwrite
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -633,13 +634,15 @@ func (d *settleSet) ingestPending() (n int, latest time.Time) {
 	return d.viaIngest, timeOf(d.lastIngest)
 }
 
+// list returns the keys in state m, in byte order.
 func (d *settleSet) list(m Mark) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var out []string
+	d.mu.Lock()
 	for e := d.lines[m].head; e != nil; e = e.next {
 		out = append(out, e.key)
 	}
+	d.mu.Unlock()
+	slices.Sort(out)
 	return out
 }
 

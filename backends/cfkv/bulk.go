@@ -156,19 +156,12 @@ func (s *Store) PutMany(ctx context.Context, entries []kv.Entry) error {
 	var params cf.NamespaceBulkUpdateParams
 	params.AccountID.Value = s.cfg.AccountID
 	for _, chunk := range chunkBySize(pairs, sizes, s.cfg.MaxBulkWrite) {
-		err := writeBulk(ctx, s, "bulk put", chunk, func(pending []bulkPair) bulkCall {
-			// The body is ours (why: the package doc).
-			body, err := json.Marshal(pending)
-			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
-				if err != nil {
-					return nil, err
-				}
-				res, err := s.api.BulkUpdate(ctx, s.cfg.NamespaceID, params, append(opts, option.WithRequestBody("application/json", body))...)
-				if err != nil {
-					return nil, err
-				}
-				return res.UnsuccessfulKeys, nil
+		err := writeBulk(ctx, s, "bulk put", chunk, func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
+			res, err := s.api.BulkUpdate(ctx, s.cfg.NamespaceID, params, opts...)
+			if err != nil {
+				return nil, err
 			}
+			return res.UnsuccessfulKeys, nil
 		}, func(p bulkPair) string { return p.Key })
 		if err != nil {
 			return err
@@ -213,19 +206,12 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	var params cf.NamespaceBulkDeleteParams
 	params.AccountID.Value = s.cfg.AccountID
 	for chunk := range slices.Chunk(distinct(keys), s.cfg.MaxBulkWrite) {
-		err := writeBulk(ctx, s, "bulk delete", chunk, func(pending []string) bulkCall {
-			// The body is ours (why: the package doc).
-			body, err := json.Marshal(pending)
-			return func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
-				if err != nil {
-					return nil, err
-				}
-				res, err := s.api.BulkDelete(ctx, s.cfg.NamespaceID, params, append(opts, option.WithRequestBody("application/json", body))...)
-				if err != nil {
-					return nil, err
-				}
-				return res.UnsuccessfulKeys, nil
+		err := writeBulk(ctx, s, "bulk delete", chunk, func(ctx context.Context, opts ...option.RequestOption) ([]string, error) {
+			res, err := s.api.BulkDelete(ctx, s.cfg.NamespaceID, params, opts...)
+			if err != nil {
+				return nil, err
 			}
+			return res.UnsuccessfulKeys, nil
 		}, func(k string) string { return k })
 		if err != nil {
 			return err
@@ -234,19 +220,23 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// bulkCall is one try of a bulk write: the keys the API reported
-// unsuccessful, or how the SDK call failed.
+// bulkCall is one try of a bulk write, its body given in opts: the keys the
+// API reported unsuccessful, or how the SDK call failed.
 type bulkCall func(ctx context.Context, opts ...option.RequestOption) (unsuccessful []string, err error)
 
 // writeBulk sends one batch, then again only the items the API reported
-// unsuccessful, until none are left or the retries are spent.
-func writeBulk[T any](ctx context.Context, s *Store, op string, items []T, call func([]T) bulkCall, key func(T) string) error {
+// unsuccessful, until none are left or the retries are spent. The body is
+// ours, items encoded as JSON (why: the package doc).
+func writeBulk[T any](ctx context.Context, s *Store, op string, items []T, call bulkCall, key func(T) string) error {
 	pending := items
 	return s.retry(ctx, func(ctx context.Context) outcome {
 		var unsuccessful []string
-		try := call(pending)
+		body, merr := json.Marshal(pending)
 		out := s.send(ctx, op, true, func(ctx context.Context, opts ...option.RequestOption) (err error) {
-			unsuccessful, err = try(ctx, opts...)
+			if merr != nil {
+				return merr
+			}
+			unsuccessful, err = call(ctx, append(opts, option.WithRequestBody("application/json", body))...)
 			return err
 		})
 		if out.err != nil || len(unsuccessful) == 0 {
