@@ -331,15 +331,10 @@ func (s Scope) ranges() []string {
 	return out
 }
 
-// inRanges reports whether key lies in one of ranges (sorted prefixes, ""
-// for every key): what a listing would have reached.
-func inRanges(key string, ranges []string) bool {
-	for _, p := range ranges {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
+// inRanges reports whether key starts with one of prefixes: for the scan's
+// ranges ("" for every key), whether a listing would have reached it.
+func inRanges(key string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
 }
 
 // excluded reports whether key is out of scope within its range: under
@@ -353,12 +348,7 @@ func (s Scope) excluded(key, module string) bool {
 			return true
 		}
 	}
-	for _, p := range s.ExcludePrefixes {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
+	return inRanges(key, s.ExcludePrefixes)
 }
 
 // orDefault reads a Config field whose zero means def and whose negative
