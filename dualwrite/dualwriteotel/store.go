@@ -83,16 +83,14 @@ func NewStore(cfg dualwrite.Config, tcfg Config, opts ...Option) (*Store, error)
 		return nil, err
 	}
 	front, err := wrap(dual, otelkv.SystemComposite, "", otelkv.RoleComposite)
-	if err == nil {
-		var reg metric.Registration
-		if tcfg.Unwatched {
-			return &Store{KV: front, Dual: dual, Observer: obs}, nil
-		}
-		if reg, err = obs.Watch(dual); err == nil {
-			return &Store{KV: front, Dual: dual, Observer: obs, reg: reg}, nil
-		}
+	var reg metric.Registration
+	if err == nil && !tcfg.Unwatched {
+		reg, err = obs.Watch(dual)
 	}
-	return nil, errors.Join(err, dual.Close(context.Background()))
+	if err != nil {
+		return nil, errors.Join(err, dual.Close(context.Background()))
+	}
+	return &Store{KV: front, Dual: dual, Observer: obs, reg: reg}, nil
 }
 
 // Close closes the composite (draining its lanes until ctx ends, see
