@@ -99,16 +99,8 @@ func (e *engine) resume() error {
 	e.secret = cp.Secret
 	e.startedAt = cp.StartedAt
 	e.committed, e.baseline = cp.committed, cp.Scanned
-	if e.Modules == nil {
+	if e.Modules == nil { // counts with no kinds are filled as they are added to
 		e.Modules = make(map[string]*Counts)
-	}
-	for _, m := range e.Modules {
-		if m.Kinds == nil {
-			m.Kinds = newKindCounts()
-		}
-	}
-	if e.Repair.After == nil {
-		e.Repair.After = newKindCounts()
 	}
 	e.priorRequests = cp.Requests
 	e.notice("resuming from checkpoint %s: %d keys done, saved %s", path, cp.Scanned, cp.SavedAt.UTC().Format(time.RFC3339))
