@@ -6,24 +6,6 @@
 // wrote, or a step failed; its reports stay in -dir.
 package main
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/kvshadow/kvshadow/tests/command"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch err := run(ctx, os.Args[1:], os.Stdout); {
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(os.Stderr, "rehearse: %v\n", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "rehearse: FAIL: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("rehearse", run) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/control"
+	"github.com/kvshadow/kvshadow/tests/command"
 )
 
 // The rehearsal runs the guide's own commands: every admin call and
@@ -144,7 +145,7 @@ func TestHelpExitsZero(t *testing.T) {
 func TestUsageMistakes(t *testing.T) {
 	for _, args := range [][]string{{"-bogus"}, {"-updates", "2"}} {
 		var out strings.Builder
-		if err := run(t.Context(), args, &out); !errors.Is(err, errUsage) {
+		if err := run(t.Context(), args, &out); !errors.Is(err, command.ErrUsage) {
 			t.Errorf("rehearse %v: %v, want a usage error", args, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
@@ -89,9 +90,6 @@ func (r *rig) say(format string, args ...any) {
 	fmt.Fprintf(r.out, "%6.1fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// errUsage marks a command line mistake: exit 2, as for every command.
-var errUsage = errors.New("usage")
-
 // The files the rehearsal writes in its folder: the guide's reports, kept.
 var reportFiles = []string{"parity.html", "gate.json", "final.html"}
 
@@ -116,19 +114,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	dir := fs.String("dir", "", "where the reports and the bot's KV data go, kept at exit (default: a new temporary folder)")
 	benchN := fs.Int("bench", 0, "instead of the guide's steps, time N bot calls in each configuration the guide weighs (make bot-bench)")
 	rtt := fs.Duration("rtt", 20*time.Millisecond, "with -bench: the round trip from the bot to MongoDB, and to kvshadow-proxy, made by a TCP delay link")
-	fence := fs.Duration("fence", 0, "the proxy's --fence-interval, with the tee's stage TTL shortened to match (default: the proxy's, 65s, and the tee's 30s)")
+	fence := command.Fence(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(out, usageText, strings.Join(reportFiles, ", "))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %w", errUsage, err)
+	if done, err := command.Parse(fs, args); done {
+		return err
 	}
 	if *updates < 8 || *fence < 0 || *benchN < 0 || *rtt < 0 {
-		return fmt.Errorf("%w: -updates must be at least 8, and -fence, -bench and -rtt not negative", errUsage)
+		return fmt.Errorf("%w: -updates must be at least 8, and -fence, -bench and -rtt not negative", command.ErrUsage)
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
@@ -171,16 +166,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		r.botVars["MONGODB_URI"] = "mongodb://" + mongoLink.addr() + "/?directConnection=true"
 		r.botVars["KVSHADOW_URL"] = "http://" + proxyLink.addr()
 	}
-	proxyFlags := []string{"--listen", listen, "--admin-listen", "127.0.0.1:0",
-		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--heartbeat-interval", "1s", "--instance", "rehearsal",
-		"--exclude-prefix", "__retry:"}
-	lease := 30 * time.Second // the tee's stageTtlMs, the proxy's --tee-lease
-	if *fence > 0 {
-		// The fence covers the tee's lease plus the longest invocation:
-		// shortened together, the tee's stage TTL with its lease.
-		lease = *fence / 4
+	proxyFlags, lease := command.ProxyFlags(listen, *fence)
+	proxyFlags = append(proxyFlags, "--heartbeat-interval", "1s", "--instance", "rehearsal")
+	if *fence > 0 { // the tee's stage TTL shortened with its lease
 		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint(lease.Milliseconds())
-		proxyFlags = append(proxyFlags, "--fence-interval", fence.String(), "--tee-lease", lease.String(), "--tee-invocation", lease.String())
 	}
 	r.bot, err = startBot(ctx, *workers, []string{"KVSHADOW_PERSIST=" + filepath.Join(r.dir, "kv"), "KVSHADOW_BRIDGE_TOKEN=" + bridgeToken})
 	if err != nil {
@@ -277,10 +266,7 @@ func prepareDir(dir *string) error {
 	return nil
 }
 
-var (
-	stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"(,"confirm_irreversible":true)?\}`)
-	digits    = regexp.MustCompile(`[0-9]+`)
-)
+var stageBody = regexp.MustCompile(`\{"stage":"([a-z]+)"(,"confirm_irreversible":true)?\}`)
 
 // runCommand runs one of the guide's command lines.
 func (r *rig) runCommand(ctx context.Context, line string) error {
@@ -301,51 +287,14 @@ func (r *rig) runCommand(ctx context.Context, line string) error {
 	return fmt.Errorf("the rehearsal does not know this command")
 }
 
-// setStage moves the stage as PUT /stage does; a flip the proxy holds back
-// (409: the fence, lanes, dirty keys) is said and asked again, as an
-// operator would after reading GET /stage, for at most five minutes.
+// setStage moves the stage as the guide's PUT /stage does, saying each
+// reason the proxy holds the flip back once.
 func (r *rig) setStage(ctx context.Context, to dualwrite.Stage, confirmed bool) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	said := ""
-	set := r.admin.SetStage
-	if confirmed {
-		set = r.admin.SetStageConfirmed
+	c, err := command.SetStage(ctx, r.admin, to, confirmed, func(why string) { r.say("    held back: %s", why) })
+	if err == nil {
+		r.say("    stage %s, generation %d (applied %v)", c.Stage, c.Generation, c.Applied)
 	}
-	for {
-		c, err := set(ctx, to)
-		var refused *admin.Error
-		switch {
-		case err == nil:
-			r.say("    stage %s, generation %d (applied %v)", c.Stage, c.Generation, c.Applied)
-			return r.awaitStage(ctx, to)
-		case errors.As(err, &refused) && refused.Status == 409 && time.Now().Before(deadline):
-			// Said once per reason, not once per second of its countdown.
-			if why := digits.ReplaceAllString(refused.Message, "N"); why != said {
-				r.say("    held back: %s", refused.Message)
-				said = why
-			}
-		default:
-			return err
-		}
-		if err := wait(ctx, time.Second); err != nil {
-			return err
-		}
-	}
-}
-
-// wait waits d, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }
-
-// awaitStage waits until the instance runs the stage it was asked for.
-func (r *rig) awaitStage(ctx context.Context, to dualwrite.Stage) error {
-	for range 120 {
-		st, err := r.admin.Stats(ctx)
-		if err == nil && st.Summary.Stage == to.String() {
-			return nil
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return fmt.Errorf("the proxy does not run %s", to)
+	return err
 }
 
 // report runs shadow-report with the guide's flags, in a working directory
@@ -377,25 +326,11 @@ func (r *rig) report(ctx context.Context, args []string) error {
 func (r *rig) settled(ctx context.Context) error {
 	// The tee sends an invocation's copies 250 ms after its last write,
 	// after the bot has answered: a quiet moment lets the last ones land.
-	if err := wait(ctx, 2*time.Second); err != nil {
+	if err := clock.Sleep(ctx, nil, 2*time.Second); err != nil {
 		return err
 	}
-	for range 240 {
-		st, err := r.admin.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		// In complete Workers KV is no longer written, so nothing is
-		// verified against it any more.
-		s := st.Summary
-		if s.Dirty == 0 && (s.Unsettled == 0 || s.Stage == dualwrite.Complete.String()) && st.Total.Queued == 0 {
-			return nil
-		}
-		if err := wait(ctx, 500*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return errors.New("the proxy's keys did not settle within 2 minutes")
+	_, err := command.Settled(ctx, r.admin, 2*time.Minute, nil)
+	return err
 }
 
 func lastLine(s string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
@@ -25,6 +25,7 @@ import (
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
@@ -37,10 +38,6 @@ var ErrConfirmed = errors.New("divergences were confirmed")
 // its binding around the tee.
 var ErrAroundTee = errors.New("the bot wrote its binding around the tee")
 
-// excluded is the prefix of keys left out of the check: the JavaScript
-// bot's retry queue, as the guide excludes it.
-const excluded = "__retry:"
-
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("tee-check", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -51,7 +48,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.String("workers", "", "kvshadow's workers/ folder: the bridge, and the wrangler used when the bot has none (default ../workers from the tests module)")
 	port := fs.Int("port", 8787, "the bot's port")
 	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified), shadow (reads compared too), handover or live (every call through the proxy; the flip to live waits for the fence, about 65 s)")
-	fence := fs.Duration("fence", 0, "the proxy's --fence-interval, which the flip to live waits for, with its --tee-lease and --tee-invocation a quarter of it each (default: the proxy's, 65s, and 30s and 1s)")
+	fence := command.Fence(fs)
 	var vars []string
 	fs.Func("var", "NAME:VALUE, more [vars] for the bot (repeatable)", func(s string) error {
 		if !strings.Contains(s, ":") {
@@ -61,19 +58,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	})
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: tee-check -bot DIR [flags]\n\nRuns your bot's Worker with the tee against kvshadow-proxy over the same local KV\ndata, as production does; Ctrl-C ends it with a verdict (exit 1 if a divergence\nwas confirmed or a handler wrote its binding around the tee, each named). Your Worker's tee reads env.KVSHADOW_URL and env.KVSHADOW_TOKEN,\nwhich tee-check sets.\n\n")
+		fmt.Fprintf(out, "usage: tee-check -bot DIR [flags]\n\nRuns your bot's Worker with the tee against kvshadow-proxy over the same local KV\ndata, as production does; Ctrl-C ends it with a verdict (exit 1 if a divergence\nwas confirmed or a handler wrote its binding around the tee, each named). Your\nWorker's tee reads env.KVSHADOW_URL and env.KVSHADOW_TOKEN, which tee-check sets.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %w", errUsage, err)
+	if done, err := command.Parse(fs, args); done {
+		return err
 	}
 	to, err := dualwrite.ParseStage(*stage)
 	if *bot == "" || err != nil || to < dualwrite.DualWrite || to > dualwrite.Live || *fence < 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: -bot is required, -stage is dualwrite, shadow, handover or live, and -fence not negative", errUsage)
+		return fmt.Errorf("%w: -bot is required, -stage is dualwrite, shadow, handover or live, and -fence not negative", command.ErrUsage)
 	}
 	if *workers == "" {
 		*workers = filepath.Join("..", "workers")
@@ -89,10 +83,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	// The bot's Worker as it is, each handler's writes to its binding
 	// watched (workers/teecheck/entry.js): who wrote around the tee.
-	entry, checker := filepath.Join(dir, "entry.js"), filepath.Join(*workers, "teecheck", "entry.js")
-	if checker, err = filepath.Abs(checker); err != nil {
-		return err
-	}
+	entry := filepath.Join(dir, "entry.js")
+	checker, _ := filepath.Abs(filepath.Join(*workers, "teecheck", "entry.js"))
 	if err := os.WriteFile(entry, []byte(fmt.Sprintf("import * as bot from %q;\nimport { checked } from %q;\nexport * from %[1]q;\nexport default checked(bot.default);\n", botMain, checker)), 0o600); err != nil {
 		return err
 	}
@@ -132,12 +124,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	proxyFlags := []string{"--listen", proxyAddr, "--admin-listen", "127.0.0.1:0", "--primary-url", bridgeURL,
-		"--stage", "dualwrite", "--consistency-window", "0", "--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", excluded}
-	if *fence > 0 {
-		proxyFlags = append(proxyFlags, "--fence-interval", fence.String(), "--tee-lease", (*fence / 4).String(), "--tee-invocation", (*fence / 4).String())
-	}
-	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, proxyFlags)
+	proxyFlags, _ := command.ProxyFlags(proxyAddr, *fence)
+	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, append(proxyFlags, "--primary-url", bridgeURL))
 	if err != nil {
 		return err
 	}
@@ -145,7 +133,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	adm := &admin.Client{URL: at.Admin, Token: adminToken}
 	fmt.Fprintf(out, "tee-check: kvshadow-proxy's admin API: export ADMIN=%s KVSHADOW_ADMIN_TOKEN=%s (docs/admin-api.md; PUT $ADMIN/stage moves the stage)\n", at.Admin, adminToken)
 	for st := dualwrite.Shadow; st <= to; st++ {
-		if err := flip(ctx, adm, st, out); err != nil {
+		if _, err := command.SetStage(ctx, adm, st, false, func(why string) { fmt.Fprintf(out, "tee-check: moving to %s waits: %s\n", st, why) }); err != nil {
 			return err
 		}
 	}
@@ -170,41 +158,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return watch(ctx, adm, out, primary, mongo.URI(), &checkedBot{url: botURL, binding: *binding})
-}
-
-// errUsage marks a command line mistake: exit 2, as for every command.
-var errUsage = errors.New("usage")
-
-// flip moves the proxy to stage to, asking again while the fence holds it
-// (the way into live waits for its interval and the full comparison).
-func flip(ctx context.Context, adm *admin.Client, to dualwrite.Stage, out io.Writer) error {
-	for said := false; ; said = true {
-		_, err := adm.SetStage(ctx, to)
-		if e := (*admin.Error)(nil); !errors.As(err, &e) || e.Status != http.StatusConflict {
-			return err
-		}
-		if !said {
-			fmt.Fprintf(out, "tee-check: moving to %s waits for the fence: %v\n", to, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
+	return watch(ctx, adm, out, primary, mongo.URI(), &admin.Client{URL: botURL})
 }
 
 // watch prints the proxy's counts as they change until ctx ends, then
 // lets the last copies settle and gives the verdict, naming each key that
 // differs in plain (it is the user's own machine) and each handler that
 // wrote around the tee.
-func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string, bot *checkedBot) error {
+func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string, bot *admin.Client) error {
 	said := ""
 	for ctx.Err() == nil {
-		if line, err := counts(context.Background(), adm); err == nil && line != said {
-			fmt.Fprintf(out, "tee-check: %s\n", line)
-			said = line
+		if st, err := adm.Stats(context.Background()); err == nil && counts(st) != said {
+			said = counts(st)
+			fmt.Fprintf(out, "tee-check: %s\n", said)
 		}
 		select {
 		case <-ctx.Done():
@@ -213,30 +179,26 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 	}
 	// The last copies: sent after the invocations that wrote them are
 	// over, then verified; at most 20 s.
-	settle, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var st admin.StatsView
-	var seen watched
+	// The Worker says (workers/teecheck/entry.js) how many of its
+	// invocations are not over (their copies may be unsent), and the writes
+	// to its binding of which the tee sent no copy, by invocation.
+	var seen struct {
+		Running int
+		Binding string
+		Around  []struct{ By, Key string }
+	}
 	var werr error
-	for settle.Err() == nil {
-		var err error
-		seen, werr = bot.ask(settle)
-		if st, err = adm.Stats(settle); werr == nil && seen.Running == 0 && err == nil && st.Summary.Dirty == 0 && st.Summary.Unsettled == 0 && st.Total.Queued == 0 {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	line, err := counts(context.Background(), adm)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "tee-check: at the end: %s\n", line)
+	st, _ := command.Settled(context.Background(), adm, 20*time.Second, func(ctx context.Context) bool {
+		_, werr = bot.Do(ctx, http.MethodGet, "__kvshadow/tee-check", "", &seen)
+		return werr == nil && seen.Running == 0
+	})
+	fmt.Fprintf(out, "tee-check: at the end: %s\n", counts(st))
 	if werr != nil {
 		return fmt.Errorf("the bot's Worker did not say which handlers wrote its binding: %w", werr)
 	}
 	handlers, keyBy := map[string][]string{}, map[string][]string{}
 	for _, a := range seen.Around {
-		if !strings.HasPrefix(a.Key, excluded) {
+		if !strings.HasPrefix(a.Key, command.Excluded) {
 			handlers[a.By] = append(handlers[a.By], a.Key)
 			keyBy[a.Key] = append(keyBy[a.Key], a.By)
 		}
@@ -248,7 +210,7 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 	var who []string
 	for _, by := range slices.Sorted(maps.Keys(handlers)) {
 		fmt.Fprintf(out, "tee-check: %s writes env.%s directly, around the tee (no copy of its writes reached kvshadow-proxy): %s; wrap env.%[2]s with the tee in this handler as workers/README.md shows (The one line the bot changes)\n",
-			by, bot.binding, strings.Join(handlers[by], ", "))
+			by, seen.Binding, strings.Join(handlers[by], ", "))
 		who = append(who, fmt.Sprintf("%s (%s)", by, strings.Join(handlers[by], ", ")))
 	}
 	if len(who) > 0 {
@@ -256,32 +218,10 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 	}
 	if n > 0 || st.Summary.Divergences.Confirmed > 0 {
 		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above); no handler wrote env.%s around the tee, so the tee, the bridge or the proxy got a write wrong",
-			ErrConfirmed, st.Summary.Divergences.Confirmed, n, bot.binding)
+			ErrConfirmed, st.Summary.Divergences.Confirmed, n, seen.Binding)
 	}
 	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed, no write around the tee\n")
 	return nil
-}
-
-// checkedBot is the bot's Worker as tee-check runs it, its handlers
-// watched by workers/teecheck/entry.js.
-type checkedBot struct{ url, binding string }
-
-// watched is what the Worker says: how many of its invocations are not over
-// (their copies may be unsent), and the writes to its binding of which the
-// tee sent no copy, by invocation.
-type watched struct {
-	Running int
-	Around  []struct{ By, Key string }
-}
-
-func (b *checkedBot) ask(ctx context.Context) (w watched, err error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"__kvshadow/tee-check", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		defer resp.Body.Close()
-		err = json.NewDecoder(resp.Body).Decode(&w)
-	}
-	return w, err
 }
 
 // differ compares the Worker's local KV data with MongoDB key by key, as
@@ -300,7 +240,7 @@ func differ(out io.Writer, primary kv.Store, mongoURI string, keyBy map[string][
 		return 0, err
 	}
 	r, err := report.Run(context.Background(), report.Config{Primary: report.Side{Store: primary, Name: "Workers KV"}, Shadow: report.Side{Store: shadow, Name: "MongoDB"},
-		KeyPolicy: compare.KeyPlain, Scope: report.Scope{ExcludePrefixes: []string{excluded}}})
+		KeyPolicy: compare.KeyPlain, Scope: report.Scope{ExcludePrefixes: []string{command.Excluded}}})
 	if err != nil {
 		return 0, err
 	}
@@ -314,18 +254,14 @@ func differ(out io.Writer, primary kv.Store, mongoURI string, keyBy map[string][
 	return len(r.Divergences), nil
 }
 
-func counts(ctx context.Context, adm *admin.Client) (string, error) {
-	st, err := adm.Stats(ctx)
-	if err != nil {
-		return "", err
-	}
+func counts(st admin.StatsView) string {
 	var verified uint64
 	for _, n := range st.Total.Verifications {
 		verified += n
 	}
 	s := st.Summary
 	return fmt.Sprintf("stage=%s copies verified=%d tee reads=%d unsettled=%d dirty=%d divergences confirmed=%d suspected=%d",
-		s.Stage, verified, st.Total.TeeReads, s.Unsettled, s.Dirty, s.Divergences.Confirmed, s.Divergences.Suspected), nil
+		s.Stage, verified, st.Total.TeeReads, s.Unsettled, s.Dirty, s.Divergences.Confirmed, s.Divergences.Suspected)
 }
 
 // botConfig reads the bot's wrangler.toml: the absolute path of its main
@@ -340,10 +276,7 @@ func botConfig(path, binding, id string) (main, _ string, err error) {
 	if m == nil {
 		return "", "", fmt.Errorf("%s names no main module", path)
 	}
-	if main, err = filepath.Abs(filepath.Join(filepath.Dir(path), string(m[1]))); err != nil {
-		return "", "", err
-	}
-	if id != "" {
+	if main, _ = filepath.Abs(filepath.Join(filepath.Dir(path), string(m[1]))); id != "" {
 		return main, id, nil
 	}
 	entry := regexp.MustCompile(`(?s)\{[^}]*\}|\[\[kv_namespaces\]\][^\[]*`)
@@ -381,7 +314,7 @@ func startDev(ctx context.Context, wrangler, dir string, args []string) (*dev, e
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=1", "NO_UPDATE_NOTIFIER=1", "WRANGLER_LOG=warn")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	cmd.SysProcAttr = procGroup()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // wrangler dev starts workerd: stop the group, and nothing else
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("wrangler: %w (make workers-deps installs it)", err)
 	}
@@ -391,11 +324,11 @@ func startDev(ctx context.Context, wrangler, dir string, args []string) (*dev, e
 }
 
 func (d *dev) stop() {
-	stopGroup(d.cmd)
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-d.done:
 	case <-time.After(10 * time.Second):
-		killGroup(d.cmd)
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		<-d.done
 	}
 }

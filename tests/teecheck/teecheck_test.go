@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
+	"github.com/kvshadow/kvshadow/tests/command"
 )
 
 // The local tee check behaves like production: a Worker with the tee (the
@@ -181,7 +183,7 @@ func (c *check) end() (string, error) {
 func TestUsageMistakes(t *testing.T) {
 	for _, args := range [][]string{{"-bogus"}, {"-bot", "x", "-stage", "complete"}, {"-stage", "live"}} {
 		var out syncbuf.Buffer
-		if err := run(t.Context(), args, &out); !errors.Is(err, errUsage) {
+		if err := run(t.Context(), args, &out); !errors.Is(err, command.ErrUsage) {
 			t.Errorf("tee-check %v: %v, want a usage error", args, err)
 		}
 	}

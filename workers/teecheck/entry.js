@@ -7,8 +7,8 @@
 // the tee: written through the binding itself, not the kvshadowTee over it
 // (from handover on the tee writes through the proxy, so every binding
 // write is one). GET /__kvshadow/tee-check answers how many invocations
-// are not over (running: their copies may be unsent) and those writes
-// (around) by the invocation that made them: fetch with its method and
+// are not over (running: their copies may be unsent), the binding's name,
+// and those writes (around) by the invocation that made them: fetch with its method and
 // path, scheduled with its cron, queue with its queue, any other handler by
 // its name.
 import { toBase64, valueBytes } from "../src/values.js";
@@ -68,7 +68,9 @@ function invocation(name, x) {
 /** @param {any} bot @param {string} name @param {Function} handler */
 function watched(bot, name, handler) {
   return async (/** @type {any} */ x, /** @type {any} */ env, /** @type {any} */ ctx) => {
-    if (name === "fetch" && new URL(x.url).pathname === "/__kvshadow/tee-check") return Response.json({ running, around: [...around.values()] });
+    if (name === "fetch" && new URL(x.url).pathname === "/__kvshadow/tee-check") {
+      return Response.json({ running, binding: env.KVSHADOW_TEE_CHECK_BINDING, around: [...around.values()] });
+    }
     const { KVSHADOW_TEE_CHECK_BINDING: binding, ...own } = env;
     /** @type {string[][]} */
     const writes = [];
