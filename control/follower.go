@@ -153,10 +153,17 @@ func NewFollower(cfg Config, opts ...Option) (*Follower, error) {
 // Start reads the Document (writing Initial as generation 1 when there is
 // none), applies it, writes the first heartbeat and starts following. It
 // fails if the Board cannot be read or the stage cannot be applied.
-func (f *Follower) Start(ctx context.Context) error { return f.StartFrom(ctx, Document{}) }
+func (f *Follower) Start(ctx context.Context) error {
+	doc, err := f.load(ctx)
+	if err != nil {
+		return err
+	}
+	return f.StartFrom(ctx, doc)
+}
 
-// StartFrom starts as Start does, from doc when the caller has just read
-// it from the Board (doc.Generation > 0), without reading it again.
+// StartFrom starts as Start does, from doc, which the caller has just read
+// from the Board (the zero Document: the Board held none), without reading
+// it again: a Document written since makes the first write a conflict.
 func (f *Follower) StartFrom(ctx context.Context, doc Document) error {
 	if err := f.join(ctx, doc); err != nil {
 		return err
@@ -187,16 +194,8 @@ func (f *Follower) StartDetached(last dualwrite.Stage, boardErr error) error {
 	return nil
 }
 
-// join reads the Document (unless read is one), writes what claim says
-// first, and applies it.
-func (f *Follower) join(ctx context.Context, read Document) error {
-	doc, err := read, error(nil)
-	if doc.Generation == 0 {
-		doc, err = f.load(ctx)
-	}
-	if err != nil {
-		return err
-	}
+// join writes what claim says first for doc, just read, and applies it.
+func (f *Follower) join(ctx context.Context, doc Document) error {
 	next, err := f.cfg.claim(doc, f.seed())
 	if err != nil {
 		return err
@@ -314,7 +313,11 @@ func (f *Follower) loop() {
 // yet. The Follower polls by itself; call Poll to follow now.
 func (f *Follower) Poll(ctx context.Context) {
 	if f.Status().Detached {
-		if err := f.join(ctx, Document{}); errors.Is(err, ErrConfig) {
+		doc, err := f.load(ctx)
+		if err == nil {
+			err = f.join(ctx, doc)
+		}
+		if errors.Is(err, ErrConfig) {
 			_ = f.boardDone(err) // kept in Status.BoardErr while detached
 		}
 		return

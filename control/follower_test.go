@@ -642,3 +642,47 @@ func TestReportHasHalfAHeartbeat(t *testing.T) {
 		t.Fatalf("Report given %v; want at most half the 2s heartbeat interval", tgt.left)
 	}
 }
+
+// countingBoard counts the Board's reads of the Document.
+type countingBoard struct {
+	*MemoryBoard
+	loads atomic.Int32
+}
+
+func (b *countingBoard) Load(ctx context.Context) (Document, error) {
+	b.loads.Add(1)
+	return b.MemoryBoard.Load(ctx)
+}
+
+// StartFrom trusts the read its caller has just made, an empty Board's
+// too: it writes the first Document without reading the Board again, and
+// a Document another instance wrote since makes that write a conflict,
+// after which it follows the other's.
+func TestStartFromAnEmptyBoardReadsItNoMore(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	for _, other := range []bool{false, true} {
+		board := &countingBoard{MemoryBoard: NewMemoryBoard()}
+		if other {
+			if err := board.Swap(t.Context(), 0, Document{Stage: dualwrite.Shadow, Generation: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tgt := &fakeTarget{report: Heartbeat{Drained: true}}
+		f, err := NewFollower(Config{Board: board, Target: tgt, Instance: "a", Initial: dualwrite.DualWrite}, WithClock(clk), WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.StartFrom(t.Context(), Document{}); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		want, loads := dualwrite.DualWrite, int32(0)
+		if other {
+			want, loads = dualwrite.Shadow, 1 // the conflict's read
+		}
+		if doc, _ := board.MemoryBoard.Load(t.Context()); tgt.current() != want || doc.Stage != want || board.loads.Load() != loads {
+			t.Errorf("another's document first %v: the instance runs %s, the board holds %s, after %d reads; want %s after %d",
+				other, tgt.current(), doc.Stage, board.loads.Load(), want, loads)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -62,19 +61,9 @@ func (j *Journal) compact() error {
 	return j.reopen()
 }
 
-// reopen opens the file again after a compaction, waiting at least
-// DefaultLockTimeout for its lock.
-func (j *Journal) reopen() error {
-	o := *j.opts
-	o.Timeout = max(o.Timeout, DefaultLockTimeout)
-	db, err := bolt.Open(j.path, 0o600, &o)
-	if err != nil {
-		return fmt.Errorf("reopening %s: %w", j.path, err)
-	}
-	db.AllocSize = allocSize
-	j.db = db
-	return nil
-}
+// reopen opens the file again after a compaction (or a first commit's
+// creates it), waiting at least DefaultLockTimeout for its lock.
+func (j *Journal) reopen() error { return j.openDB(max(j.opts.Timeout, DefaultLockTimeout)) }
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -75,6 +75,8 @@ type Journal struct {
 	closed bool
 	// recovered counts the marks Open found in the mark log only.
 	recovered int
+	// fresh: no bbolt file yet (see Open), until the first commit.
+	fresh bool
 }
 
 var (
@@ -91,7 +93,9 @@ var (
 )
 
 // Open opens the journal at path, creating it (mode 0600: the keys are user
-// data) if it does not exist.
+// data) if it does not exist. Where the mark log's lock keeps the journal
+// (unix), a new journal's file is made by the first commit with marks to
+// keep: one never written to costs no fsync.
 func Open(path string, opts Options) (*Journal, error) {
 	timeout := opts.LockTimeout
 	switch {
@@ -100,19 +104,45 @@ func Open(path string, opts Options) (*Journal, error) {
 	case timeout < 0:
 		timeout = time.Nanosecond
 	}
-	bopts := &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: true, InitialMmapSize: initialMmapSize}
+	size := cmp.Or(opts.LogSize, DefaultLogSize)
+	if size < minLogSize {
+		return nil, fmt.Errorf("journal: LogSize %d is under %d bytes", size, minLogSize)
+	}
 	// A compaction that a crash cut short leaves its copy, never the file.
 	if err := os.Remove(path + compactSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, bopts)
+	j := &Journal{path: path, opts: &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: true, InitialMmapSize: initialMmapSize}}
+	_, err := os.Stat(path)
+	wait := timeout // without the bbolt file, the mark log's lock is the journal's
+	if j.fresh = logLocks && errors.Is(err, os.ErrNotExist); !j.fresh {
+		if err := j.openDB(timeout); err != nil {
+			return nil, err
+		}
+		wait = 0 // the bbolt file's lock made any other journal wait
+	}
+	if j.log, err = openLog(path+logSuffix, size, wait); err != nil {
+		return nil, errors.Join(fmt.Errorf("journal: the mark log of %s: %w", path, err), j.closeDB())
+	}
+	if err := j.recover(); err != nil {
+		return nil, errors.Join(fmt.Errorf("journal: %s: recovering the mark log: %w", path, err), j.Close())
+	}
+	return j, nil
+}
+
+// openDB opens (or makes) the bbolt file, waiting up to timeout for its
+// lock, and checks its version.
+func (j *Journal) openDB(timeout time.Duration) error {
+	o := *j.opts
+	o.Timeout = timeout
+	db, err := bolt.Open(j.path, 0o600, &o)
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		return fmt.Errorf("%w: %s", ErrLocked, j.path)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, j.path, err)
 	case err != nil:
-		return nil, fmt.Errorf("journal: opening %s: %w", path, err)
+		return fmt.Errorf("journal: opening %s: %w", j.path, err)
 	}
 	db.AllocSize = allocSize
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -133,29 +163,25 @@ func Open(path string, opts Options) (*Journal, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("journal: %s: %w", path, err)
+		return fmt.Errorf("journal: %s: %w", j.path, err)
 	}
-	size := cmp.Or(opts.LogSize, DefaultLogSize)
-	if size < minLogSize {
-		db.Close()
-		return nil, fmt.Errorf("journal: LogSize %d is under %d bytes", size, minLogSize)
-	}
-	log, err := openLog(path+logSuffix, size)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("journal: the mark log of %s: %w", path, err)
-	}
-	j := &Journal{path: path, opts: bopts, db: db, log: log}
-	if err := j.recover(); err != nil {
-		return nil, errors.Join(fmt.Errorf("journal: %s: recovering the mark log: %w", path, err), j.Close())
-	}
-	return j, nil
+	j.db, j.fresh = db, false
+	return nil
 }
 
 // recover commits what the mark log holds (the marks made since the last
 // commit before the process ended) into the file, then empties the log.
 func (j *Journal) recover() error {
+	if j.log.made { // nothing to replay, and the halves are zero
+		j.log.start(0, 1)
+		return nil
+	}
 	logged := j.log.replay()
+	if len(logged) > 0 && j.db == nil {
+		if err := j.openDB(j.opts.Timeout); err != nil {
+			return err
+		}
+	}
 	if len(logged) > 0 {
 		keys := slices.Sorted(maps.Keys(logged))
 		err := j.db.Update(func(tx *bolt.Tx) error {
@@ -201,7 +227,7 @@ func (j *Journal) Load(ctx context.Context) (map[string]dualwrite.Mark, bool, er
 		return nil, false, ErrClosed
 	}
 	if j.db == nil {
-		return nil, false, ErrNotOpen
+		return nil, false, j.notOpen()
 	}
 	marks := make(map[string]dualwrite.Mark)
 	var reconcile bool
@@ -295,7 +321,7 @@ func (j *Journal) Len() (int, error) {
 		return 0, ErrClosed
 	}
 	if j.db == nil {
-		return 0, ErrNotOpen
+		return 0, j.notOpen()
 	}
 	var n int
 	err := j.db.View(func(tx *bolt.Tx) error {
@@ -326,10 +352,23 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
-	err := j.log.close()
-	if j.db != nil {
-		err = errors.Join(err, j.db.Close())
-		j.db = nil
+	return errors.Join(j.log.close(), j.closeDB())
+}
+
+func (j *Journal) closeDB() error {
+	if j.db == nil {
+		return nil
 	}
+	err := j.db.Close()
+	j.db = nil
 	return err
+}
+
+// notOpen is Load's and Len's error without the bbolt file: none while
+// fresh (nothing committed, nothing to load).
+func (j *Journal) notOpen() error {
+	if j.fresh {
+		return nil
+	}
+	return ErrNotOpen
 }

@@ -73,6 +73,7 @@ func TestCorrupt(t *testing.T) {
 
 	path := filepath.Join(dir, "settle.db")
 	j := open(t, path)
+	must(t, j.Commit(context.Background(), map[string]dualwrite.Mark{"wordle:a": dualwrite.MarkDirty}, false))
 	must(t, j.Close())
 	db, err := bolt.Open(path, 0o600, nil)
 	must(t, err)
@@ -82,6 +83,48 @@ func TestCorrupt(t *testing.T) {
 	defer j.Close()
 	if _, _, err := j.Load(context.Background()); !errors.Is(err, journal.ErrCorrupt) {
 		t.Fatalf("Load = %v, want ErrCorrupt", err)
+	}
+}
+
+// A new journal makes its file at the first commit with marks to keep: a
+// store that writes nothing costs no fsync. Until then its mark log's lock
+// keeps it, and it reads as empty.
+func TestANewJournalMakesItsFileAtTheFirstCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "settle.db")
+	for range 2 {
+		j := open(t, path)
+		marks, _, err := j.Load(ctx)
+		n, lerr := j.Len()
+		if err != nil || len(marks) != 0 || lerr != nil || n != 0 {
+			t.Fatalf("a new journal: Load %v %v, Len %d %v", marks, err, n, lerr)
+		}
+		if _, err := journal.Open(path, journal.Options{LockTimeout: -1}); !errors.Is(err, journal.ErrLocked) {
+			t.Fatalf("a second Open of a new journal = %v, want ErrLocked", err)
+		}
+		must(t, j.Close())
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a journal with nothing committed left its file: %v", err)
+		}
+	}
+	j := open(t, path)
+	must(t, j.Commit(ctx, map[string]dualwrite.Mark{"wordle:a": dualwrite.MarkDirty}, false))
+	must(t, j.Close())
+	j = open(t, path)
+	if marks, _, err := j.Load(ctx); err != nil || marks["wordle:a"] != dualwrite.MarkDirty {
+		t.Fatalf("after the first commit: Load %v, %v", marks, err)
+	}
+	must(t, j.Close())
+	// A mark recorded in a new journal that ends before any commit is in
+	// its file once opened again.
+	path = filepath.Join(t.TempDir(), "settle.db")
+	j = open(t, path)
+	j.Record("wordle:b", dualwrite.MarkUnsettled)
+	must(t, j.Close())
+	j = open(t, path)
+	defer j.Close()
+	if marks, _, err := j.Load(ctx); err != nil || marks["wordle:b"] != dualwrite.MarkUnsettled || j.Recovered() != 1 {
+		t.Fatalf("a new journal's mark after a restart: Load %v, %v, recovered %d", marks, err, j.Recovered())
 	}
 }
 

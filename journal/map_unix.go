@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"time"
 )
 
 // mapFile maps f's first size bytes shared: a store into them is the
@@ -16,14 +17,21 @@ func mapFile(f *os.File, size int) ([]byte, error) {
 
 func unmapFile(mem []byte) error { return syscall.Munmap(mem) }
 
-// lockFile takes f's exclusive lock without waiting: the bbolt file's
-// lock, taken first, already made any other journal wait.
-func lockFile(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return ErrLocked
+// logLocks: the mark log's lock keeps the journal (see Open).
+const logLocks = true
+
+// lockFile takes f's exclusive lock, waiting up to wait for another
+// journal to release it, as bbolt waits for its file's lock.
+func lockFile(f *os.File, wait time.Duration) error {
+	for end := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		if !time.Now().Before(end) {
+			return ErrLocked
+		}
 	}
-	return err
 }
 
 // writeThrough has nothing to do: the mapping is the file.

@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"os"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/kvshadow/kvshadow/dualwrite"
 )
@@ -50,12 +52,13 @@ type markLog struct {
 	genSum uint32 // the CRC of gen, which every record's CRC begins with
 	sealed int    // the half sealed and not yet dropped, or -1
 	closed bool
+	made   bool // openLog made the file: it holds no record
 }
 
 // openLog opens (or creates, at size bytes) the mark log at path and
-// locks it for the journal's whole life: the bbolt file's own lock lapses
-// while a compaction replaces it.
-func openLog(path string, size int) (*markLog, error) {
+// locks it for the journal's whole life, waiting up to wait for it: the
+// bbolt file's own lock lapses while a compaction replaces it.
+func openLog(path string, size int, wait time.Duration) (*markLog, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -64,7 +67,7 @@ func openLog(path string, size int) (*markLog, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	if err := lockFile(f); err != nil {
+	if err := lockFile(f, wait); err != nil {
 		return fail(err)
 	}
 	fi, err := f.Stat()
@@ -73,12 +76,12 @@ func openLog(path string, size int) (*markLog, error) {
 	}
 	switch n := fi.Size(); {
 	case n == 0:
-		// Written, not truncated: a sparse page that the disk cannot
-		// hold would fault the process at the copy into it, where a write
-		// reserves the space or fails here. Not synced: a crash of the
-		// machine may lose the log, whose records bbolt holds once
-		// committed.
-		if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+		// Reserved, not truncated: a sparse page that the disk cannot
+		// hold would fault the process at the copy into it, where the
+		// reservation (written where the system cannot reserve) fails
+		// here. Not synced: a crash of the machine may lose the log, whose
+		// records bbolt holds once committed.
+		if err := reserve(f, size); err != nil {
 			return fail(err)
 		}
 	case n < minLogSize || n%2 != 0:
@@ -90,7 +93,7 @@ func openLog(path string, size int) (*markLog, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &markLog{f: f, mem: mem, half: size / 2, sealed: -1}, nil
+	return &markLog{f: f, mem: mem, half: size / 2, sealed: -1, made: fi.Size() == 0}, nil
 }
 
 // replay returns the marks the log holds, the older half's first, the
@@ -227,4 +230,20 @@ func (l *markLog) close() error {
 	}
 	l.closed = true
 	return errors.Join(unmapFile(l.mem), l.f.Close())
+}
+
+// reserve allocates f's size bytes on disk (fallocate) where the system
+// can, writing only the first pages of each half, which records reach
+// first (a store into a page never read or written faults for
+// milliseconds); elsewhere it writes the whole file.
+func reserve(f *os.File, size int) error {
+	err := fallocate(f, size)
+	if errors.Is(err, syscall.EOPNOTSUPP) {
+		_, err = f.WriteAt(make([]byte, size), 0)
+		return err
+	}
+	for h := 0; h < 2 && err == nil; h++ {
+		_, err = f.WriteAt(make([]byte, min(size/2, 64<<10)), int64(h*size/2))
+	}
+	return err
 }

@@ -119,28 +119,3 @@ func TestTheGuidesOutageTest(t *testing.T) {
 		t.Errorf("after Close and Open on the journal: %d dirty, %d unsettled; want the 3 keys written", st.Dirty, st.Unsettled)
 	}
 }
-
-// BenchmarkOpen opens and closes a store as a bot's test does (a fresh
-// database each), against the embedded server and the emulator: the
-// median of an Open and its Close, in ms-median/open. With 8 packages in
-// parallel (the guide's figure): docs/go-bot.md's command.
-func BenchmarkOpen(b *testing.B) {
-	r := newRig(b)
-	var took []time.Duration
-	for b.Loop() {
-		env := maps.Clone(r.env)
-		env["MONGODB_DB"] = mongotest.NewDatabaseName("bench")
-		start := time.Now()
-		st, err := botkv.Open(b.Context(), botkv.Config{Getenv: func(k string) string { return env[k] }}, botkv.WithLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		opened := time.Since(start)
-		if err := st.Close(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, opened)
-	}
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-median/open")
-}
