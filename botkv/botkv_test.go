@@ -15,6 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/control"
@@ -92,6 +93,23 @@ func TestOpenNamesTheWrongVariable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Open's words for a Workers KV setting are cfkv's own (cfkv.Config.Check,
+// what cfkv.New refuses), one piece for both: a *VarError for each
+// problem, with its text.
+func TestOpenSaysWhatCfkvRefuses(t *testing.T) {
+	over := map[string]string{"CLOUDFLARE_ACCOUNT_ID": "my account/1", "CLOUDFLARE_KV_NAMESPACE_ID": "", "CLOUDFLARE_API_TOKEN": "a b", "CLOUDFLARE_BASE_URL": "ftp://x/"}
+	_, err := botkv.Open(t.Context(), botkv.Config{Getenv: env(over)})
+	problems := cfkv.ConfigFromEnv(env(over)).Check()
+	if _, nerr := cfkv.New(cfkv.ConfigFromEnv(env(over))); len(problems) != 4 || !errors.Is(nerr, cfkv.ErrConfig) {
+		t.Fatalf("cfkv: %v, New: %v", problems, nerr)
+	}
+	for _, p := range problems {
+		if want := "botkv: " + p.Var + ": " + p.Text; !strings.Contains(err.Error(), want) {
+			t.Errorf("Open: %v; want %q", err, want)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package botkv
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/kvenv"
-	"github.com/kvshadow/kvshadow/kv"
 )
 
 // The variables Open reads besides those kvshadow-proxy reads too
@@ -101,38 +99,23 @@ func (cfg Config) read() (settings, error) {
 		instance: env(EnvInstance), journalDir: env(EnvJournalDir),
 		window: dualwrite.DefaultConsistencyWindow, rate: DefaultCompareRate,
 	}
-	secret := func(file, name string, dst *string) {
-		v, err := kvenv.Secret(file, name, getenv)
-		switch {
-		case err != nil:
+	secret := func(file, name string, dst *string) (err error) {
+		if *dst, err = kvenv.Secret(file, name, getenv); err != nil {
 			bad(name, "%v", err)
-		case v == "" && name != EnvKeySecret: // the key secret is optional
-			bad(name, "not set")
 		}
-		*dst = v
+		return err
 	}
 	if err := mongokv.CheckDatabase(s.database); err != nil {
 		bad(EnvMongoDB, "%q: %v", s.database, err)
 	}
-	secret(cfg.CFTokenFile, cfkv.EnvAPIToken, &s.primary.APIToken)
-	secret(cfg.MongoURIFile, EnvMongoURI, &s.mongoURI)
-	secret(cfg.KeySecretFile, EnvKeySecret, &s.keySecret)
-	if strings.ContainsFunc(s.primary.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		bad(cfkv.EnvAPIToken, "holds whitespace or control characters")
+	tokenErr := secret(cfg.CFTokenFile, cfkv.EnvAPIToken, &s.primary.APIToken)
+	if secret(cfg.MongoURIFile, EnvMongoURI, &s.mongoURI) == nil && s.mongoURI == "" {
+		bad(EnvMongoURI, "not set")
 	}
-	for _, id := range []struct{ name, v string }{{cfkv.EnvAccountID, s.primary.AccountID}, {cfkv.EnvNamespaceID, s.primary.NamespaceID}} {
-		switch {
-		case id.v == "":
-			bad(id.name, "not set")
-		case id.name == cfkv.EnvNamespaceID && strings.Contains(id.v, ","):
-			bad(id.name, "%q names several namespaces: a bot's store has one (kvshadow-proxy serves several)", id.v)
-		case !kv.IsID(id.v):
-			bad(id.name, "%q is not an ID: want %s", id.v, kv.IDForm)
-		}
-	}
-	if u := s.primary.BaseURL; u != "" {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
-			bad(cfkv.EnvBaseURL, "%q: want the API root, such as https://api.cloudflare.com/client/v4/ (or an emulator's)", u)
+	secret(cfg.KeySecretFile, EnvKeySecret, &s.keySecret) // optional
+	for _, p := range s.primary.Check() {                 // the token's file said already
+		if p.Var != cfkv.EnvAPIToken || tokenErr == nil {
+			bad(p.Var, "%s", p.Text)
 		}
 	}
 	if v := env(EnvStage); v != "" {

@@ -105,30 +105,44 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 }
 
+// Problem is a setting of a Config that New refuses, named by the
+// variable ConfigFromEnv reads it from; Text never quotes the token.
+type Problem struct{ Var, Text string }
+
+// Check returns what is wrong with c's account, namespace, token and base
+// URL (empty: DefaultBaseURL), what New refuses of them.
+func (c Config) Check() []Problem {
+	var ps []Problem
+	for _, id := range []Problem{{EnvAccountID, c.AccountID}, {EnvNamespaceID, c.NamespaceID}} {
+		switch {
+		case id.Text == "":
+			ps = append(ps, Problem{id.Var, "not set"})
+		case id.Var == EnvNamespaceID && strings.Contains(id.Text, ","):
+			ps = append(ps, Problem{id.Var, fmt.Sprintf("%q names several namespaces: a store has one", id.Text)})
+		case !kv.IsID(id.Text):
+			ps = append(ps, Problem{id.Var, fmt.Sprintf("%q is not an ID: want %s", id.Text, kv.IDForm)})
+		}
+	}
+	switch {
+	case c.APIToken == "":
+		ps = append(ps, Problem{EnvAPIToken, "not set"})
+	case strings.ContainsFunc(c.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		ps = append(ps, Problem{EnvAPIToken, "holds whitespace or control characters"})
+	}
+	if u, err := url.Parse(cmp.Or(c.BaseURL, DefaultBaseURL)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		ps = append(ps, Problem{EnvBaseURL, "want the API root, an absolute http(s) URL without credentials, such as " + DefaultBaseURL + " (or an emulator's)"})
+	}
+	return ps
+}
+
 // withDefaults checks c and fills in its defaults. Its errors name fields,
 // never the token's value.
 func (c Config) withDefaults() (Config, error) {
 	var problems []string
-	if c.AccountID == "" {
-		problems = append(problems, "AccountID is empty (set "+EnvAccountID+")")
-	} else if !kv.IsID(c.AccountID) {
-		problems = append(problems, fmt.Sprintf("AccountID %q must match %s", c.AccountID, kv.IDForm))
-	}
-	if c.NamespaceID == "" {
-		problems = append(problems, "NamespaceID is empty (set "+EnvNamespaceID+")")
-	} else if !kv.IsID(c.NamespaceID) {
-		problems = append(problems, fmt.Sprintf("NamespaceID %q must match %s", c.NamespaceID, kv.IDForm))
-	}
-	switch {
-	case c.APIToken == "":
-		problems = append(problems, "APIToken is empty (set "+EnvAPIToken+")")
-	case strings.ContainsFunc(c.APIToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-		problems = append(problems, "APIToken holds whitespace or control characters")
+	for _, p := range c.Check() {
+		problems = append(problems, p.Var+": "+p.Text)
 	}
 	c.BaseURL = cmp.Or(c.BaseURL, DefaultBaseURL)
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		problems = append(problems, "BaseURL must be an absolute http(s) URL without credentials")
-	}
 	if !strings.HasSuffix(c.BaseURL, "/") {
 		c.BaseURL += "/"
 	}
