@@ -87,9 +87,10 @@ vet:
 staticcheck:
 	@for m in $(MODULES); do [ -f $$m/go.mod ] || continue; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
+# The longest packages first.
 unit: testlog
 	@echo "make test: unit tests of the library module, with the race detector (a few minutes)"
-	@set -o pipefail; $(GO) test -race -count=1 -json ./... | $(TESTLOG)
+	@set -o pipefail; $(GO) test -race -count=1 -json ./service/ ./kvapi/ ./dualwrite/ ./... | $(TESTLOG)
 
 # The JavaScript package for Workers (binding, tee, bridge Worker), tested
 # with Node's runner and inside workerd through miniflare; the Go tests in
@@ -98,13 +99,16 @@ workers:
 	@echo "make test: the JavaScript package (npm ci, then Node's test runner and miniflare)"
 	cd workers && npm ci --no-audit --no-fund && npm test
 
+# Three packages at a time, the longest first: most of their time is spent
+# waiting (expiries, intervals, other processes), not computing.
+LONG_TESTS := ./workers/ ./settle/ ./botkv/ ./teecheck/ ./proxy/ ./rehearse/
 # The race detector watches the tests and kvshadow's code, not FerretDB's: the
 # tests reach the embedded server built without it, in a process of its own, by
 # MONGODB_URI as they would a real MongoDB (under the detector FerretDB's SQLite
 # made every MongoDB call about ten times slower). Tests that stop and restart
 # a server of their own still embed one.
 integration: workers-deps nodeinterop-deps wrangler-deps testlog
-	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 7 minutes)"
+	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 5 minutes)"
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ -n "$$CI$$KVSHADOW_REQUIRE_BROWSER" ]; then echo "make test: chromium or chromedriver is missing and CI is set: the HTML report's layout test fails (apt-get install chromium chromium-driver)"; \
 	  else echo "make test: chromium or chromedriver is missing: the HTML report's layout test is SKIPPED here (CI fails it instead; apt-get install chromium chromium-driver)"; fi; \
@@ -113,7 +117,7 @@ integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@if [ -f tests/go.mod ]; then set -o pipefail; d=$$(mktemp -d); $(DEMO_BIN)/embedded-mongo -dir $$d/data >$$d/out 2>&1 & pid=$$!; \
 	trap 'kill $$pid; wait $$pid; rm -rf $$d' EXIT; until uri=$$(sed -n 's/^export MONGODB_URI=//p' $$d/out); [ -n "$$uri" ]; do \
 	  kill -0 $$pid 2>/dev/null || { cat $$d/out; exit 1; }; sleep 0.1; done; \
-	cd tests && MONGODB_URI=$$uri $(GO) test -race -count=1 -timeout 30m -json ./... | $(TESTLOG); fi
+	cd tests && MONGODB_URI=$$uri $(GO) test -race -count=1 -timeout 30m -p 3 -json $(LONG_TESTS) ./... | $(TESTLOG); fi
 	@echo "make test: the large-value tests, which the race detector makes too slow for FerretDB (tens of MiB), once without it (about a minute)"
 	@set -o pipefail; cd tests && $(GO) test -count=1 -timeout 15m -json -run '$(LARGE_TESTS)' ./proxy/ ./mongokv/ | $(TESTLOG)
 	@echo "make test: the benchmarks of docs/performance.md once, short (their figures are reported, never asserted: about two minutes)"

@@ -20,7 +20,7 @@ func copyBatch(key, value string, acked time.Time) string {
 // flip waits for its verification, which brings MongoDB level with Workers
 // KV, and the front then serves Workers KV's value.
 func TestACopyJustBeforeTheFlipIsVerifiedFirst(t *testing.T) {
-	r := start(t, "--stage", "handover")
+	r := start(t, "--stage", "handover", "--heartbeat-interval", "100ms")
 	ctx := t.Context()
 	cl := r.client(t, DemoNamespace)
 	// The bot's binding wrote it to Workers KV.

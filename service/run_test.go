@@ -430,7 +430,7 @@ func TestMetricsServeTheDashboardSeries(t *testing.T) {
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
 
 func TestTeeIngestFeedsTheShadow(t *testing.T) {
-	r := start(t, "--stage", "dualwrite")
+	r := start(t, "--stage", "dualwrite", "--heartbeat-interval", "100ms")
 	ctx := t.Context()
 	origin, _, _ := strings.Cut(r.api, "/client/v4/")
 	post := func(path, body string) (int, string) { return r.tee(t, path, body) }

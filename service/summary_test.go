@@ -90,7 +90,7 @@ func TestAProxyThatCannotListenIsNeverOnTheBoard(t *testing.T) {
 // as the kv layer's lines name it; the Workers KV namespace the instance
 // serves is kv_namespace=.
 func TestDivergenceLinesNameTheNamespaceOnce(t *testing.T) {
-	r := start(t, "--repair-interval", "200ms")
+	r := start(t, "--repair-interval", "200ms", "--heartbeat-interval", "100ms")
 	ctx := t.Context()
 	// A key copied and still unsettled when its shadow value is changed
 	// around the layer: its verification must find the difference. One

@@ -47,7 +47,7 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 	db := srv.Database(t)
 	p := proxytest.Start(t, primary.Environment(uri, db), "--instance", "prometheus-test",
 		"--stage", "shadow", "--journal-dir", filepath.Join(dir, "journal"), "--consistency-window", "0", "--compare-rate", "1",
-		"--shadow-timeout", "1s", "--breaker-failures", "3", "--breaker-open-timeout", "30s", "--probe-interval", "1s", "--repair-interval", "1s")
+		"--shadow-timeout", "1s", "--breaker-failures", "3", "--breaker-open-timeout", "12s", "--probe-interval", "1s", "--repair-interval", "1s")
 
 	prom := startPrometheus(t, dir, p.Admin)
 
@@ -102,7 +102,9 @@ func TestPrometheusEvaluatesTheDashboardAndTheAlerts(t *testing.T) {
 		t.Fatalf("a tee copy with a wrong token: %s, want 401", resp.Status)
 	}
 
-	// The outage: MongoDB unreachable until the breaker alert fires.
+	// The outage: MongoDB unreachable until the breaker alert fires (its
+	// "for" of 5 s, its scrapes and evaluations: about 7 s, within the 12 s
+	// the breaker stays open before it tries MongoDB again), then back.
 	cut.Cut(true)
 	eventually(t, "KVShadowBreakerOpen firing", func() bool { return prom.firing(t, "KVShadowBreakerOpen") })
 	cut.Cut(false)

@@ -46,7 +46,12 @@ func TestFleetConfirmsOnlyWhatNoCopyExplains(t *testing.T) {
 		{"three-queueing-as-the-proxy", []string{"a", "b", "c"}, 256, 0, 3},
 	} {
 		for run := range tc.runs {
-			t.Run(fmt.Sprintf("%s/%d", tc.name, run), func(t *testing.T) { fleetRun(t, tc.writers, tc.laneDepth, tc.liveFor) })
+			// Each run has processes, emulators and a database of its own,
+			// and mostly waits on its slow shadow: two at a time.
+			t.Run(fmt.Sprintf("%s/%d", tc.name, run), func(t *testing.T) {
+				t.Parallel()
+				fleetRun(t, tc.writers, tc.laneDepth, tc.liveFor)
+			})
 		}
 	}
 }
