@@ -62,9 +62,6 @@ func Start(ctx context.Context, workers, script string, env []string, deps ...st
 	return s, nil
 }
 
-// Lines are the script's lines as it prints them, closed when it exits.
-func (s *Script) Lines() <-chan string { return s.lines }
-
 // Next is the script's next line, or an error if it exits or says nothing
 // within d.
 func (s *Script) Next(d time.Duration) (string, error) {

@@ -190,11 +190,13 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 	var werr error
 	st, _ := command.Settled(context.Background(), adm, 20*time.Second, func(ctx context.Context) bool {
 		_, werr = bot.Do(ctx, http.MethodGet, "__kvshadow/tee-check", "", &seen)
-		return werr == nil && seen.Running == 0
+		return werr != nil || seen.Running == 0
 	})
 	fmt.Fprintf(out, "tee-check: at the end: %s\n", counts(st))
+	cause := fmt.Sprintf("no handler wrote env.%s around the tee, so the tee, the bridge or the proxy got a write wrong", seen.Binding)
 	if werr != nil {
-		return fmt.Errorf("the bot's Worker did not say which handlers wrote its binding: %w", werr)
+		fmt.Fprintf(out, "tee-check: the Worker's handlers were not watched (its default export is no object of handlers: a WorkerEntrypoint class?): %v\n", werr)
+		cause = "a handler wrote the binding around the tee, or the tee, the bridge or the proxy got a write wrong"
 	}
 	handlers, keyBy := map[string][]string{}, map[string][]string{}
 	for _, a := range seen.Around {
@@ -217,8 +219,7 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 		return fmt.Errorf("%w: %s; %d divergences confirmed by the proxy, %d keys differ at the end", ErrAroundTee, strings.Join(who, "; "), st.Summary.Divergences.Confirmed, n)
 	}
 	if n > 0 || st.Summary.Divergences.Confirmed > 0 {
-		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above); no handler wrote env.%s around the tee, so the tee, the bridge or the proxy got a write wrong",
-			ErrConfirmed, st.Summary.Divergences.Confirmed, n, seen.Binding)
+		return fmt.Errorf("%w: %d by the proxy, and %d keys differ at the end (each named above); %s", ErrConfirmed, st.Summary.Divergences.Confirmed, n, cause)
 	}
 	fmt.Fprintf(out, "tee-check: OK: no divergence confirmed, no write around the tee\n")
 	return nil

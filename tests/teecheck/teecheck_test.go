@@ -109,6 +109,22 @@ func TestTeeCheckNamesTheHandlerThatWroteAroundTheTee(t *testing.T) {
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
+// A Worker whose default export is a WorkerEntrypoint class runs under
+// tee-check as it is: its handlers are not watched, which the check says,
+// and its write around the tee is found as a key that differs, blamed on
+// no one in particular.
+func TestTeeCheckRunsAClassWorkerUnwatched(t *testing.T) {
+	c := startCheck(t, "aroundbot", "-config", "class.toml")
+	c.call(http.MethodPost, "", "")
+	got, err := c.end()
+	if !errors.Is(err, ErrConfirmed) || !strings.Contains(err.Error(), "a handler wrote the binding around the tee, or the tee, the bridge or the proxy") {
+		t.Fatalf("a class Worker's write around the tee: %v, want ErrConfirmed\n%s", err, got)
+	}
+	if !strings.Contains(got, "tee-check: the Worker's handlers were not watched") || !strings.Contains(got, "tee-check: score:class: missing_in_shadow: ") {
+		t.Errorf("no word of the unwatched handlers, or of score:class\n%s", got)
+	}
+}
+
 // check is one run of tee-check, driven as a user does.
 type check struct {
 	t    *testing.T

@@ -103,7 +103,12 @@ function watched(bot, name, handler) {
   };
 }
 
-/** The bot's handlers, checked. @param {any} bot its default export */
+/**
+ * The bot's handlers, checked; a default export that is no object of
+ * handlers (a WorkerEntrypoint class) runs as it is, unwatched.
+ * @param {any} bot its default export
+ */
 export function checked(bot) {
+  if (bot === null || typeof bot !== "object") return bot;
   return Object.fromEntries(Object.entries(bot ?? {}).map(([name, h]) => [name, typeof h === "function" ? watched(bot, name, h) : h]));
 }
