@@ -76,6 +76,17 @@ func ProxyFlags(listen string, fence time.Duration) (flags []string, lease time.
 	return append(flags, "--fence-interval", fence.String(), "--tee-lease", lease.String(), "--tee-invocation", lease.String()), lease
 }
 
+// Counts is the proxy's counts in one line, as the commands print them.
+func Counts(st admin.StatsView) string {
+	var verified uint64
+	for _, n := range st.Total.Verifications {
+		verified += n
+	}
+	s := st.Summary
+	return fmt.Sprintf("stage=%s ops=%d errors=%d breaker=%s copies verified=%d tee reads=%d dirty=%d unsettled=%d divergences confirmed=%d suspected=%d late copies=%d",
+		s.Stage, s.Operations, s.Errors, s.Breaker, verified, st.Total.TeeReads, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected, s.LateCopies)
+}
+
 var digits = regexp.MustCompile(`[0-9]+`)
 
 // SetStage moves the stage as PUT /stage does (confirmed: the irreversible

@@ -9,14 +9,12 @@ import (
 	"strings"
 
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
-
-// retryPrefix is the bot's own retry queue in Workers KV.
-const retryPrefix = "__retry:"
 
 // deployAs deploys the bot with the flags of one row of the guide's table.
 func (r *rig) deployAs(storage, dualWrite string, tee bool, extra map[string]string) error {
@@ -66,14 +64,14 @@ func (r *rig) today(ctx context.Context) error {
 	if err := r.burst(ctx, 8); err != nil {
 		return err
 	}
-	queued, err := r.list(ctx, retryPrefix)
+	queued, err := r.list(ctx, command.Excluded)
 	if err != nil {
 		return err
 	}
 	if len(queued) == 0 {
 		return errors.New("the bot's dual write queued nothing while MongoDB was out of reach")
 	}
-	r.say("  the bot's retry queue holds %d keys under %s", len(queued), retryPrefix)
+	r.say("  the bot's retry queue holds %d keys under %s", len(queued), command.Excluded)
 	return nil
 }
 
@@ -144,7 +142,7 @@ func (r *rig) addTee(context.Context) error {
 // deleteRetryQueue is step 6's last command pair (wrangler kv key list, then
 // bulk delete): the queue, drained by the backfill's repair, deleted.
 func (r *rig) deleteRetryQueue(ctx context.Context) error {
-	keys, err := r.list(ctx, retryPrefix)
+	keys, err := r.list(ctx, command.Excluded)
 	if err != nil {
 		return err
 	}

@@ -378,9 +378,7 @@ func (r *rig) burst(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := st.Summary
-	r.say("%s | proxy: stage=%s ops=%d errors=%d breaker=%s dirty=%d unsettled=%d divergences confirmed=%d suspected=%d late copies=%d",
-		line, s.Stage, s.Operations, s.Errors, s.Breaker, s.Dirty, s.Unsettled, s.Divergences.Confirmed, s.Divergences.Suspected, s.LateCopies)
+	r.say("%s | proxy: %s", line, command.Counts(st))
 	return nil
 }
 

@@ -168,8 +168,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Store, mongoURI string, bot *admin.Client) error {
 	said := ""
 	for ctx.Err() == nil {
-		if st, err := adm.Stats(context.Background()); err == nil && counts(st) != said {
-			said = counts(st)
+		if st, err := adm.Stats(context.Background()); err == nil && command.Counts(st) != said {
+			said = command.Counts(st)
 			fmt.Fprintf(out, "tee-check: %s\n", said)
 		}
 		select {
@@ -192,7 +192,7 @@ func watch(ctx context.Context, adm *admin.Client, out io.Writer, primary kv.Sto
 		_, werr = bot.Do(ctx, http.MethodGet, "__kvshadow/tee-check", "", &seen)
 		return werr != nil || seen.Running == 0
 	})
-	fmt.Fprintf(out, "tee-check: at the end: %s\n", counts(st))
+	fmt.Fprintf(out, "tee-check: at the end: %s\n", command.Counts(st))
 	cause := fmt.Sprintf("no handler wrote env.%s around the tee, so the tee, the bridge or the proxy got a write wrong", seen.Binding)
 	if werr != nil {
 		fmt.Fprintf(out, "tee-check: the Worker's handlers were not watched (its default export is no object of handlers: a WorkerEntrypoint class?): %v\n", werr)
@@ -253,16 +253,6 @@ func differ(out io.Writer, primary kv.Store, mongoURI string, keyBy map[string][
 		fmt.Fprintf(out, "tee-check: %s: %s: %s%s\n", d.Key, d.Kind, compare.Explain(d.Kind, compare.PrimaryAuthority).Meaning, who)
 	}
 	return len(r.Divergences), nil
-}
-
-func counts(st admin.StatsView) string {
-	var verified uint64
-	for _, n := range st.Total.Verifications {
-		verified += n
-	}
-	s := st.Summary
-	return fmt.Sprintf("stage=%s copies verified=%d tee reads=%d unsettled=%d dirty=%d divergences confirmed=%d suspected=%d",
-		s.Stage, verified, st.Total.TeeReads, s.Unsettled, s.Dirty, s.Divergences.Confirmed, s.Divergences.Suspected)
 }
 
 // botConfig reads the bot's wrangler.toml: the absolute path of its main
