@@ -336,6 +336,7 @@ func compareStores(t *testing.T, r *rig) int {
 // Started from a test environment with one variable wrong, Open names it
 // and starts nothing.
 func TestOpenFromATestEnvironmentNamesTheWrongVariable(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for name, value := range map[string]string{"KVSHADOW_STAGE": "dualwite", "MONGODB_DB": "miti99bot.prod", "CLOUDFLARE_BASE_URL": "127.0.0.1:8787/client/v4/"} {
 		st, err := r.open(t, map[string]string{name: value})

@@ -272,6 +272,7 @@ func driverGoroutines() int {
 // walks there one stage at a time once MongoDB answers, each step under
 // the store's checks, and keeps handover in its journal directory.
 func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	data, db := t.TempDir(), mongotest.NewDatabaseName(t.Name())
 	first, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true})
@@ -296,7 +297,7 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 	dir := r.env["KVSHADOW_JOURNAL_DIR"]
 	keepStage(t, dir, dualwrite.DualWrite)
 
-	st, err := r.open(t, map[string]string{"MONGODB_URI": "mongodb://" + addr + "/", "MONGODB_DB": db})
+	st, err := r.open(t, map[string]string{"MONGODB_URI": "mongodb://" + addr + "/?serverSelectionTimeoutMS=500", "MONGODB_DB": db})
 	if err != nil {
 		t.Fatalf("Open with MongoDB down: %v", err)
 	}
@@ -338,6 +339,7 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 // step back to KVSHADOW_STAGE's dualwrite) and says the join in one info
 // line.
 func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	addr := downAddr(t)
 	db := mongotest.NewDatabaseName(t.Name())
@@ -345,7 +347,7 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 	keepStage(t, dir, dualwrite.Shadow)
 	var out logs
 	env := maps.Clone(r.env)
-	env["MONGODB_URI"], env["MONGODB_DB"] = "mongodb://"+addr+"/", db
+	env["MONGODB_URI"], env["MONGODB_DB"] = "mongodb://"+addr+"/?serverSelectionTimeoutMS=500", db
 	ctx := t.Context()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -366,8 +368,7 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 			t.Fatalf("Put while MongoDB is down: %v", err)
 		}
 	}
-	// Until the copies have failed and MongoDB has been tried again (a
-	// failed connect takes the driver's 5 s server selection).
+	// Until the copies have failed and MongoDB has been tried again.
 	for deadline := time.Now().Add(20 * time.Second); st.Dual.Stats().Dirty < 10; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stats %+v: want the 10 keys dirty while MongoDB is down", st.Dual.Stats())
@@ -456,6 +457,7 @@ func stageRead() []byte {
 // document cannot be read; its copies reach MongoDB meanwhile. Once the
 // read works it joins, writing the stage it serves to the empty board.
 func TestOpenWithTheStageDocumentUnreadableRunsDetached(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	relay, uri := mongotest.NewRelay(t, srv)
 	relay.DropOn(stageRead())

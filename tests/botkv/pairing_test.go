@@ -20,6 +20,7 @@ import (
 // alike, and so does one in live with MongoDB empty while Workers KV holds
 // keys.
 func TestOpenRefusesABoardOfAnotherPairing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := t.Context()
 	if err := r.primary.Store.Put(ctx, "wordle:k", []byte("v"), kv.PutOptions{}); err != nil {
