@@ -12,8 +12,8 @@
 // Every Backends opened on one URI shares the process's two driver clients
 // for it (mongokv's, which connects lazily and once for concurrent first
 // callers, and the board's), as the driver recommends; each Close drops a
-// reference and the last disconnects them. A program that opens a store
-// per test pays for the connects once.
+// reference and the last disconnects them: a program that keeps one store
+// open pays for the connects once.
 //
 // # The start
 //

@@ -172,10 +172,6 @@ func (j *Journal) openDB(timeout time.Duration) error {
 // recover commits what the mark log holds (the marks made since the last
 // commit before the process ended) into the file, then empties the log.
 func (j *Journal) recover() error {
-	if j.log.made { // nothing to replay, and the halves are zero
-		j.log.start(0, 1)
-		return nil
-	}
 	logged := j.log.replay()
 	if len(logged) > 0 && j.db == nil {
 		if err := j.openDB(j.opts.Timeout); err != nil {

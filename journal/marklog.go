@@ -52,7 +52,6 @@ type markLog struct {
 	genSum uint32 // the CRC of gen, which every record's CRC begins with
 	sealed int    // the half sealed and not yet dropped, or -1
 	closed bool
-	made   bool // openLog made the file: it holds no record
 }
 
 // openLog opens (or creates, at size bytes) the mark log at path and
@@ -93,7 +92,7 @@ func openLog(path string, size int, wait time.Duration) (*markLog, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &markLog{f: f, mem: mem, half: size / 2, sealed: -1, made: fi.Size() == 0}, nil
+	return &markLog{f: f, mem: mem, half: size / 2, sealed: -1}, nil
 }
 
 // replay returns the marks the log holds, the older half's first, the
