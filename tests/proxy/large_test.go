@@ -34,7 +34,7 @@ func rawCollection(t *testing.T, db, coll string) *mongo.Collection {
 // document, which FerretDB's missing TTL monitor never removes, is deleted.
 func TestTheServiceSweeps(t *testing.T) {
 	em := newEmulator(t, nil)
-	const db = "sweeps"
+	db := srv.Database(t)
 	startInProcess(t, em.environment(db), []string{"--stage", "dualwrite", "--sweep-interval", "100ms"})
 	ctx := t.Context()
 	// The sweeper: an expired document, which FerretDB never removes.
