@@ -6,7 +6,6 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kvshadow/kvshadow/assembly"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
@@ -64,20 +63,6 @@ func (r *readiness) reachable() map[storeKey]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return maps.Clone(r.up)
-}
-
-// run probes every interval until ctx ends.
-func (r *readiness) run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.probe(ctx)
-		}
-	}
 }
 
 // The general words of each reason, which /readyz gives without a token.

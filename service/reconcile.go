@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
@@ -51,20 +50,6 @@ func newReconciler(ledger control.Ledger, instance string, clk clock.Clock, log 
 		r.ns[s.ID] = &overflowState{dual: s.Dual, database: databaseOf(c.Namespaces[i])}
 	}
 	return r
-}
-
-// run observes every interval until ctx ends.
-func (r *reconciler) run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		r.observe(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // observe brings every namespace's record up to date, or tries again at the

@@ -152,10 +152,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		// kept by the journal is recorded (and grown) before any clear.
 		rec := newReconciler(b.Ledger, follower.Status().Instance, o.clock, log, fl, c)
 		rec.observe(ctx)
-		recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-		recDone := make(chan struct{})
-		go func() { defer close(recDone); rec.run(recCtx, c.Beat) }()
-		defer func() { stopRec(); <-recDone }()
+		defer every(ctx, c.Beat, rec.observe)()
 		acfg.Reconciler = rec
 	}
 	adm, err := admin.New(acfg)
@@ -197,10 +194,7 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	go func() { served <- frontSrv.Serve(frontLn) }()
 	go func() { served <- adminSrv.Serve(adminServed) }()
 
-	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
-	probed := make(chan struct{})
-	go func() { defer close(probed); ready.run(probeCtx, c.Probe) }()
-	defer func() { stopProbe(); <-probed }()
+	defer every(ctx, c.Probe, ready.probe)()
 
 	at := Listening{Origin: scheme + "://" + frontLn.Addr().String(), Admin: adminScheme + "://" + adminLn.Addr().String() + "/"}
 	at.API = at.Origin + "/client/v4/"
@@ -251,6 +245,27 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return serveErr
 	}
 	return nil
+}
+
+// every calls fn each interval, with a context that ctx's end does not
+// cancel (it goes on through the shutdown), until stop, which waits.
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // settingsError is every store that refused the settings at start (a
