@@ -57,41 +57,36 @@ type request struct {
 	hold     *membudget.Hold // what the request holds of the memory budget
 }
 
-func (s *Server) methods(ep endpoint) map[string]handlerFunc {
-	if s.newStore != nil || owning[ep] == nil {
-		return routes[ep]
-	}
-	m := make(map[string]handlerFunc, len(routes[ep]))
-	for method, h := range routes[ep] {
-		if !slices.Contains(owning[ep], method) {
-			m[method] = h
-		}
-	}
-	return m
-}
-
 // handler returns what serves method on ep, or the 405 with Allow set.
 func (s *Server) handler(w http.ResponseWriter, ep endpoint, method string) (handlerFunc, *apiError) {
-	m := s.methods(ep)
 	if method == http.MethodHead {
 		method = http.MethodGet
 	}
-	if h, ok := m[method]; ok {
+	if h, ok := routes[ep][method]; ok && !s.owned(ep, method) {
 		return h, nil
 	}
-	allow := make([]string, 0, len(m)+1)
-	for method := range m {
-		allow = append(allow, method)
-		if method == http.MethodGet {
+	var allow []string
+	for m := range routes[ep] {
+		if s.owned(ep, m) {
+			continue
+		}
+		allow = append(allow, m)
+		if m == http.MethodGet {
 			allow = append(allow, http.MethodHead)
 		}
 	}
 	slices.Sort(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	if slices.Contains(owning[ep], method) { // a namespace's management, on fixed namespaces
+	if s.owned(ep, method) { // a namespace's management, on fixed namespaces
 		return nil, errorf(http.StatusMethodNotAllowed, CodeMethod, "%s", s.fixed)
 	}
 	return nil, errorf(http.StatusMethodNotAllowed, CodeMethod, "method not allowed for this route")
+}
+
+// owned reports whether method on ep is one of the owning calls on a server
+// that does not own its namespaces.
+func (s *Server) owned(ep endpoint, method string) bool {
+	return s.newStore == nil && slices.Contains(owning[ep], method)
 }
 
 const apiRoot = "/client/v4/"
