@@ -320,41 +320,31 @@ func (h *Handler) stats(w http.ResponseWriter, _ *http.Request) {
 
 // keys lists the keys of one state of the settle set.
 func (h *Handler) keys(list func(Store) []string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { h.listKeys(w, r, list) }
-}
-
-func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, list func(Store) []string) {
-	q := r.URL.Query()
-	plain := false
-	switch k := q.Get("keys"); k {
-	case "", string(compare.KeyHMAC):
-	case string(compare.KeyPlain):
-		plain = true
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("keys=%q: want hmac (the default) or plain", k))
-		return
-	}
-	limit, ok := limitOf(w, r, DefaultDirtyLimit, "keys")
-	if !ok {
-		return
-	}
-	out := DirtyView{Keys: "hmac", Namespaces: map[string]DirtyList{}}
-	if plain {
-		out.Keys = "plain"
-	}
-	for _, ns := range h.cfg.Namespaces {
-		keys := list(ns.Store)
-		l := DirtyList{Count: len(keys), Keys: []string{}}
-		for _, k := range keys[:min(limit, len(keys))] {
-			if !plain {
-				k = h.cfg.Redactor.Key(k)
-			}
-			l.Keys = append(l.Keys, k)
+	return func(w http.ResponseWriter, r *http.Request) {
+		form := cmp.Or(compare.KeyPolicy(r.URL.Query().Get("keys")), compare.KeyHMAC)
+		if form != compare.KeyHMAC && form != compare.KeyPlain {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("keys=%q: want hmac (the default) or plain", form))
+			return
 		}
-		l.Truncated = len(keys) > limit
-		out.Namespaces[ns.ID] = l
+		limit, ok := limitOf(w, r, DefaultDirtyLimit, "keys")
+		if !ok {
+			return
+		}
+		out := DirtyView{Keys: string(form), Namespaces: map[string]DirtyList{}}
+		for _, ns := range h.cfg.Namespaces {
+			keys := list(ns.Store)
+			l := DirtyList{Count: len(keys), Keys: []string{}}
+			for _, k := range keys[:min(limit, len(keys))] {
+				if form != compare.KeyPlain {
+					k = h.cfg.Redactor.Key(k)
+				}
+				l.Keys = append(l.Keys, k)
+			}
+			l.Truncated = len(keys) > limit
+			out.Namespaces[ns.ID] = l
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) repair(w http.ResponseWriter, r *http.Request) {
