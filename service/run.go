@@ -96,10 +96,10 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		var se *assembly.SettingsError
 		switch {
 		case errors.As(err, &se):
-			return &settingsError{lines: se.Lines}
+			return settingsError{se}
 		case errors.Is(err, control.ErrConfig): // control.Read's refusal, one line
-			return &settingsError{lines: []string{err.Error() + "; if the settings are right and this is meant, start once with --new-pairing " +
-				"(which records the pairing and seeds the board, and never makes an empty MongoDB the truth)"}}
+			return settingsError{fmt.Errorf("%w; if the settings are right and this is meant, start once with --new-pairing "+
+				"(which records the pairing and seeds the board, and never makes an empty MongoDB the truth)", err)}
 		}
 		return err
 	}
@@ -268,13 +268,12 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 	return func() { cancel(); <-done }
 }
 
-// settingsError is every store that refused the settings at start (a
-// token, an account, a namespace, MongoDB's credentials), one line each:
-// the environment is wrong, which a restart does not mend (exit 2).
-type settingsError struct{ lines []string }
+// settingsError is a refusal of the settings at start (each store's, one
+// line each, or the stage document's pairing): the environment is wrong,
+// which a restart does not mend (exit 2).
+type settingsError struct{ error }
 
-func (e *settingsError) Error() string { return strings.Join(e.lines, "\n") }
-func (e *settingsError) Unwrap() error { return ErrUsage }
+func (e settingsError) Unwrap() []error { return []error{ErrUsage, e.error} }
 
 // tlsConfig is a listener's TLS with the certificate its flags name; nil
 // when they name none.
