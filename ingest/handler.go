@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -200,12 +201,10 @@ func (h *Handler) ingest(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	ns := b.Namespace
+	ns := cmp.Or(b.Namespace, h.cfg.DefaultNamespace)
 	if ns == "" {
-		if ns = h.cfg.DefaultNamespace; ns == "" {
-			h.writeError(w, http.StatusBadRequest, "invalid_batch", "the batch names no namespace and the proxy has no default", 0)
-			return
-		}
+		h.writeError(w, http.StatusBadRequest, "invalid_batch", "the batch names no namespace and the proxy has no default", 0)
+		return
 	}
 	res := Result{Copies: len(b.Copies), Reads: len(b.Reads)}
 	if len(b.Copies) > 0 {
@@ -239,10 +238,7 @@ func (h *Handler) stage(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, http.StatusBadRequest, "invalid_namespace", "namespace must match "+kv.IDForm, 0)
 		return
 	}
-	if ns == "" {
-		ns = h.cfg.DefaultNamespace
-	}
-	a, err := h.cfg.Stage.Authority(r.Context(), ns)
+	a, err := h.cfg.Stage.Authority(r.Context(), cmp.Or(ns, h.cfg.DefaultNamespace))
 	if err != nil {
 		h.fail(w, err)
 		return

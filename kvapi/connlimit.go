@@ -1,6 +1,7 @@
 package kvapi
 
 import (
+	"cmp"
 	"log/slog"
 	"net"
 	"sync"
@@ -19,10 +20,7 @@ const DefaultMaxConnections = 512
 // and log says so, once each time the cap is reached: "the listener holds
 // its N connections". A nil log is slog.Default().
 func LimitListener(ln net.Listener, max int, tls bool, log *slog.Logger) net.Listener {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &limitListener{Listener: ln, max: int64(max), tls: tls, log: log}
+	return &limitListener{Listener: ln, max: int64(max), tls: tls, log: cmp.Or(log, slog.Default())}
 }
 
 type limitListener struct {

@@ -1,6 +1,7 @@
 package kvapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -118,10 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccountID != "" && !kv.IsID(cfg.AccountID) {
 		return nil, fmt.Errorf("%w: account ID %q must match %s", ErrConfig, cfg.AccountID, kv.IDForm)
 	}
-	f := cfg.Faults
-	if f == nil {
-		f = &Faults{}
-	}
+	f := cmp.Or(cfg.Faults, &Faults{})
 	mem := cfg.Memory
 	if mem == nil {
 		var err error

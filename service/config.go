@@ -399,10 +399,7 @@ func parseNamespaces(items []string, db string) ([]Namespace, error) {
 	seen, dbs := map[string]bool{}, map[string]string{}
 	for _, it := range items {
 		id, database, _ := strings.Cut(it, "=")
-		id, database = strings.TrimSpace(id), strings.TrimSpace(database)
-		if database == "" {
-			database = db
-		}
+		id, database = strings.TrimSpace(id), cmp.Or(strings.TrimSpace(database), db)
 		if seen[id] {
 			return nil, usage("--namespace %q is given twice", id)
 		}
@@ -459,9 +456,7 @@ func (c *Config) demoDefaults(set map[string]bool, namespaces []string) error {
 	if !set["compare-rate"] {
 		c.CompareRate = 1
 	}
-	if c.Instance == "" {
-		c.Instance = "demo"
-	}
+	c.Instance = cmp.Or(c.Instance, "demo")
 	return nil
 }
 

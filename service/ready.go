@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -91,10 +92,7 @@ func (r *readiness) reasons(context.Context) []admin.Reason {
 			Detail: "the control board cannot be read (" + mongokv.ShortTopology(st.BoardErr) + "): this instance runs " + st.Stage.String() +
 				", the last stage it ran, in which Workers KV is authoritative, and follows the stage document once it can read it"})
 	case !st.InSync():
-		lag := st.Lag
-		if lag == "" {
-			lag = fmt.Sprintf("runs generation %d, the stage document is at %d", st.Generation, st.Document.Generation)
-		}
+		lag := cmp.Or(st.Lag, fmt.Sprintf("runs generation %d, the stage document is at %d", st.Generation, st.Document.Generation))
 		out = append(out, admin.Reason{General: whyStage, Detail: "stage: " + lag})
 	}
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -42,10 +43,7 @@ const (
 // they left is counted and kept.
 func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Option) error {
 	o := resolve(opts)
-	log := o.logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	}
+	log := cmp.Or(o.logger, slog.New(slog.NewTextHandler(stderr, nil)))
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-proxy", Prometheus: true, Console: stderr})
 	if err != nil {
 		return err

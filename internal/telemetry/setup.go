@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,19 +70,14 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	console := cfg.Console
-	if console == nil {
-		console = os.Stderr
-	}
+	console := cmp.Or(cfg.Console, io.Writer(os.Stderr))
 	tp, err := newTracerProvider(ctx, res, console)
 	if err != nil {
 		return nil, err
 	}
-	stopTraces := func() {}
 	if tp != nil {
 		t.TracerProvider = tp
 		t.shutdowns = append(t.shutdowns, tp.Shutdown)
-		stopTraces = func() { _ = tp.Shutdown(ctx) }
 	}
 	// With no trace exported no exemplar could name one; the filter would
 	// still look for a span in every measurement's context.
@@ -92,14 +88,14 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if cfg.Prometheus {
 		reader, handler, err := newPrometheus()
 		if err != nil {
-			stopTraces()
+			_ = t.Shutdown(ctx) // stops the tracer provider, if any
 			return nil, err
 		}
 		opts, t.metrics = append(opts, sdkmetric.WithReader(reader)), handler
 	}
 	mp, err := newMeterProvider(ctx, console, opts)
 	if err != nil {
-		stopTraces()
+		_ = t.Shutdown(ctx) // stops the tracer provider, if any
 		return nil, err
 	}
 	t.MeterProvider = mp
@@ -123,23 +119,17 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.once.Do(func() {
 		var errs []error
 		for _, fn := range t.shutdowns {
-			if err := fn(ctx); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, fn(ctx))
 		}
-		if len(errs) > 0 {
-			t.err = fmt.Errorf("telemetry: shutdown: %w", errors.Join(errs...))
+		if err := errors.Join(errs...); err != nil {
+			t.err = fmt.Errorf("telemetry: shutdown: %w", err)
 		}
 	})
 	return t.err
 }
 
 func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
-	name := cfg.ServiceName
-	if name == "" {
-		name = "kvshadow"
-	}
-	defaults := []resource.Option{resource.WithAttributes(semconv.ServiceName(name))}
+	defaults := []resource.Option{resource.WithAttributes(semconv.ServiceName(cmp.Or(cfg.ServiceName, "kvshadow")))}
 	if cfg.ServiceVersion != "" {
 		defaults = append(defaults, resource.WithAttributes(semconv.ServiceVersion(cfg.ServiceVersion)))
 	}

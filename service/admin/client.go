@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,11 +47,7 @@ func (c *Client) Do(ctx context.Context, method, path, body string, out any) (in
 	if body != "" || (method != http.MethodGet && method != http.MethodHead) {
 		req.Header.Set("Content-Type", "application/json") // the routes that change state require it
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = defaultHTTP
-	}
-	resp, err := hc.Do(req)
+	resp, err := cmp.Or(c.HTTP, defaultHTTP).Do(req)
 	if err != nil {
 		return 0, err
 	}
