@@ -100,7 +100,7 @@ func (a *admission) serve(h http.Handler) http.Handler {
 		}
 		// The writer and the body are one allocation.
 		pw := &pacedWriter{guardedWriter: guardedWriter{ResponseWriter: w}}
-		pw.body = paced{ReadCloser: r.Body, w: &pw.guardedWriter, rc: *http.NewResponseController(w), start: time.Now(), a: a}
+		pw.body = paced{ReadCloser: r.Body, w: &pw.guardedWriter, start: time.Now(), a: a}
 		body := r.Body
 		defer func() { r.Body = body }() // see restoreBody
 		r.Body = &pw.body
@@ -123,7 +123,6 @@ type pacedWriter struct {
 type paced struct {
 	io.ReadCloser
 	w     *guardedWriter
-	rc    http.ResponseController
 	start time.Time
 	n     int64
 	a     *admission
@@ -138,7 +137,7 @@ func (p *paced) Read(b []byte) (int, error) {
 	if end := p.start.Add(p.a.read); p.a.read > 0 && end.Before(due) {
 		due = end
 	}
-	_ = p.rc.SetReadDeadline(due)
+	_ = http.NewResponseController(p.w.ResponseWriter).SetReadDeadline(due)
 	n, err := p.ReadCloser.Read(b)
 	p.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
