@@ -143,15 +143,9 @@ func (s *Store) mirror(ctx context.Context, target Role, w *write, park bool) (_
 	j := job{write: *w, target: target, ctx: ctx}
 	j.value, j.md = nil, nil
 	if w.op == OpPut {
-		// The caller may reuse its buffers once the call returns.
-		j.value = bytes.Clone(w.value)
-		if j.value == nil {
-			j.value = []byte{} // an empty value is a value
-		}
-		j.size = int64(len(w.value))
-		if w.md != nil {
-			j.md = bytes.Clone(w.md)
-		}
+		// The caller may reuse its buffers once the call returns; an
+		// empty value is a value.
+		j.value, j.md, j.size = append([]byte{}, w.value...), bytes.Clone(w.md), int64(len(w.value))
 	}
 	ok, fresh := s.enqueueCopy(j, park)
 	if !ok {

@@ -47,8 +47,7 @@ func New(cfg Config) (*Store, error) {
 	api := cf.NewNamespaceService(
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(cfg.HTTPClient),
-		// The token's header made once: the SDK's WithAPIToken makes it
-		// by fmt.Sprintf on every request, under a key to canonicalise.
+		// Made once, where WithAPIToken formats it every request.
 		option.WithHeader("Authorization", "Bearer "+cfg.APIToken),
 		option.WithMaxRetries(0), // ours are in retry.go
 		// No WithRequestTimeout: retry bounds each try by its context.

@@ -103,9 +103,8 @@ type async struct {
 
 type asyncKey struct{}
 
-// asyncOf is the span AsyncContext started in ctx, looked for only when
-// ctx holds a recording span: a search that fails reaches the caller's
-// context under context.WithoutCancel, whose Value allocates.
+// asyncOf is AsyncContext's span in ctx, looked for only where a span
+// records: a failed search through context.WithoutCancel allocates.
 func (o *Observer) asyncOf(ctx context.Context) *async {
 	if _, off := o.tracer.(tracenoop.Tracer); off || !trace.SpanFromContext(ctx).IsRecording() {
 		return nil
