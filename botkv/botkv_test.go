@@ -71,6 +71,8 @@ func TestOpenNamesTheWrongVariable(t *testing.T) {
 		{"KVSHADOW_CONSISTENCY_WINDOW", "-1s", "0 for none"},
 		{"KVSHADOW_CONSISTENCY_WINDOW", "60", "a duration"},
 		{"KVSHADOW_COMPARE_RATE", "5%", "a fraction 0..1"},
+		{"KVSHADOW_BREAKER_OPEN_TIMEOUT", "30", "a positive duration"},
+		{"KVSHADOW_BREAKER_OPEN_TIMEOUT", "0s", "a positive duration"},
 	} {
 		t.Run(c.name+"="+c.value, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

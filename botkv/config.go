@@ -19,7 +19,8 @@ import (
 // (cfkv.EnvAccountID, EnvNamespaceID, EnvAPIToken, EnvBaseURL, and
 // EnvMongoURI, EnvMongoDB, EnvKeySecret): each stands for the proxy's flag
 // of the same name (--stage, --instance, --journal-dir,
-// --consistency-window, --compare-rate), with its default and meaning.
+// --consistency-window, --compare-rate, --breaker-open-timeout), with its
+// default and meaning.
 const (
 	EnvMongoURI          = kvenv.MongoURI
 	EnvMongoDB           = kvenv.MongoDB
@@ -29,6 +30,7 @@ const (
 	EnvJournalDir        = "KVSHADOW_JOURNAL_DIR"
 	EnvConsistencyWindow = "KVSHADOW_CONSISTENCY_WINDOW"
 	EnvCompareRate       = "KVSHADOW_COMPARE_RATE"
+	EnvBreakerOpen       = "KVSHADOW_BREAKER_OPEN_TIMEOUT"
 )
 
 // DefaultCompareRate is the share of keys whose reads are compared in the
@@ -79,6 +81,7 @@ type settings struct {
 	journalDir string
 	window     time.Duration // dualwrite's: negative means none
 	rate       float64
+	breaker    time.Duration // the breaker's OpenTimeout; 0 means dualwrite's
 }
 
 // read resolves and checks cfg's environment, with no I/O but the files
@@ -142,6 +145,11 @@ func (cfg Config) read() (settings, error) {
 			bad(EnvCompareRate, "%q: want a fraction 0..1, such as 0.05 for 5%%", v)
 		}
 		s.rate = r
+	}
+	if v := env(EnvBreakerOpen); v != "" {
+		if s.breaker, _ = time.ParseDuration(v); s.breaker <= 0 {
+			bad(EnvBreakerOpen, "%q: want a positive duration such as 30s", v)
+		}
 	}
 	if s.instance == "" {
 		s.instance = kvenv.Instance("bot", "")

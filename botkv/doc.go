@@ -17,7 +17,8 @@
 // (required), CLOUDFLARE_BASE_URL, MONGODB_DB ("miti99bot" whatever the
 // URI names, as the JavaScript bot's store), KVSHADOW_KEY_SECRET, and, for
 // the proxy's flags of the same names, KVSHADOW_STAGE, KVSHADOW_INSTANCE,
-// KVSHADOW_JOURNAL_DIR, KVSHADOW_CONSISTENCY_WINDOW and KVSHADOW_COMPARE_RATE.
+// KVSHADOW_JOURNAL_DIR, KVSHADOW_CONSISTENCY_WINDOW, KVSHADOW_COMPARE_RATE
+// and KVSHADOW_BREAKER_OPEN_TIMEOUT.
 // Each is read trimmed; every wrong one fails Open before any I/O with a
 // *VarError naming it (all at once), and every setting a store refuses at
 // start with one too; each matches ErrConfig.

@@ -70,7 +70,9 @@ func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 	dir := r.env["KVSHADOW_JOURNAL_DIR"]
 	keepStage(t, dir, dualwrite.DualWrite)
 	var out logs
-	env := map[string]string{"MONGODB_URI": "mongodb://" + addr + "/", "MONGODB_DB": db}
+	// The repairs wait for the breaker, which the copies that failed while
+	// MongoDB was down opened: for 1 s, not the default 30 s.
+	env := map[string]string{"MONGODB_URI": "mongodb://" + addr + "/?serverSelectionTimeoutMS=500", "MONGODB_DB": db, "KVSHADOW_BREAKER_OPEN_TIMEOUT": "1s"}
 	for k, v := range r.env {
 		if _, over := env[k]; !over {
 			env[k] = v
@@ -133,10 +135,6 @@ func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 	// MongoDB comes up at the URI's address.
 	mongo := startAndJoin(ctx, t, addr, st)
 	t.Logf("joined the control board %s after Open", time.Since(start).Round(time.Millisecond))
-	// The repairs wait for the breaker, which the copies that failed
-	// while MongoDB was down opened for its default 30 s (botkv does not
-	// set it): on an idle machine the keys settle about 30 s after the
-	// join, so the wait allows three times that.
 	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer wcancel()
 	left, err := st.WaitSettled(wctx)
