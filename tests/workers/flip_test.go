@@ -179,6 +179,11 @@ func flipUnderTraffic(t *testing.T, replicas int) {
 	}
 	adm := &admin.Client{URL: adminURL, Token: w.adminToken}
 	b := &bots{node: w.node, acked: map[string]string{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the Workers logged %q", b.logs)
+		}
+	})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -3,9 +3,9 @@ package workers_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"maps"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,18 +15,40 @@ import (
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
+// lockedLog is the proxy's log output, kept for a failing test.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // startProxy runs kvshadow-proxy in-process over env, on free loopback
 // ports, and returns its REST API root and admin URL.
 func startProxy(t *testing.T, env map[string]string, args ...string) (api, adminURL string) {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", t.Name()}, args...)
-	at, stop, err := proxytest.Run(context.Background(), env, io.Discard, args)
+	logs := &lockedLog{}
+	at, stop, err := proxytest.Run(context.Background(), env, logs, args)
 	if err != nil {
-		t.Fatalf("kvshadow-proxy did not start: %v", err)
+		t.Fatalf("kvshadow-proxy did not start: %v\n%s", err, logs.String())
 	}
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("kvshadow-proxy: %v", err)
+		}
+		if t.Failed() { // the proxy's log, for the failing run only
+			t.Logf("kvshadow-proxy %v logged:\n%s", args, logs.String())
 		}
 	})
 	return at.API, at.Admin
