@@ -92,6 +92,12 @@ type settleSet struct {
 	journaled bool            // changes are kept for a journal
 	changes   map[string]Mark // since the committer last took them
 	flagMoved bool            // reconcile changed since then
+
+	// past keeps the wrote time of up to maxFree keys that settled, and
+	// pastMark the latest of those it let go when it filled: an ingested
+	// write older than either is not applied over the settled one (newer).
+	past     map[string]int64
+	pastMark int64
 }
 
 // settleEntry is one key. Times are Unix nanoseconds (see nanos).
@@ -170,7 +176,7 @@ type rule struct {
 const noFleet = math.MaxInt64
 
 func newSettleSet(max, maxSus int, journaled bool) *settleSet {
-	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, journaled: journaled, flights: make(map[int64]int32)}
+	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, journaled: journaled, flights: make(map[int64]int32), past: make(map[string]int64)}
 	if journaled {
 		d.changes = make(map[string]Mark)
 	}
@@ -435,6 +441,15 @@ func (d *settleSet) drop(e *settleEntry) {
 	if d.journaled && e.mark != markSuspect {
 		d.changes[e.key] = MarkSettled
 	}
+	if e.mark != markSuspect && e.wrote != 0 {
+		if len(d.past) >= maxFree {
+			for _, w := range d.past {
+				d.pastMark = max(d.pastMark, w)
+			}
+			clear(d.past)
+		}
+		d.past[e.key] = e.wrote
+	}
 	d.setIngested(e, false)
 	d.setHeld(e, nil)
 	d.land(e)
@@ -564,12 +579,14 @@ func (d *settleSet) watermark(now func() time.Time) time.Time {
 }
 
 // newer reports whether an ingested write acknowledged at acked is newer
-// than every write the set knows of for key.
+// than every write the set knows of for key, the settled ones included.
 func (d *settleSet) newer(key string, acked time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e := d.get(key)
-	return e == nil || e.wrote <= nanos(acked)
+	if e := d.get(key); e != nil {
+		return e.wrote <= nanos(acked)
+	}
+	return max(d.past[key], d.pastMark) <= nanos(acked)
 }
 
 // lastWrite returns the key's ready time and whether it is dirty.
