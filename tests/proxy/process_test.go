@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 )
 
 // build compiles the command once for the package's tests, into binDir.
@@ -40,23 +41,12 @@ type process struct {
 	*instance
 	cmd    *exec.Cmd
 	exited chan error
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr syncbuf.Buffer
 	// serving is the banner's first line.
 	serving string
 }
 
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.Write(b)
-}
-
-func (p *process) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *process) log() string { return p.stderr.String() }
 
 func startProcess(t *testing.T, bin string, env map[string]string, args ...string) *process {
 	t.Helper()
@@ -70,7 +60,7 @@ func startProcess(t *testing.T, bin string, env map[string]string, args ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = p
+	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

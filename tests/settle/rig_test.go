@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -163,7 +164,7 @@ type writer struct {
 	bursts    chan int // the number of each burst as it begins
 	// burstAcks are the acknowledged writes when each burst began.
 	burstAcks []int
-	stderr    bytes.Buffer
+	stderr    syncbuf.Buffer // written by exec while a failing test reads it
 }
 
 func (r *rig) start(t *testing.T, c childConfig) *writer {

@@ -5,40 +5,22 @@ import (
 	"context"
 	"maps"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
-// lockedLog is the proxy's log output, kept for a failing test.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // startProxy runs kvshadow-proxy in-process over env, on free loopback
 // ports, and returns its REST API root and admin URL.
 func startProxy(t *testing.T, env map[string]string, args ...string) (api, adminURL string) {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", t.Name()}, args...)
-	logs := &lockedLog{}
+	logs := &syncbuf.Buffer{} // the proxy's log, kept for a failing test
 	at, stop, err := proxytest.Run(context.Background(), env, logs, args)
 	if err != nil {
 		t.Fatalf("kvshadow-proxy did not start: %v\n%s", err, logs.String())
