@@ -106,17 +106,20 @@ LONG_TESTS := ./workers/ ./settle/ ./botkv/ ./teecheck/ ./proxy/ ./rehearse/
 # tests reach the embedded server built without it, in a process of its own, by
 # MONGODB_URI as they would a real MongoDB (under the detector FerretDB's SQLite
 # made every MongoDB call about ten times slower). Tests that stop and restart
-# a server of their own still embed one.
+# a server of their own still embed one. With MONGODB_URI set, the tests run
+# against that MongoDB, as every test does, and make starts no server of its own.
 integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 5 minutes)"
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  if [ -n "$$CI$$KVSHADOW_REQUIRE_BROWSER" ]; then echo "make test: chromium or chromedriver is missing and CI is set: the HTML report's layout test fails (apt-get install chromium chromium-driver)"; \
 	  else echo "make test: chromium or chromedriver is missing: the HTML report's layout test is SKIPPED here (CI fails it instead; apt-get install chromium chromium-driver)"; fi; \
 	fi
-	@cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo
-	@if [ -f tests/go.mod ]; then set -o pipefail; d=$$(mktemp -d); $(DEMO_BIN)/embedded-mongo -dir $$d/data >$$d/out 2>&1 & pid=$$!; \
+	@if [ -f tests/go.mod ]; then set -o pipefail; uri=$$MONGODB_URI; \
+	if [ -n "$$uri" ]; then echo "make test: against the MongoDB of MONGODB_URI (no embedded server started)"; else \
+	(cd demo && $(GO) build -o $(DEMO_BIN)/embedded-mongo ./cmd/embedded-mongo) || exit 1; \
+	d=$$(mktemp -d); $(DEMO_BIN)/embedded-mongo -dir $$d/data >$$d/out 2>&1 & pid=$$!; \
 	trap 'kill $$pid; wait $$pid; rm -rf $$d' EXIT; until uri=$$(sed -n 's/^export MONGODB_URI=//p' $$d/out); [ -n "$$uri" ]; do \
-	  kill -0 $$pid 2>/dev/null || { cat $$d/out; exit 1; }; sleep 0.1; done; \
+	  kill -0 $$pid 2>/dev/null || { cat $$d/out; exit 1; }; sleep 0.1; done; fi; \
 	cd tests && MONGODB_URI=$$uri $(GO) test -race -count=1 -timeout 30m -p 3 -json $(LONG_TESTS) ./... | $(TESTLOG); fi
 	@echo "make test: the large-value tests, which the race detector makes too slow for FerretDB (tens of MiB), once without it (about a minute)"
 	@set -o pipefail; cd tests && $(GO) test -count=1 -timeout 15m -json -run '$(LARGE_TESTS)' ./proxy/ ./mongokv/ | $(TESTLOG)
