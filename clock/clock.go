@@ -52,6 +52,22 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	return Wait(ctx, OrReal(c).NewTimer(d))
 }
 
+// Every calls fn at each tick of a system-clock ticker of interval (ticks
+// missed while fn runs are dropped, so the rate holds) until ctx ends; it
+// returns after the call under way, if any.
+func Every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
 // Wait waits for t to fire, or until ctx ends and then returns ctx's error;
 // it stops t either way. A nil t is no wait.
 func Wait(ctx context.Context, t Timer) error {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/kv"
 )
 
@@ -46,17 +47,10 @@ func (w *workload) run(ctx context.Context, stores map[string]kv.Store, cfg conf
 	for i := range cfg.workers {
 		r := rand.New(rand.NewPCG(cfg.seed, uint64(i)))
 		wg.Go(func() {
-			tick := time.NewTicker(interval)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
+			clock.Every(ctx, interval, func() {
 				mod := modules[r.IntN(len(modules))]
 				w.step(context.WithoutCancel(ctx), stores[mod], mod, r)
-			}
+			})
 		})
 	}
 	wg.Wait()
