@@ -84,7 +84,7 @@ func (s *Store) Flush(ctx context.Context) error {
 	return s.barrier(ctx)
 }
 
-// barrier drains every lane; the caller holds the gate.
+// barrier drains every lane: the flip's, under the gate, and Flush's, without it.
 func (s *Store) barrier(ctx context.Context) error {
 	done, err := s.sendBarriers(ctx)
 	if err != nil {
