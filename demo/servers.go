@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
-	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
-	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
@@ -45,19 +43,11 @@ func startServers(ctx context.Context, cfg config) (*servers, error) {
 	faults := &kvapi.Faults{}
 	faults.SetLatency(cfg.latency)
 	faults.SetConsistencyWindow(cfg.window)
-	api, err := kvapi.New(kvapi.Config{
-		Namespaces: map[string]kv.Store{demoNamespace: memory.New(memory.Config{})},
-		AccountID:  demoAccount,
-		Token:      demoToken,
-		Faults:     faults,
-	})
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: demoAccount, Token: demoToken, Faults: faults}, demoNamespace)
 	if err != nil {
 		return nil, err
 	}
-	if s.baseURL, s.stopKV, err = kvapi.ServeLoopback(api); err != nil {
-		return nil, err
-	}
-	s.baseURL += "/client/v4/"
+	s.baseURL, s.stopKV = em.URL, em.Stop
 
 	mongoDir := filepath.Join(cfg.dir, "mongo")
 	if err := os.RemoveAll(mongoDir); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kv/otelkv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/membudget"
@@ -67,24 +66,20 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 // be) and keeps the shadow and the board in memory.
 func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	clk := p.Clock
-	emulated := map[string]kv.Store{}
+	var ids []string
 	for _, ns := range c.Namespaces {
-		emulated[ns.ID] = memory.New(memory.Config{Clock: clk})
+		ids = append(ids, ns.ID)
 	}
-	api, err := kvapi.New(kvapi.Config{Namespaces: emulated, AccountID: c.Account, Token: c.secrets.cfToken, Clock: clk})
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: c.Account, Token: c.secrets.cfToken, Clock: clk}, ids...)
 	if err != nil {
 		return nil, err
 	}
-	url, stop, err := kvapi.ServeLoopback(api)
-	if err != nil {
-		return nil, err
-	}
-	url += "/client/v4/"
+	url := em.URL
 	// No MongoDB: the connection gauges say 0.
 	b := &Backends{Board: control.NewMemoryBoard(), Ledger: control.NewMemoryLedger(), Pool: &mongokv.Pool{},
 		Note: "demo: the primary is an emulated Workers KV account at " + url + "; the shadow and the stage are kept in memory and lost at exit. " +
 			"Not a tee check (it compares with this emulator, which a Worker never wrote): make tee-check BOT=path/to/worker"}
-	b.Closers = append(b.Closers, stop)
+	b.Closers = append(b.Closers, em.Stop)
 	for _, ns := range c.Namespaces {
 		primary, err := cfkv.New(cfkv.Config{AccountID: c.Account, NamespaceID: ns.ID, APIToken: c.secrets.cfToken, BaseURL: url, Clock: clk,
 			HTTPClient: primaryClient(p.Memory)})

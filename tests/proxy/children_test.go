@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvshadow/kvshadow/backends/memory"
-	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
@@ -153,12 +151,11 @@ func serveEmulator(latency string) ([]string, func(), error) {
 	}
 	faults := &kvapi.Faults{}
 	faults.SetLatency(d)
-	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: memory.New(memory.Config{})}, AccountID: account, Token: primaryToken, Faults: faults})
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: account, Token: primaryToken, Faults: faults}, namespace)
 	if err != nil {
 		return nil, nil, err
 	}
-	url, stop, err := serve(api)
-	return []string{url + "/client/v4/"}, stop, err
+	return []string{em.URL}, func() { _ = em.Stop(context.Background()) }, nil
 }
 
 // serveProxy is kvshadow-proxy over primary in stage dualwrite, with its

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/kvshadow/kvshadow/backends/mongokv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/control"
-	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
@@ -71,14 +69,12 @@ type emulator struct {
 
 func newEmulator(t testing.TB, clk clock.Clock) *emulator {
 	t.Helper()
-	st := memory.New(memory.Config{Clock: clk})
-	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: st}, AccountID: account, Token: primaryToken, Clock: clk})
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: account, Token: primaryToken, Clock: clk}, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
-	t.Cleanup(hs.Close)
-	return &emulator{store: st, api: api, url: hs.URL + "/client/v4/"}
+	t.Cleanup(func() { _ = em.Stop(context.Background()) })
+	return &emulator{store: em.Stores[namespace], api: em.Server, url: em.URL}
 }
 
 // environment is what a proxy instance reads, for database db.

@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
-	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
 )
@@ -39,14 +37,12 @@ type Primary struct {
 // NewPrimary serves an emulated account until the test ends.
 func NewPrimary(t testing.TB) *Primary {
 	t.Helper()
-	st := memory.New(memory.Config{})
-	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{Namespace: st}, AccountID: Account, Token: PrimaryToken})
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: Account, Token: PrimaryToken}, Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
-	t.Cleanup(hs.Close)
-	return &Primary{Store: st, URL: hs.URL + "/client/v4/"}
+	t.Cleanup(func() { _ = em.Stop(context.Background()) })
+	return &Primary{Store: em.Stores[Namespace], URL: em.URL}
 }
 
 // Environment is what a proxy over p and the MongoDB at uri (database db)

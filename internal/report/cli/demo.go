@@ -24,37 +24,29 @@ const (
 // dependencies out of this binary), so that every output, the gate and a
 // repair can be tried without an account.
 func startDemo(ctx context.Context, o *options, stderr io.Writer) (*stores, error) {
-	kvMem := memory.New(memory.Config{})
-	shadow := memory.New(memory.Config{})
-	if err := seedDemo(ctx, kvMem, shadow); err != nil {
-		return nil, err
-	}
-	srv, err := kvapi.New(kvapi.Config{
-		Namespaces: map[string]kv.Store{demoNamespace: kvMem},
-		AccountID:  demoAccount,
-		Token:      demoToken,
-	})
-	if err != nil {
-		return nil, err
-	}
-	url, serving, err := kvapi.ServeLoopback(srv)
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: demoAccount, Token: demoToken}, demoNamespace)
 	if err != nil {
 		return nil, err
 	}
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = serving(ctx)
+		_ = em.Stop(ctx)
+	}
+	shadow := memory.New(memory.Config{})
+	if err := seedDemo(ctx, em.Stores[demoNamespace], shadow); err != nil {
+		stop()
+		return nil, err
 	}
 	primary, err := cfkv.New(cfkv.Config{
 		AccountID: demoAccount, NamespaceID: demoNamespace, APIToken: demoToken,
-		BaseURL: url + "/client/v4/", MaxRetries: -1, MaxBulkWrite: o.cfMaxBulkWrite,
+		BaseURL: em.URL, MaxRetries: -1, MaxBulkWrite: o.cfMaxBulkWrite,
 	})
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "shadow-report: demo: Workers KV emulator at %s/client/v4/ (in memory) vs an in-memory shadow, seeded with sample divergences\n", url)
+	fmt.Fprintf(stderr, "shadow-report: demo: Workers KV emulator at %s (in memory) vs an in-memory shadow, seeded with sample divergences\n", em.URL)
 	return &stores{
 		primary: primary, shadow: shadow, identity: "demo", close: stop,
 		names: [2]string{"cloudflare_kv, demo emulator", "memory, demo shadow"},
