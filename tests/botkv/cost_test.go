@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/nodescript"
 )
 
 // openOnce opens and closes a store as a bot's test does, with a fresh
@@ -84,45 +84,35 @@ func BenchmarkOpen(b *testing.B) {
 // iteration, after one round that connects them. It reports the median of
 // all their Opens (docs/go-bot.md, "What a store per test costs").
 func BenchmarkOpenIn8Packages(b *testing.B) {
-	type child struct {
-		in  io.WriteCloser
-		out *bufio.Scanner
-		cmd *exec.Cmd
-	}
-	kids := make([]child, 8)
+	kids := make([]*nodescript.Script, 8)
 	for i := range kids {
 		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkOpen$", "-test.benchtime=1x")
-		cmd.Env, cmd.Stderr = append(os.Environ(), envOpenChild+"=1"), os.Stderr
-		in, err := cmd.StdinPipe()
+		k, err := nodescript.Run("a child", cmd, envOpenChild+"=1")
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		kids[i] = child{in: in, out: bufio.NewScanner(out), cmd: cmd}
+		kids[i] = k
 	}
 	defer func() {
 		for _, k := range kids {
-			k.in.Close()
-			for k.out.Scan() { // to the end, so that Wait does not cut it
-			}
-			if err := k.cmd.Wait(); err != nil {
+			if err := k.End(); err != nil {
 				b.Errorf("a child: %v", err)
 			}
 		}
 	}()
 	round := func() (took []time.Duration) {
 		for _, k := range kids {
-			fmt.Fprintln(k.in)
+			if err := k.Say(""); err != nil {
+				b.Fatal(err)
+			}
 		}
 		for _, k := range kids {
-			for k.out.Scan() {
-				if us, ok := strings.CutPrefix(k.out.Text(), "open-us "); ok {
+			for {
+				line, err := k.Next(time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if us, ok := strings.CutPrefix(line, "open-us "); ok {
 					n, err := strconv.Atoi(us)
 					if err != nil {
 						b.Fatal(err)
@@ -131,9 +121,6 @@ func BenchmarkOpenIn8Packages(b *testing.B) {
 					break
 				}
 			}
-		}
-		if len(took) != len(kids) {
-			b.Fatalf("%d of %d children answered", len(took), len(kids))
 		}
 		return took
 	}

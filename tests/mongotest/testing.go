@@ -2,6 +2,7 @@ package mongotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -45,9 +46,10 @@ func (s *Server) Database(tb testing.TB) string {
 }
 
 // Main is the TestMain of a package whose tests share one server: it starts
-// the server, stores it in *srv, runs the tests, closes the server and exits
-// with the tests' code (1 if the server cannot start or stop cleanly).
-func Main(m *testing.M, srv **Server) {
+// the server, stores it in *srv, runs the tests, closes the server, runs
+// cleanups (their errors fail the run) and exits with the tests' code (1 if
+// the server cannot start or stop cleanly).
+func Main(m *testing.M, srv **Server, cleanups ...func() error) {
 	s, err := Start(context.Background(), Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,7 +57,11 @@ func Main(m *testing.M, srv **Server) {
 	}
 	*srv = s
 	code := m.Run()
-	if err := s.Close(); err != nil {
+	errs := []error{s.Close()}
+	for _, c := range cleanups {
+		errs = append(errs, c())
+	}
+	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}

@@ -19,6 +19,7 @@ type Script struct {
 	stdin  io.WriteCloser
 	lines  chan string
 	exited chan struct{}
+	err    error // how it exited, once exited is closed
 }
 
 // Start runs workers/test/support/<script> in the package folder workers
@@ -36,6 +37,14 @@ func Start(ctx context.Context, workers, script string, env []string, deps ...st
 	}
 	cmd := exec.CommandContext(ctx, node, filepath.Join("test", "support", script))
 	cmd.Dir = workers
+	return Run(script, cmd, env...)
+}
+
+// Run starts cmd as a Script named name, with env added to the process's
+// own and its standard error passed through: any program that speaks lines
+// on its standard input and output as the scripts do, the test binary run
+// as a child of its own benchmark too.
+func Run(name string, cmd *exec.Cmd, env ...string) (*Script, error) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -49,8 +58,8 @@ func Start(ctx context.Context, workers, script string, env []string, deps ...st
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Script{Name: script, cmd: cmd, stdin: stdin, lines: make(chan string, 4), exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.exited) }()
+	s := &Script{Name: name, cmd: cmd, stdin: stdin, lines: make(chan string, 4), exited: make(chan struct{})}
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -84,9 +93,12 @@ func (s *Script) Say(line string) error {
 	return nil
 }
 
-// Stop closes the script's standard input, which ends it, and waits for
-// it to exit; after 10 s it is killed.
-func (s *Script) Stop() {
+// Stop is End, for a cleanup.
+func (s *Script) Stop() { _ = s.End() }
+
+// End closes the script's standard input, which ends it, waits for it to
+// exit (after 10 s it is killed) and returns how it exited.
+func (s *Script) End() error {
 	_ = s.stdin.Close()
 	select {
 	case <-s.exited:
@@ -94,4 +106,5 @@ func (s *Script) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
+	return s.err
 }

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/kvapi"
 	"github.com/kvshadow/kvshadow/service"
+	"github.com/kvshadow/kvshadow/tests/nodescript"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
@@ -225,25 +225,16 @@ func probe(b *testing.B, url string) counters {
 // addresses it printed. The child stops when the benchmark ends.
 func startChild(b *testing.B, role string, env ...string) []string {
 	b.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
+	env = append(env, childEnv+"="+role)
 	if n := os.Getenv(procsEnv); n != "" && role == "proxy" {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+n)
+		env = append(env, "GOMAXPROCS="+n)
 	}
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	child, err := nodescript.Run("the benchmark's "+role+" process", exec.Command(os.Args[0]), env...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	b.Cleanup(child.Stop)
+	line, err := child.Next(time.Minute)
 	if err != nil {
 		b.Fatalf("the benchmark's %s process did not start: %v", role, err)
 	}

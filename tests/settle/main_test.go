@@ -1,8 +1,6 @@
 package settle_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,19 +16,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
-	s, err := mongotest.Start(context.Background(), mongotest.Config{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if writerBin != "" {
-		_ = os.RemoveAll(filepath.Dir(writerBin))
-	}
-	os.Exit(code)
+	mongotest.Main(m, &srv, func() error {
+		if writerBin != "" {
+			_ = os.RemoveAll(filepath.Dir(writerBin))
+		}
+		return nil
+	})
 }
