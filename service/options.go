@@ -2,6 +2,7 @@ package service
 
 import (
 	"log/slog"
+	"net"
 
 	"github.com/kvshadow/kvshadow/clock"
 )
@@ -14,6 +15,7 @@ type runOptions struct {
 	clock     clock.Clock
 	logger    *slog.Logger
 	listening func(Listening)
+	front     net.Listener
 	// processLimit makes the memory budget the Go runtime's memory limit:
 	// the command's choice (Main), not that of a program embedding Run.
 	processLimit bool
@@ -31,6 +33,12 @@ type Listening struct {
 // the stage document's stage, before it serves: what a program embedding
 // the service needs instead of reading the banner.
 func WithListening(fn func(Listening)) Option { return func(o *runOptions) { o.listening = fn } }
+
+// WithListener serves the front on ln, which the caller bound, instead of
+// binding --listen: a caller that hands the address out before the service
+// starts (a test's Workers learn the tee's origin first) holds it meanwhile,
+// so that no other process can take it. Run closes ln.
+func WithListener(ln net.Listener) Option { return func(o *runOptions) { o.front = ln } }
 
 // WithBackends replaces OpenBackends: tests run the service over stores of
 // their own making.

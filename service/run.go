@@ -44,6 +44,9 @@ const (
 // they left is counted and kept.
 func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Option) error {
 	o := resolve(opts)
+	if o.front != nil {
+		defer o.front.Close()
+	}
 	log := cmp.Or(o.logger, slog.New(slog.NewTextHandler(stderr, nil)))
 	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: "kvshadow-proxy", Prometheus: true, Console: stderr})
 	if err != nil {
@@ -110,7 +113,12 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 
 	// The listeners are bound before the instance joins the control board,
 	// so that a proxy that cannot listen never appears there as alive.
-	frontLn, err := net.Listen("tcp", c.Listen)
+	frontLn := o.front
+	if frontLn == nil {
+		frontLn, err = net.Listen("tcp", c.Listen)
+	} else if c.Unauthenticated || c.Demo {
+		err = loopbackOnly(frontLn.Addr().String(), c.AdminListen)
+	}
 	if err != nil {
 		return err
 	}

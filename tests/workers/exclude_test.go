@@ -23,10 +23,10 @@ import (
 // key, and shadow-report with the same flag leaves it out, counted, at
 // full parity.
 func TestExcludedPrefixThroughTheTeeInWorkerd(t *testing.T) {
-	listen := freePort(t)
-	w := newFlipWorld(t, "exclude", "http://"+listen)
+	front := reserve(t)
+	w := newFlipWorld(t, "exclude", "http://"+front.Addr().String())
 	env := w.env
-	_, adminURL := startProxy(t, env, "--listen", listen, "--stage", "shadow", "--consistency-window", "0", "--exclude-prefix", "__retry:")
+	_, adminURL := startProxyOn(t, front, env, "--stage", "shadow", "--consistency-window", "0", "--exclude-prefix", "__retry:")
 	b := &bots{node: w.node, acked: map[string]string{}}
 	const queued = "__retry:mongo-failed:wordle:games:42:1"
 	// The queue key first: its invocation's batch, if the tee sent one,

@@ -166,14 +166,14 @@ func TestFlipUnderTrafficLosesNothing(t *testing.T) {
 }
 
 func flipUnderTraffic(t *testing.T, replicas int) {
-	listen := freePort(t)
-	w := newFlipWorld(t, "flip", "http://"+listen, "KVSHADOW_STAGE_TTL_MS=1000", "KVSHADOW_STAGE_TIMEOUT_MS=500")
+	front := reserve(t)
+	w := newFlipWorld(t, "flip", "http://"+front.Addr().String(), "KVSHADOW_STAGE_TTL_MS=1000", "KVSHADOW_STAGE_TIMEOUT_MS=500")
 	env := w.env
 	// The fence covers a lease (1 s), a stage read (0.5 s) and an
 	// invocation with its waitUntil (well under 1 s here).
 	flags := []string{"--stage", "shadow", "--consistency-window", "0", "--fence-interval", "3s", "--tee-lease", "1s", "--tee-invocation", "2s",
 		"--poll-interval", "100ms", "--heartbeat-interval", "100ms", "--repair-interval", "250ms"}
-	_, adminURL := startProxy(t, env, append([]string{"--listen", listen, "--instance", "reached"}, flags...)...)
+	_, adminURL := startProxyOn(t, front, env, append([]string{"--instance", "reached"}, flags...)...)
 	for i := 2; i <= replicas; i++ { // replicas the bots do not reach
 		startProxy(t, env, append([]string{"--instance", fmt.Sprintf("replica-%d", i)}, flags...)...)
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
@@ -19,9 +21,16 @@ import (
 // ports, and returns its REST API root and admin URL.
 func startProxy(t *testing.T, env map[string]string, args ...string) (api, adminURL string) {
 	t.Helper()
+	return startProxyOn(t, nil, env, args...)
+}
+
+// startProxyOn is startProxy serving its front on front (reserve's) when
+// front is not nil.
+func startProxyOn(t *testing.T, front net.Listener, env map[string]string, args ...string) (api, adminURL string) {
+	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--instance", t.Name()}, args...)
 	logs := &syncbuf.Buffer{} // the proxy's log, kept for a failing test
-	at, stop, err := proxytest.Run(context.Background(), env, logs, args)
+	at, stop, err := proxytest.Run(context.Background(), env, logs, args, service.WithListener(front))
 	if err != nil {
 		t.Fatalf("kvshadow-proxy did not start: %v\n%s", err, logs.String())
 	}
