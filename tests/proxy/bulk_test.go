@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -33,16 +32,10 @@ type memoryRig struct {
 
 func newMemoryRig(t *testing.T, args ...string) *memoryRig {
 	t.Helper()
-	st := memory.New(memory.Config{})
-	api, err := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{namespace: st}, AccountID: account, Token: primaryToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(api)
-	t.Cleanup(hs.Close)
+	em := newEmulator(t, nil)
 	shadow := memory.New(memory.Config{})
 	open := func(context.Context, *service.Config, service.Plumbing) (*service.Backends, error) {
-		primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: hs.URL + "/client/v4/"})
+		primary, err := cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: primaryToken, BaseURL: em.url})
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +45,7 @@ func newMemoryRig(t *testing.T, args ...string) *memoryRig {
 	env := map[string]string{"CLOUDFLARE_ACCOUNT_ID": account, "CLOUDFLARE_KV_NAMESPACE_ID": namespace, "CLOUDFLARE_API_TOKEN": primaryToken,
 		"MONGODB_URI": "mongodb://127.0.0.1:1/unused", "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken}
 	in := startInProcess(t, env, append([]string{"--stage", "dualwrite", "--lane-depth", "2048"}, args...), service.WithBackends(open))
-	return &memoryRig{api: api, store: st, shadow: shadow, in: in}
+	return &memoryRig{api: em.api, store: em.store, shadow: shadow, in: in}
 }
 
 func TestBulkCostsThePrimaryOneRequest(t *testing.T) {
