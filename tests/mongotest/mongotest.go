@@ -56,6 +56,9 @@ type Server struct {
 	closeOnce sync.Once
 }
 
+// newServer serialises ferretdb.New.
+var newServer sync.Mutex
+
 // Start returns the server named by MONGODB_URI when that variable is set, or
 // starts an embedded FerretDB. The server runs until Close; ctx bounds only
 // the start.
@@ -80,12 +83,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	newServer.Lock() // ferretdb.New sets a package-level version field: two at once race
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: cmp.Or(cfg.Listen, "127.0.0.1:0")},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + s.dir + "/?_pragma=synchronous(normal)",
 	})
+	newServer.Unlock()
 	if err != nil {
 		s.removeTemp()
 		return nil, fmt.Errorf("mongotest: start FerretDB: %w", err)

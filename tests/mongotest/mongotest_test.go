@@ -165,3 +165,24 @@ func TestRestartOnTheSameAddress(t *testing.T) {
 		t.Fatalf("a second server started on %s, which is in use", addr)
 	}
 }
+
+// Parallel tests start embedded servers at the same moment (tests/botkv's
+// detached tests do): under the race detector this fails if Start lets two
+// of FerretDB's constructors run at once.
+func TestServersStartedAtOnce(t *testing.T) {
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			s, err := mongotest.Start(t.Context(), mongotest.Config{IgnoreEnv: true})
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
