@@ -159,12 +159,18 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // makes each call (4: cfkv's is made once); a PUT, whose answer cfkv reads
 // once where the SDK decodes it, allocates 40 less than the SDK's own.
 // Nothing per call is left on the heap by a success's classification or
-// the answer's type.
+// the answer's type. Each side's count is the least of three rounds: the
+// in-process server and the connection pool's own work (a connection made
+// again on a loaded machine) only ever add to a round.
 func TestCfkvAllocatesWhatItsTriesNeed(t *testing.T) {
+	least := func(call func(context.Context)) float64 {
+		return min(testing.AllocsPerRun(100, func() { call(t.Context()) }), testing.AllocsPerRun(100, func() { call(t.Context()) }),
+			testing.AllocsPerRun(100, func() { call(t.Context()) }))
+	}
 	for op, over := range map[string]float64{"Get": 8, "Put": -40} {
 		sides := spacedSides(t, op)
-		sdk := testing.AllocsPerRun(100, func() { sides[1].call(t.Context()) })
-		if got := testing.AllocsPerRun(100, func() { sides[2].call(t.Context()) }); got > sdk+over {
+		sdk := least(sides[1].call)
+		if got := least(sides[2].call); got > sdk+over {
 			t.Errorf("%s: cfkv allocates %v a call, the SDK's own %v: more than %v above it", op, got, sdk, over)
 		}
 	}
