@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	binding := fs.String("binding", "KV", "the bot's KV binding")
 	kvID := fs.String("kv-id", "", "the binding's namespace ID (default: read from the config)")
 	workers := fs.String("workers", "", "kvshadow's workers/ folder: the bridge, and the wrangler used when the bot has none (default ../workers from the tests module)")
-	port := fs.Int("port", 8787, "the bot's port")
+	port := fs.Int("port", 8787, "the bot's port (0: any free port, which tee-check prints)")
 	stage := fs.String("stage", "shadow", "the proxy's stage: dualwrite (copies verified), shadow (reads compared too), handover or live (every call through the proxy; the flip to live waits for the fence, about 65 s)")
 	fence := command.Fence(fs)
 	var vars []string
@@ -95,11 +95,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer mongo.Close()
 	clientToken, adminToken, bridgeToken := proxytest.Token(), proxytest.Token(), proxytest.Token()
-	bridgePort := freePort()
-	proxyAddr, err := proxytest.FreeAddr()
-	if err != nil {
-		return err
-	}
 	persist := filepath.Join(dir, "kv")
 
 	// The bridge, over the bot's namespace ID, in the same persisted data.
@@ -109,22 +104,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	wrangler := wranglerFor(*bot, *workers)
-	bridge, err := startDev(ctx, wrangler, dir, []string{"dev", "-c", bridgeCfg, "--persist-to", persist, "--ip", "127.0.0.1", "--port", bridgePort, "--inspector-port", freePort(), "--var", "BRIDGE_TOKEN:" + bridgeToken})
+	bridge, err := startDev(ctx, wrangler, dir, []string{"dev", "-c", bridgeCfg, "--persist-to", persist, "--ip", "127.0.0.1", "--port", "0", "--var", "BRIDGE_TOKEN:" + bridgeToken})
 	if err != nil {
-		return err
+		return fmt.Errorf("the bridge's wrangler dev: %w", err)
 	}
 	defer bridge.stop()
-	bridgeURL := "http://127.0.0.1:" + bridgePort + "/client/v4/"
+	bridgeURL := bridge.url + "client/v4/"
 
 	env := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": "local", "CLOUDFLARE_KV_NAMESPACE_ID": id, "CLOUDFLARE_API_TOKEN": bridgeToken,
 		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": proxytest.Token(),
 	}
-	if err := waitHTTP(ctx, bridgeURL, 2*time.Minute); err != nil {
-		return fmt.Errorf("the bridge's wrangler dev: %w", err)
-	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	proxyFlags, _ := command.ProxyFlags(proxyAddr, *fence)
+	proxyFlags, _ := command.ProxyFlags("127.0.0.1:0", *fence)
 	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, append(proxyFlags, "--primary-url", bridgeURL))
 	if err != nil {
 		return err
@@ -139,21 +131,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	// The user's Worker, its tee pointed at the proxy, in the same data.
-	devArgs := []string{"dev", entry, "-c", *config, "--var", "KVSHADOW_TEE_CHECK_BINDING:" + *binding, "--persist-to", persist, "--ip", "127.0.0.1", "--port", fmt.Sprint(*port), "--inspector-port", freePort(),
-		"--var", "KVSHADOW_URL:http://" + proxyAddr, "--var", "KVSHADOW_TOKEN:" + clientToken}
+	devArgs := []string{"dev", entry, "-c", *config, "--var", "KVSHADOW_TEE_CHECK_BINDING:" + *binding, "--persist-to", persist, "--ip", "127.0.0.1", "--port", fmt.Sprint(*port),
+		"--var", "KVSHADOW_URL:" + at.Origin, "--var", "KVSHADOW_TOKEN:" + clientToken}
 	for _, v := range vars {
 		devArgs = append(devArgs, "--var", v)
 	}
 	worker, err := startDev(ctx, wrangler, *bot, devArgs)
 	if err != nil {
-		return err
-	}
-	defer worker.stop()
-	botURL := fmt.Sprintf("http://127.0.0.1:%d/", *port)
-	if err := waitHTTP(ctx, botURL, 2*time.Minute); err != nil {
 		return fmt.Errorf("the bot's wrangler dev: %w", err)
 	}
-	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, proxyAddr, to, bridgeURL, id)
+	defer worker.stop()
+	botURL := worker.url
+	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, at.Origin, to, bridgeURL, id)
 	primary, err := cfkv.New(cfkv.Config{AccountID: "local", NamespaceID: id, APIToken: bridgeToken, BaseURL: bridgeURL, MaxRetries: -1})
 	if err != nil {
 		return err
@@ -294,24 +283,58 @@ func wranglerFor(bot, workers string) string {
 	return "wrangler"
 }
 
-// dev is one `wrangler dev`, its output kept for when it fails.
+// dev is one `wrangler dev`, serving at url.
 type dev struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	url  string
 }
 
+// readyOn is wrangler's line once the Worker serves (miniflare's logReady,
+// at WRANGLER_LOG=info), with the port it bound: a port given as 0 is
+// bound by wrangler itself, so no other process can take it between a
+// choice and a bind, and the URL read here is that wrangler's, not that of
+// whatever else answers on a port.
+var readyOn = regexp.MustCompile(`Ready on (?:\x1b\[[0-9;]*m)*(http://[0-9.]+:[0-9]+)`)
+
+// startDev runs wrangler with args (its --inspector-port any free one) and
+// waits until it says where the Worker serves.
 func startDev(ctx context.Context, wrangler, dir string, args []string) (*dev, error) {
-	cmd := exec.Command(wrangler, args...)
+	cmd := exec.Command(wrangler, append(args, "--inspector-port", "0")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=1", "NO_UPDATE_NOTIFIER=1", "WRANGLER_LOG=warn")
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=1", "NO_UPDATE_NOTIFIER=1", "WRANGLER_LOG=info")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr                                // its errors
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // wrangler dev starts workerd: stop the group, and nothing else
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("wrangler: %w (make workers-deps installs it)", err)
 	}
 	d := &dev{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(d.done) }()
-	return d, nil
+	ready := make(chan string, 1)
+	go func() {
+		for lines, said := bufio.NewScanner(stdout), false; lines.Scan(); {
+			if m := readyOn.FindStringSubmatch(lines.Text()); m != nil && !said {
+				said = true
+				ready <- m[1] + "/"
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(d.done)
+	}()
+	var err error
+	select {
+	case d.url = <-ready:
+		return d, nil
+	case <-d.done:
+		err = fmt.Errorf("wrangler ended (%v) before it was ready (its error above)", cmd.ProcessState)
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(2 * time.Minute):
+		err = errors.New("wrangler was not ready within 2m")
+	}
+	d.stop()
+	return nil, err
 }
 
 func (d *dev) stop() {
@@ -322,25 +345,4 @@ func (d *dev) stop() {
 		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		<-d.done
 	}
-}
-
-func waitHTTP(ctx context.Context, url string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("no answer at %s within %s", url, d)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-}
-
-func freePort() string {
-	a, _ := proxytest.FreeAddr()
-	_, p, _ := net.SplitHostPort(a)
-	return p
 }

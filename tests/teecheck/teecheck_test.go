@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -125,6 +126,23 @@ func TestTeeCheckRunsAClassWorkerUnwatched(t *testing.T) {
 	}
 }
 
+// A -port that another server holds is no bot: wrangler cannot bind it,
+// and tee-check says so instead of taking whatever answers there for the
+// bot (a wait for any HTTP answer did, and the check then drove the other
+// server).
+func TestTeeCheckTakesNoOtherServerForTheBot(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "not the bot") }))
+	defer other.Close()
+	workers, _ := filepath.Abs(filepath.Join("..", "..", "workers"))
+	var out syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // were the other server taken for the bot, the check would run until Ctrl-C
+	defer cancel()
+	err := run(ctx, []string{"-bot", filepath.Join(workers, "test", "aroundbot"), "-workers", workers, "-port", strings.TrimPrefix(other.URL, "http://127.0.0.1:")}, &out)
+	if err == nil || !strings.Contains(err.Error(), "the bot's wrangler dev: wrangler ended") || strings.Contains(out.String(), "the bot at") {
+		t.Fatalf("tee-check with the bot's port held by another server: %v, want wrangler's failure\n%s", err, out.String())
+	}
+}
+
 // check is one run of tee-check, driven as a user does.
 type check struct {
 	t    *testing.T
@@ -135,8 +153,8 @@ type check struct {
 	read chan struct{}
 }
 
-// startCheck runs tee-check on workers/test/<bot> with args, and waits
-// until it says where the bot is.
+// startCheck runs tee-check on workers/test/<bot> with args, the bot on
+// any free port (wrangler's own), and waits until it says where the bot is.
 func startCheck(t *testing.T, bot string, args ...string) *check {
 	workers, _ := filepath.Abs(filepath.Join("..", "..", "workers"))
 	if _, err := os.Stat(filepath.Join(workers, "node_modules", "wrangler")); err != nil {
@@ -144,19 +162,21 @@ func startCheck(t *testing.T, bot string, args ...string) *check {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	port := freePort()
 	pr, pw := io.Pipe()
-	c := &check{t: t, bot: "http://127.0.0.1:" + port + "/", out: &syncbuf.Buffer{}, stop: cancel, done: make(chan error, 1), read: make(chan struct{})}
+	c := &check{t: t, out: &syncbuf.Buffer{}, stop: cancel, done: make(chan error, 1), read: make(chan struct{})}
 	go func() {
-		c.done <- run(ctx, append([]string{"-bot", filepath.Join(workers, "test", bot), "-workers", workers, "-port", port}, args...), pw)
+		c.done <- run(ctx, append([]string{"-bot", filepath.Join(workers, "test", bot), "-workers", workers, "-port", "0"}, args...), pw)
 		_ = pw.Close()
 	}()
 	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
+	for c.bot == "" && lines.Scan() {
 		fmt.Fprintln(c.out, lines.Text())
-		if strings.Contains(lines.Text(), "the bot at") {
-			break
+		if m := regexp.MustCompile(`the bot at (http://\S+/) `).FindStringSubmatch(lines.Text()); m != nil {
+			c.bot = m[1]
 		}
+	}
+	if c.bot == "" {
+		t.Fatalf("tee-check did not say where the bot is: %v\n%s", <-c.done, c.out.String())
 	}
 	go func() {
 		defer close(c.read)
