@@ -302,10 +302,11 @@
 // the primary is authoritative their copies are queued on the lanes to the
 // shadow and their keys recorded as unsettled, so verification checks them
 // against the primary; a write older than one already known for its key
-// (the last write of one of the 4,096 keys that settled last, or older
-// than the newest write of those let go before them) is not applied over
-// it, only verified, and one that never arrives is found by that
-// verification or by a reconciliation. From live
+// (its last write, while the key is in the settle set or its write among
+// the 4,096 latest of the keys that settled, which are let go oldest
+// first; else the latest write let go) is not applied over it, only
+// verified, and one that never arrives is found by that verification or
+// by a reconciliation. From live
 // on they are late copies (see The handover).
 //
 // CompareReads takes tee mode's sampled reads: what the bot's Worker read

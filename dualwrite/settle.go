@@ -9,7 +9,8 @@ import (
 
 // The settle set is one state machine, and this file is all of it. A key is
 //
-//	absent     not in the set: settled, or never written through the Store
+//	absent     not in the set: settled (remembered by its write time, see
+//	           pastMark), or never written through the Store
 //	suspect    a sampled read found it different, no write of it known here
 //	unsettled  written, its copy sent (copies > 0 while on its way), not verified
 //	dirty      its copy known lost (queued while its repair waits in a lane)
@@ -64,8 +65,8 @@ func (m Mark) String() string {
 type settleSet struct {
 	mu        sync.Mutex
 	max       int
-	keys      map[string]*settleEntry // the set and the suspects
-	lines     [4]timeline             // by Mark (MarkSettled: none), by ready time; their counts
+	keys      map[string]*settleEntry // the set, the suspects and the settled keys remembered
+	lines     [4]timeline             // by Mark, by ready time (MarkSettled: by wrote); their counts
 	gen       uint64
 	overflow  uint64
 	reconcile bool
@@ -93,10 +94,11 @@ type settleSet struct {
 	changes   map[string]Mark // since the committer last took them
 	flagMoved bool            // reconcile changed since then
 
-	// past keeps the wrote time of up to maxFree keys that settled, and
-	// pastMark the latest of those it let go when it filled: an ingested
-	// write older than either is not applied over the settled one (newer).
-	past     map[string]int64
+	// lines[MarkSettled] remembers the last maxFree keys that settled with
+	// a known write time, their entries kept in keys: past that many, the
+	// oldest write is let go, and pastMark is the latest of those let go.
+	// An ingested write older than its key's remembered one, or than
+	// pastMark, is not applied over the settled one (newer).
 	pastMark int64
 }
 
@@ -176,7 +178,7 @@ type rule struct {
 const noFleet = math.MaxInt64
 
 func newSettleSet(max, maxSus int, journaled bool) *settleSet {
-	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, journaled: journaled, flights: make(map[int64]int32), past: make(map[string]int64)}
+	d := &settleSet{max: max, keys: make(map[string]*settleEntry), maxSus: maxSus, journaled: journaled, flights: make(map[int64]int32)}
 	if journaled {
 		d.changes = make(map[string]Mark)
 	}
@@ -200,13 +202,13 @@ func (d *settleSet) mark(key string, m Mark, ready, wrote time.Time, copies int3
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.keys[key]
-	if e == nil || e.mark == markSuspect {
+	if d.get(key) == nil {
 		if d.size() >= d.max {
 			out.overflow = d.full()
 			out.changed = out.overflow && d.journaled
 			return out
 		}
-		if e == nil {
+		if e == nil || e.mark == MarkSettled {
 			e = d.entry(key)
 		} else {
 			d.superseded++ // a write supersedes what a read suspected
@@ -281,7 +283,7 @@ func (d *settleSet) suspect(key string, diff held, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.keys[key]
-	if e == nil {
+	if e == nil || e.mark == MarkSettled {
 		if d.lines[markSuspect].n >= d.maxSus {
 			d.susOverflow++
 			return
@@ -435,25 +437,29 @@ func (d *settleSet) setMark(e *settleEntry, m Mark, ready int64) {
 // size is how many keys the set holds, suspects aside.
 func (d *settleSet) size() int { return d.lines[MarkUnsettled].n + d.lines[MarkDirty].n }
 
-// drop takes e out of the set (or the suspects) and puts it on the free
-// list. Nothing else may point to it: the refs a pass holds name keys.
+// drop takes e out of the set (or the suspects): settled, remembered by
+// its write time if it has one, else on the free list, as is the oldest
+// remembered past maxFree (the insertion walks from the newest: keys
+// settle mostly in the order of their writes). Nothing else may point to
+// it: the refs a pass holds name keys, and no ref has a settled entry's
+// gen, 0.
 func (d *settleSet) drop(e *settleEntry) {
 	if d.journaled && e.mark != markSuspect {
 		d.changes[e.key] = MarkSettled
-	}
-	if e.mark != markSuspect && e.wrote != 0 {
-		if len(d.past) >= maxFree {
-			for _, w := range d.past {
-				d.pastMark = max(d.pastMark, w)
-			}
-			clear(d.past)
-		}
-		d.past[e.key] = e.wrote
 	}
 	d.setIngested(e, false)
 	d.setHeld(e, nil)
 	d.land(e)
 	d.lines[e.mark].remove(e)
+	*e = settleEntry{key: e.key, ready: e.wrote, wrote: e.wrote}
+	if past := &d.lines[MarkSettled]; e.wrote != 0 && (past.n < maxFree || e.wrote > past.head.wrote) {
+		if past.insert(e); past.n <= maxFree {
+			return
+		}
+		e = past.head // the oldest write
+		past.remove(e)
+	}
+	d.pastMark = max(d.pastMark, e.wrote)
 	delete(d.keys, e.key)
 	if d.freeN < maxFree {
 		*e = settleEntry{next: d.free}
@@ -461,12 +467,19 @@ func (d *settleSet) drop(e *settleEntry) {
 	}
 }
 
-// maxFree bounds the free list: 4,096 entries, 320 KiB.
+// maxFree bounds the free list and the settled keys remembered: 4,096
+// entries each, 320 KiB, besides the remembered keys' bytes and map slots.
 const maxFree = 4096
 
-// entry returns a blank entry for key, from the free list if it can, not
-// in the set yet (MarkSettled) until setMark puts it there.
+// entry returns a blank entry for key, not in the set yet (MarkSettled)
+// until setMark puts it there: its remembered entry, which keeps its
+// write time, else one from the free list if it can.
 func (d *settleSet) entry(key string) *settleEntry {
+	if e := d.keys[key]; e != nil {
+		d.lines[MarkSettled].remove(e)
+		*e = settleEntry{key: key, wrote: e.wrote}
+		return e
+	}
 	e := d.free
 	if e == nil {
 		return &settleEntry{key: key}
@@ -476,9 +489,10 @@ func (d *settleSet) entry(key string) *settleEntry {
 	return e
 }
 
-// get returns key's entry in the set, nil for a suspect or an absent key.
+// get returns key's entry in the set, nil for a suspect, a settled or an
+// absent key.
 func (d *settleSet) get(key string) *settleEntry {
-	if e := d.keys[key]; e != nil && e.mark != markSuspect {
+	if e := d.keys[key]; e != nil && (e.mark == MarkUnsettled || e.mark == MarkDirty) {
 		return e
 	}
 	return nil
@@ -579,14 +593,17 @@ func (d *settleSet) watermark(now func() time.Time) time.Time {
 }
 
 // newer reports whether an ingested write acknowledged at acked is newer
-// than every write the set knows of for key, the settled ones included.
+// than every write the set knows of for key, the settled ones included: a
+// key's known write is its latest (a write let go from the set before it
+// was at most pastMark then), pastMark stands for an unknown one.
 func (d *settleSet) newer(key string, acked time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e := d.get(key); e != nil {
-		return e.wrote <= nanos(acked)
+	w := d.pastMark
+	if e := d.keys[key]; e != nil && e.wrote != 0 {
+		w = e.wrote
 	}
-	return max(d.past[key], d.pastMark) <= nanos(acked)
+	return w <= nanos(acked)
 }
 
 // lastWrite returns the key's ready time and whether it is dirty.
