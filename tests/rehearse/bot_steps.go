@@ -10,7 +10,6 @@ import (
 
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/tests/command"
-	"github.com/kvshadow/kvshadow/tests/proxytest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -53,12 +52,8 @@ func (r *rig) today(ctx context.Context) error {
 	if err := r.burst(ctx, 16); err != nil {
 		return err
 	}
-	down, err := proxytest.FreeAddr()
-	if err != nil {
-		return err
-	}
 	r.say("  MongoDB out of the bot's reach for a while:")
-	if err := r.deployAs("kv", "1", false, map[string]string{"DRIFT_VERIFIER": "1", "MONGODB_URI": "mongodb://" + down + "/", "MONGODB_SELECTION_TIMEOUT_MS": "300"}); err != nil {
+	if err := r.deployAs("kv", "1", false, map[string]string{"DRIFT_VERIFIER": "1", "MONGODB_URI": "mongodb://" + r.down + "/", "MONGODB_SELECTION_TIMEOUT_MS": "300"}); err != nil {
 		return err
 	}
 	if err := r.burst(ctx, 8); err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
+	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
 	"github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
@@ -84,6 +86,7 @@ type rig struct {
 	old       []string           // what Workers KV held before the migration
 	ops       uint64             // the proxy's operations when the bot left it
 	docs      int64              // the bot's documents in MongoDB when its own dual write went off
+	down      string             // where the bot finds MongoDB out of reach: refused, held until the end
 }
 
 func (r *rig) say(format string, args ...any) {
@@ -99,10 +102,11 @@ Runs the bot team's guide (docs/bot-guide.md) on one machine: a bot with the
 real bot's storage shape and flags (createStore over STORAGE_PRIMARY,
 DUAL_WRITE and MONGODB_URI, its own DualKVStore and drift-verifier) and the
 bridge in workerd (miniflare), kvshadow-proxy in-process over the bridge and
-the embedded MongoDB-compatible server; from the bot as it runs today through
-every stage to complete, then step 13 (the bot on its own MongoKVStore) and
-step 14 (the proxy stopped, kvshadow's collections dropped). The reports
-(%s) are kept in -dir.
+its own embedded MongoDB-compatible server (never MONGODB_URI's: the bot's
+code and step 14 use the fixed database miti99bot); from the bot as it runs
+today through every stage to complete, then step 13 (the bot on its own
+MongoKVStore) and step 14 (the proxy stopped, kvshadow's collections
+dropped). The reports (%s) are kept in -dir.
 
 `
 
@@ -134,7 +138,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	r := &rig{out: out, start: time.Now(), dir: *dir, updates: *updates, rtt: *rtt, last: map[string]*string{}, shared: map[string]bool{}}
 	fmt.Fprintf(out, "kvshadow rehearsal: the bot team's guide (docs/bot-guide.md) on one machine; reports in %s\n", r.dir)
 
-	mongo, err := mongotest.Start(ctx, mongotest.Config{})
+	// Its own server, never MONGODB_URI's: the bot's code opens the fixed
+	// database miti99bot and step 14 drops kvshadow's collections there, so
+	// two rehearsals on one server would collide.
+	mongo, err := mongotest.Start(ctx, mongotest.Config{IgnoreEnv: true})
 	if err != nil {
 		return err
 	}
@@ -144,10 +151,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	clientToken, adminToken, bridgeToken, keySecret := proxytest.Token(), proxytest.Token(), proxytest.Token(), proxytest.Token()
 	const account, namespace = "rehearsal-account", "rehearsal-kv"
-	listen, err := proxytest.FreeAddr()
+	// The bot learns the proxy's origin before the proxy can start (it
+	// needs the bridge's URL): held from now until the proxy serves on it.
+	front, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	defer front.Close()
+	listen := front.Addr().String()
 	r.botVars = map[string]string{"MONGODB_URI": r.mongoURI, "KVSHADOW_URL": "http://" + listen, "KVSHADOW_TOKEN": clientToken, "KVSHADOW_NAMESPACE": namespace, "KVSHADOW_ACCOUNT": account, "KVSHADOW_SAMPLE": "0.2"}
 	var mongoLink *delayLink
 	if *benchN > 0 {
@@ -166,7 +177,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		r.botVars["MONGODB_URI"] = "mongodb://" + mongoLink.addr() + "/?directConnection=true"
 		r.botVars["KVSHADOW_URL"] = "http://" + proxyLink.addr()
 	}
-	proxyFlags, lease := command.ProxyFlags(listen, *fence)
+	proxyFlags, lease := command.ProxyFlags("127.0.0.1:0", *fence) // the front: on front
 	proxyFlags = append(proxyFlags, "--heartbeat-interval", "1s", "--instance", "rehearsal")
 	if *fence > 0 { // the tee's stage TTL shortened with its lease
 		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint(lease.Milliseconds())
@@ -186,7 +197,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if r.primary, err = cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: bridgeToken, BaseURL: ready.Bridge, MaxRetries: -1}); err != nil {
 		return err
 	}
-	if *benchN == 0 {
+	down, release, err := proxytest.Refusing()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if r.down = down; *benchN == 0 {
 		err = r.today(ctx)
 	}
 	if err != nil {
@@ -205,7 +221,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// dualwrite before the tee, the bot's queue excluded; miniflare reads
 	// its own writes, so no consistency window, and verification every 5 s
 	// instead of every minute. The fence keeps its default unless -fence.
-	at, stopProxy, err := proxytest.Run(ctx, proxyEnv, io.Discard, proxyFlags)
+	at, stopProxy, err := proxytest.Run(ctx, proxyEnv, io.Discard, proxyFlags, service.WithListener(front))
 	if err != nil {
 		return err
 	}
