@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,9 +25,11 @@ var commands = map[string]string{
 	"kvshadow-proxy": "github.com/kvshadow/kvshadow/cmd/kvshadow-proxy",
 }
 
-// The addresses the examples name for local servers; the test gives each
-// a free port of its own (a shared machine may hold 8787 with a wrangler
-// dev session) and the embedded MongoDB-compatible server.
+// The addresses the examples name for local servers; the test gives the
+// emulator a port it binds itself (-addr 127.0.0.1:0, read back from what
+// it prints: a shared machine may hold 8787 with a wrangler dev session, and
+// a port picked and closed could be taken before the emulator binds it) and
+// the embedded MongoDB-compatible server.
 const (
 	emulatorAddr = "127.0.0.1:8787"
 	localMongo   = "mongodb://127.0.0.1:27017/miti99bot"
@@ -185,10 +186,10 @@ func needsAccount(block []command) bool {
 // gate).
 func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 	dir := t.TempDir()
-	port := freePort(t)
+	emulator := "127.0.0.1:0" // until the emulator says where it serves
 	mongoURI = strings.TrimSuffix(mongoURI, "/") + "/miti99bot"
 	rewrite := func(s string) string {
-		s = strings.ReplaceAll(s, emulatorAddr, port)
+		s = strings.ReplaceAll(s, emulatorAddr, emulator)
 		return strings.ReplaceAll(s, localMongo, mongoURI)
 	}
 	var servers []*exec.Cmd
@@ -208,7 +209,7 @@ func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 		}
 		switch {
 		case c.args[0] == "kv-emulator" && !strings.Contains(c.line, "-addr"):
-			args = append(args, "-addr", port)
+			args = append(args, "-addr", emulator)
 		case c.args[0] == "kvshadow-proxy" && !strings.Contains(c.line, "-listen"):
 			args = append(args, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 		}
@@ -233,8 +234,12 @@ func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 			}
 			pw.Close()
 			servers = append(servers, cmd)
-			if !awaitListening(pr) {
+			at := awaitListening(pr)
+			if at == "" {
 				t.Fatalf("%s: never said where it listens\n%s", c.line, out.String())
+			}
+			if c.args[0] == "kv-emulator" {
+				emulator = at
 			}
 			go func() { _, _ = io.Copy(&out, pr) }()
 			if c.args[0] == "kvshadow-proxy" {
@@ -262,35 +267,28 @@ func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 }
 
 // awaitListening reads a server's output until a line that names an
-// http:// address.
-func awaitListening(r *os.File) bool {
-	found := make(chan bool, 1)
+// http:// address, and returns it ("" if none comes).
+func awaitListening(r *os.File) string {
+	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "http://127.0.0.1:") {
-				found <- true
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
 				return
 			}
 		}
-		found <- false
+		found <- ""
 	}()
 	select {
-	case ok := <-found:
-		return ok
+	case at := <-found:
+		return at
 	case <-time.After(2 * time.Minute):
-		return false
+		return ""
 	}
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+var listening = regexp.MustCompile(`http://(127\.0\.0\.1:[0-9]+)`)
 
 func buildCommands(t *testing.T) string {
 	dir := t.TempDir()

@@ -1,12 +1,11 @@
 package prometheus_test
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/backends/mongokv"
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/internal/tools"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
@@ -197,20 +197,32 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, job, token, target.Host))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Prometheus binds a port of its own and logs it (at info): a port
+	// picked and closed could be taken before it binds, and the test would
+	// query whatever serves there.
+	var logs syncbuf.Buffer
+	cmd := exec.Command("prometheus", "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:0", "--log.level=info")
+	cmd.Dir = dir
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command("prometheus", "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = &logs, pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	pw.Close()
+	at := make(chan string, 1)
+	go func() {
+		for lines, said := bufio.NewScanner(pr), false; lines.Scan(); {
+			fmt.Fprintln(&logs, lines.Text())
+			if m := listeningOn.FindStringSubmatch(lines.Text()); m != nil && !said {
+				said = true
+				at <- "http://" + m[1]
+			}
+		}
+	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -225,12 +237,17 @@ scrape_configs:
 			t.Logf("prometheus's log:\n%s", logs.String())
 		}
 	})
-	p := &prometheus{url: "http://" + addr}
+	p := &prometheus{}
 	eventually(t, "Prometheus ready", func() bool {
 		select {
 		case err := <-exited:
+			exited <- err // for the cleanup
 			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
+		case p.url = <-at:
 		default:
+		}
+		if p.url == "" {
+			return false
 		}
 		resp, err := http.Get(p.url + "/-/ready")
 		if err != nil {
@@ -277,6 +294,10 @@ func (p *prometheus) series(t *testing.T, expr string) int {
 	p.api(t, "/api/v1/query", url.Values{"query": {expr}}, &data)
 	return len(data.Result)
 }
+
+// listeningOn is Prometheus's log line with the address its web listener
+// bound (exporter-toolkit's, Prometheus 2.42).
+var listeningOn = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
 
 // firing reports whether alert is firing.
 func (p *prometheus) firing(t *testing.T, alert string) bool {

@@ -1,21 +1,23 @@
 package report_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvshadow/kvshadow/internal/syncbuf"
 )
 
 // EnvRequireBrowser makes the browser tests fail, instead of skip, when
@@ -243,23 +245,40 @@ func startChromeDriver(t *testing.T) *webDriver {
 		}
 		t.Skip(msg)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// chromedriver binds a port of its own and says which: a port picked
+	// and closed could be taken before it binds, and the test would drive
+	// whatever serves there.
+	var logs syncbuf.Buffer
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command(driver, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd := exec.Command(driver, "--port=0", "--allowed-ips=127.0.0.1")
+	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	pw.Close()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	wd := &webDriver{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	at, started := make(chan string, 1), regexp.MustCompile(`started successfully on port ([0-9]+)`)
+	go func() {
+		for lines, said := bufio.NewScanner(pr), false; lines.Scan(); {
+			fmt.Fprintln(&logs, lines.Text())
+			if m := started.FindStringSubmatch(lines.Text()); m != nil && !said {
+				said = true
+				at <- "http://127.0.0.1:" + m[1]
+			}
+		}
+	}()
+	wd := &webDriver{}
+	select {
+	case wd.base = <-at:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("chromedriver did not say where it serves:\n%s", logs.String())
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var status struct {
