@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,24 +21,30 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // openBound is how long Open may wait for MongoDB before it starts
 // detached (botkv's 15 s), with room for a loaded machine.
 const openBound = 20 * time.Second
 
-// downAddr is a loopback address where nothing listens, for a MongoDB that
-// is down and starts later there.
-func downAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// down is a loopback address where nothing listens, for a MongoDB that is
+// down and may start later there (startAndJoin): held until then
+// (proxytest.Refusing), so that connections are refused and no other
+// process binds it meanwhile, as one could a port picked and closed (the
+// store would then join whatever served there, another test's server).
+type down struct {
+	addr    string
+	release func() error
+}
+
+func downAddr(t *testing.T) down {
+	addr, release, err := proxytest.Refusing()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	t.Cleanup(func() { _ = release() })
+	return down{addr, release}
 }
 
 // keepStage writes the stage file a bot that ran stage before would have
@@ -65,7 +70,8 @@ func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, ni
 func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 	before := ours()
 	r := newRig(t)
-	addr := downAddr(t)
+	off := downAddr(t)
+	addr := off.addr
 	db := mongotest.NewDatabaseName(t.Name())
 	dir := r.env["KVSHADOW_JOURNAL_DIR"]
 	keepStage(t, dir, dualwrite.DualWrite)
@@ -133,7 +139,7 @@ func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 	t.Logf("while MongoDB is down: %d keys dirty, drops %v (%s after Open)", st.Dual.Stats().Dirty, st.Dual.Stats().Drops, time.Since(start).Round(time.Millisecond))
 
 	// MongoDB comes up at the URI's address.
-	mongo := startAndJoin(ctx, t, addr, st)
+	mongo := startAndJoin(ctx, t, off, st)
 	t.Logf("joined the control board %s after Open", time.Since(start).Round(time.Millisecond))
 	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer wcancel()
@@ -203,7 +209,7 @@ func TestOpenWithMongoDBDownRunsTheLastStageDetached(t *testing.T) {
 func TestOpenWithMongoDBDownAndNoStageToRunFails(t *testing.T) {
 	r := newRig(t)
 	// A short server selection: Open fails as soon as the driver gives up.
-	uri := "mongodb://" + downAddr(t) + "/?serverSelectionTimeoutMS=500"
+	uri := "mongodb://" + downAddr(t).addr + "/?serverSelectionTimeoutMS=500"
 	live := t.TempDir()
 	keepStage(t, live, dualwrite.Live)
 	before, drivers := ours(), driverGoroutines()
@@ -339,7 +345,8 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	addr := downAddr(t)
+	off := downAddr(t)
+	addr := off.addr
 	db := mongotest.NewDatabaseName(t.Name())
 	dir := r.env["KVSHADOW_JOURNAL_DIR"]
 	keepStage(t, dir, dualwrite.Shadow)
@@ -387,7 +394,7 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 		}
 	}
 
-	mongo := startAndJoin(ctx, t, addr, st)
+	mongo := startAndJoin(ctx, t, off, st)
 	mc, err := mongo.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -411,13 +418,17 @@ func TestADetachedStartSaysItOnceAndSeedsTheBoardWithItsStage(t *testing.T) {
 	}
 }
 
-// startAndJoin starts MongoDB on addr, where the detached store st's URI
-// points, and waits until st has joined the control board.
-func startAndJoin(ctx context.Context, t *testing.T, addr string, st *botkv.Store) *mongotest.Server {
+// startAndJoin starts MongoDB at the down address, where the detached store
+// st's URI points, and waits until st has joined the control board. The
+// address is released just before FerretDB binds it, in this goroutine.
+func startAndJoin(ctx context.Context, t *testing.T, at down, st *botkv.Store) *mongotest.Server {
 	t.Helper()
-	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: addr})
+	if err := at.release(); err != nil {
+		t.Fatal(err)
+	}
+	mongo, err := mongotest.Start(ctx, mongotest.Config{Dir: t.TempDir(), IgnoreEnv: true, Listen: at.addr})
 	if err != nil {
-		t.Fatalf("starting MongoDB on %s: %v", addr, err)
+		t.Fatalf("starting MongoDB on %s: %v", at.addr, err)
 	}
 	t.Cleanup(func() { _ = mongo.Close() })
 	for deadline := time.Now().Add(30 * time.Second); st.Detached(); time.Sleep(50 * time.Millisecond) {

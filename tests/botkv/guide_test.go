@@ -75,7 +75,7 @@ func TestTheGuidesOutageTest(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	env := maps.Clone(r.env)
-	env["MONGODB_URI"] = "mongodb://" + downAddr(t) + "/?serverSelectionTimeoutMS=500"
+	env["MONGODB_URI"] = "mongodb://" + downAddr(t).addr + "/?serverSelectionTimeoutMS=500"
 	env["MONGODB_DB"] = mongotest.NewDatabaseName(t.Name())
 	dir := t.TempDir()
 	env["KVSHADOW_JOURNAL_DIR"] = dir
