@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,12 +42,14 @@ type process struct {
 	*instance
 	cmd    *exec.Cmd
 	exited chan error
-	stderr syncbuf.Buffer
+	output syncbuf.Buffer
 	// serving is the banner's first line.
 	serving string
 }
 
-func (p *process) log() string { return p.stderr.String() }
+// log is what the process wrote, its log (standard error) and its banner
+// (standard output), in the order it wrote them.
+func (p *process) log() string { return p.output.String() }
 
 func startProcess(t *testing.T, bin string, env map[string]string, args ...string) *process {
 	t.Helper()
@@ -56,16 +59,30 @@ func startProcess(t *testing.T, bin string, env map[string]string, args ...strin
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
-	out, err := p.cmd.StdoutPipe()
+	// One pipe for both, read by one goroutine: what the process logged
+	// before its banner is in the log once the banner is read, and all it
+	// wrote once it has exited (two pipes, each copied by a goroutine of
+	// its own, made no promise of either, and a test that read the start's
+	// log at once could miss a line on a loaded machine).
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	api, admin, database, serving := banner(t, out)
+	pw.Close()
+	br, bw := io.Pipe()
+	drained := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(&p.output, bw), pr)
+		pr.Close()
+		bw.Close()
+		close(drained)
+	}()
+	go func() { err := p.cmd.Wait(); <-drained; p.exited <- err }()
+	api, admin, database, serving := banner(t, br)
 	p.serving = serving
 	if admin == "" {
 		_ = p.cmd.Process.Kill()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
+	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // readyz is GET /readyz with the admin token.
@@ -272,12 +272,11 @@ func TestWrongSettingsAtStart(t *testing.T) {
 	}
 
 	t.Run("the primary unreachable", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		closed, release, err := proxytest.Refusing() // held: nothing else serves there meanwhile
 		if err != nil {
 			t.Fatal(err)
 		}
-		closed := ln.Addr().String()
-		ln.Close()
+		defer release()
 		env := em.environment(db)
 		env["CLOUDFLARE_BASE_URL"] = "http://" + closed + "/client/v4/"
 		p := startProcess(t, bin, env, "--stage", "dualwrite", "--probe-interval", "200ms")
