@@ -60,12 +60,14 @@ func Fence(fs *flag.FlagSet) *time.Duration {
 	return fs.Duration("fence", 0, "the proxy's --fence-interval, which the flip to live waits for, with its --tee-lease and --tee-invocation a quarter of it each (default: the proxy's, 65s, 30s and 1s)")
 }
 
-// ProxyFlags are the local proxy's flags: listening on listen, stage
-// dualwrite, miniflare's own writes read at once (no consistency window),
-// verification every 5 s, Excluded left out, and a fence of its own when
-// fence is not 0; lease is the tee's lease that follows (30 s by default).
-func ProxyFlags(listen string, fence time.Duration) (flags []string, lease time.Duration) {
-	flags = []string{"--listen", listen, "--admin-listen", "127.0.0.1:0", "--stage", "dualwrite", "--consistency-window", "0",
+// ProxyFlags are the local proxy's flags: on ports it binds itself (a
+// caller that hands the front out first holds one: service.WithListener),
+// stage dualwrite, miniflare's own writes read at once (no consistency
+// window), verification every 5 s, Excluded left out, and a fence of its
+// own when fence is not 0; lease is the tee's lease that follows (30 s by
+// default).
+func ProxyFlags(fence time.Duration) (flags []string, lease time.Duration) {
+	flags = []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--stage", "dualwrite", "--consistency-window", "0",
 		"--repair-interval", "5s", "--poll-interval", "500ms", "--exclude-prefix", Excluded}
 	if fence == 0 {
 		return flags, 30 * time.Second

@@ -177,7 +177,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		r.botVars["MONGODB_URI"] = "mongodb://" + mongoLink.addr() + "/?directConnection=true"
 		r.botVars["KVSHADOW_URL"] = "http://" + proxyLink.addr()
 	}
-	proxyFlags, lease := command.ProxyFlags("127.0.0.1:0", *fence) // the front: on front
+	proxyFlags, lease := command.ProxyFlags(*fence)
 	proxyFlags = append(proxyFlags, "--heartbeat-interval", "1s", "--instance", "rehearsal")
 	if *fence > 0 { // the tee's stage TTL shortened with its lease
 		r.botVars["KVSHADOW_STAGE_TTL_MS"] = fmt.Sprint(lease.Milliseconds())

@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"MONGODB_URI": mongo.URI(), "KVSHADOW_TOKEN": clientToken, "KVSHADOW_ADMIN_TOKEN": adminToken, "KVSHADOW_KEY_SECRET": proxytest.Token(),
 	}
 	// The proxy outlives Ctrl-C long enough to verify the last copies.
-	proxyFlags, _ := command.ProxyFlags("127.0.0.1:0", *fence)
+	proxyFlags, _ := command.ProxyFlags(*fence)
 	at, stopProxy, err := proxytest.Run(context.WithoutCancel(ctx), env, os.Stderr, append(proxyFlags, "--primary-url", bridgeURL))
 	if err != nil {
 		return err
@@ -141,13 +141,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("the bot's wrangler dev: %w", err)
 	}
 	defer worker.stop()
-	botURL := worker.url
-	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", botURL, at.Origin, to, bridgeURL, id)
+	fmt.Fprintf(out, "tee-check: the bot at %s (wrangler dev, its tee at kvshadow-proxy %s, stage %s; the bridge at %s over the same local KV data, namespace %s; MongoDB embedded). Use the bot; Ctrl-C ends the check.\n", worker.url, at.Origin, to, bridgeURL, id)
 	primary, err := cfkv.New(cfkv.Config{AccountID: "local", NamespaceID: id, APIToken: bridgeToken, BaseURL: bridgeURL, MaxRetries: -1})
 	if err != nil {
 		return err
 	}
-	return watch(ctx, adm, out, primary, mongo.URI(), &admin.Client{URL: botURL})
+	return watch(ctx, adm, out, primary, mongo.URI(), &admin.Client{URL: worker.url})
 }
 
 // watch prints the proxy's counts as they change until ctx ends, then
