@@ -138,9 +138,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	r := &rig{out: out, start: time.Now(), dir: *dir, updates: *updates, rtt: *rtt, last: map[string]*string{}, shared: map[string]bool{}}
 	fmt.Fprintf(out, "kvshadow rehearsal: the bot team's guide (docs/bot-guide.md) on one machine; reports in %s\n", r.dir)
 
-	// Its own server, never MONGODB_URI's: the bot's code opens the fixed
-	// database miti99bot and step 14 drops kvshadow's collections there, so
-	// two rehearsals on one server would collide.
+	// Never MONGODB_URI's: two rehearsals would share miti99bot (usageText).
 	mongo, err := mongotest.Start(ctx, mongotest.Config{IgnoreEnv: true})
 	if err != nil {
 		return err
@@ -197,12 +195,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if r.primary, err = cfkv.New(cfkv.Config{AccountID: account, NamespaceID: namespace, APIToken: bridgeToken, BaseURL: ready.Bridge, MaxRetries: -1}); err != nil {
 		return err
 	}
-	down, release, err := proxytest.Refusing()
-	if err != nil {
+	var release func() error
+	if r.down, release, err = proxytest.Refusing(); err != nil {
 		return err
 	}
 	defer release()
-	if r.down = down; *benchN == 0 {
+	if *benchN == 0 {
 		err = r.today(ctx)
 	}
 	if err != nil {
