@@ -279,11 +279,14 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	data, db := t.TempDir(), mongotest.NewDatabaseName(t.Name())
+	// The stage documents written on a server of their own port, which the
+	// bot never learns: its MongoDB is down at off (held) until it restarts
+	// there on the same data.
+	off := downAddr(t)
 	first, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := first.Addr()
 	mc, err := first.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +304,7 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 	dir := r.env["KVSHADOW_JOURNAL_DIR"]
 	keepStage(t, dir, dualwrite.DualWrite)
 
-	st, err := r.open(t, map[string]string{"MONGODB_URI": "mongodb://" + addr + "/?serverSelectionTimeoutMS=500", "MONGODB_DB": db})
+	st, err := r.open(t, map[string]string{"MONGODB_URI": "mongodb://" + off.addr + "/?serverSelectionTimeoutMS=500", "MONGODB_DB": db})
 	if err != nil {
 		t.Fatalf("Open with MongoDB down: %v", err)
 	}
@@ -314,9 +317,12 @@ func TestADetachedBotWalksToTheDocumentsStage(t *testing.T) {
 	if st.Stage() != dualwrite.DualWrite || !st.Detached() {
 		t.Fatalf("stage %s, detached %v; want dualwrite, detached", st.Stage(), st.Detached())
 	}
-	again, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true, Listen: addr})
+	if err := off.release(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := mongotest.Start(t.Context(), mongotest.Config{Dir: data, IgnoreEnv: true, Listen: off.addr})
 	if err != nil {
-		t.Fatalf("restarting MongoDB on %s: %v", addr, err)
+		t.Fatalf("restarting MongoDB on %s: %v", off.addr, err)
 	}
 	t.Cleanup(func() { _ = again.Close() })
 	for deadline := time.Now().Add(30 * time.Second); st.Detached() || st.Stage() != dualwrite.Handover; time.Sleep(50 * time.Millisecond) {
