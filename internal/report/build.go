@@ -1,10 +1,6 @@
 package report
 
-import (
-	"maps"
-
-	"github.com/kvshadow/kvshadow/compare"
-)
+import "github.com/kvshadow/kvshadow/compare"
 
 // report assembles the Report from the committed state.
 func (e *engine) report() *Report {
@@ -37,7 +33,6 @@ func (e *engine) report() *Report {
 		TooLargeForBot:     append(e.Large[:0:0], e.Large...),
 		TooLargeOmitted:    e.LargeOmit,
 	}
-	r.Totals.Kinds = newKindCounts()
 	for _, m := range r.Modules {
 		r.Totals.add(&m.Counts)
 	}
@@ -58,8 +53,7 @@ func (e *engine) report() *Report {
 			Applied: e.cfg.Repair.Apply, Authoritative: e.cfg.Repair.Authoritative,
 			RepairCounts: t, ParityAfter: r.Parity,
 		}
-		rep.After = newKindCounts()
-		maps.Copy(rep.After, t.After)
+		rep.After = newKindCounts().add(t.After)
 		if rep.Applied {
 			agree += t.Verified
 			rep.ParityAfter = parity(agree, gated)

@@ -22,12 +22,7 @@ func (t *RepairCounts) add(o *RepairCounts) {
 	t.Verified += o.Verified
 	t.Pending += o.Pending
 	t.Remaining += o.Remaining
-	if t.After == nil {
-		t.After = newKindCounts()
-	}
-	for k, n := range o.After {
-		t.After[k] += n
-	}
+	t.After = t.After.add(o.After)
 }
 
 // roles returns the authoritative side and the side it is copied over.

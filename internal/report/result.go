@@ -91,6 +91,18 @@ func newKindCounts() KindCounts {
 	return k
 }
 
+// add adds o into k, made first when nil (a checkpoint's may be), and
+// returns k.
+func (k KindCounts) add(o KindCounts) KindCounts {
+	if k == nil {
+		k = newKindCounts()
+	}
+	for kind, n := range o {
+		k[kind] += n
+	}
+	return k
+}
+
 // Counts are the numbers of one module, or of all.
 type Counts struct {
 	// PrimaryKeys and ShadowKeys are the keys listed in scope on each side
@@ -158,12 +170,7 @@ func (c *Counts) add(o *Counts) {
 	c.Compared += o.Compared
 	c.BinaryInShadow += o.BinaryInShadow
 	c.TooLargeForBot += o.TooLargeForBot
-	if c.Kinds == nil {
-		c.Kinds = newKindCounts()
-	}
-	for k, n := range o.Kinds {
-		c.Kinds[k] += n
-	}
+	c.Kinds = c.Kinds.add(o.Kinds)
 }
 
 func (c *Counts) agreeing() int64 {
