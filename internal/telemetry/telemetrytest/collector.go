@@ -46,13 +46,11 @@ func StartHTTPCollector(t testing.TB) *Collector {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		if req := (&coltracepb.ExportTraceServiceRequest{}); c.decode(w, r, req) {
-			c.add(req)
 			reply(w, &coltracepb.ExportTraceServiceResponse{})
 		}
 	})
 	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if req := (&colmetricpb.ExportMetricsServiceRequest{}); c.decode(w, r, req) {
-			c.add(req)
 			reply(w, &colmetricpb.ExportMetricsServiceResponse{})
 		}
 	})
@@ -62,6 +60,7 @@ func StartHTTPCollector(t testing.TB) *Collector {
 	return c
 }
 
+// decode reads an OTLP/HTTP request into m and keeps it.
 func (c *Collector) decode(w http.ResponseWriter, r *http.Request, m proto.Message) bool {
 	var body io.Reader = r.Body
 	if r.Header.Get("Content-Encoding") == "gzip" {
@@ -80,17 +79,17 @@ func (c *Collector) decode(w http.ResponseWriter, r *http.Request, m proto.Messa
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return false
 	}
-	c.mu.Lock()
-	c.headers = append(c.headers, r.Header.Clone())
-	c.raw = append(c.raw, b)
-	c.mu.Unlock()
+	c.keep(r.Header.Clone(), b, m)
 	return true
 }
 
-// add keeps a request, of traces or of metrics.
-func (c *Collector) add(m proto.Message) {
+// keep records a request, of traces or of metrics, with its headers (a
+// gRPC request's metadata) and its raw body (a gRPC request's encoding).
+func (c *Collector) keep(h http.Header, raw []byte, m proto.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.headers = append(c.headers, h)
+	c.raw = append(c.raw, raw)
 	switch req := m.(type) {
 	case *coltracepb.ExportTraceServiceRequest:
 		c.traces = append(c.traces, req)
@@ -127,7 +126,7 @@ type grpcTraces struct {
 }
 
 func (g grpcTraces) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	g.c.keep(ctx, req)
+	g.c.keepGRPC(ctx, req)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
@@ -137,27 +136,20 @@ type grpcMetrics struct {
 }
 
 func (g grpcMetrics) Export(ctx context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
-	g.c.keep(ctx, req)
+	g.c.keepGRPC(ctx, req)
 	return &colmetricpb.ExportMetricsServiceResponse{}, nil
 }
 
-// keep records a gRPC request: its metadata as headers, its encoding as
-// the raw body.
-func (c *Collector) keep(ctx context.Context, m proto.Message) {
+func (c *Collector) keepGRPC(ctx context.Context, m proto.Message) {
 	h := http.Header{}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		for k, vs := range md {
-			for _, v := range vs {
-				h.Add(k, v)
-			}
+	md, _ := metadata.FromIncomingContext(ctx)
+	for k, vs := range md {
+		for _, v := range vs {
+			h.Add(k, v)
 		}
 	}
 	b, _ := proto.Marshal(m)
-	c.mu.Lock()
-	c.headers = append(c.headers, h)
-	c.raw = append(c.raw, b)
-	c.mu.Unlock()
-	c.add(m)
+	c.keep(h, b, m)
 }
 
 // Spans returns every span received.
