@@ -66,11 +66,7 @@ func OpenBackends(ctx context.Context, c *Config, p Plumbing) (*Backends, error)
 // be) and keeps the shadow and the board in memory.
 func OpenDemo(_ context.Context, c *Config, p Plumbing) (*Backends, error) {
 	clk := p.Clock
-	var ids []string
-	for _, ns := range c.Namespaces {
-		ids = append(ids, ns.ID)
-	}
-	em, err := kvapi.Emulate(kvapi.Config{AccountID: c.Account, Token: c.secrets.cfToken, Clock: clk}, ids...)
+	em, err := kvapi.Emulate(kvapi.Config{AccountID: c.Account, Token: c.secrets.cfToken, Clock: clk}, c.ids()...)
 	if err != nil {
 		return nil, err
 	}
