@@ -106,7 +106,9 @@ LONG_TESTS := ./workers/ ./settle/ ./botkv/ ./teecheck/ ./proxy/ ./rehearse/
 # tests reach the embedded server built without it, in a process of its own, by
 # MONGODB_URI as they would a real MongoDB (under the detector FerretDB's SQLite
 # made every MongoDB call about ten times slower). Tests that stop and restart
-# a server of their own still embed one. With MONGODB_URI set, the tests run
+# a server of their own still embed one, and so do those that use the bot's
+# fixed database miti99bot (the help examples, tee-check, the rehearsal, whose
+# step 14 drops collections there). With MONGODB_URI set, the tests run
 # against that MongoDB, as every test does, and make starts no server of its own.
 integration: workers-deps nodeinterop-deps wrangler-deps testlog
 	@echo "make test: integration tests: the tests module against the REST API server, embedded FerretDB and headless Chromium (about 5 minutes)"
