@@ -101,6 +101,10 @@ func (a *admission) serve(h http.Handler) http.Handler {
 		// The writer and the body are one allocation.
 		pw := &pacedWriter{guardedWriter: guardedWriter{ResponseWriter: w}}
 		pw.body = paced{ReadCloser: r.Body, w: &pw.guardedWriter, start: time.Now(), a: a}
+		// The server has no ReadTimeout of its own (NewHTTPServer): the first
+		// byte's deadline bounds a body from the start, read or not (net/http
+		// discards an unread one after the handler).
+		pw.body.arm()
 		body := r.Body
 		defer func() { r.Body = body }() // see restoreBody
 		r.Body = &pw.body
@@ -114,7 +118,8 @@ type pacedWriter struct {
 }
 
 // paced is a body that must keep the minimum rate: each read gets a
-// deadline by which one more byte must have come for the average to hold.
+// deadline by which one more byte must have come for the average to hold
+// (set only when it moves: each change wakes the runtime's poller).
 // Deadlines are the connection's, on the system clock. Once the body has
 // ended its reads touch the connection no more: net/http, when the body
 // ends, clears the deadline to watch the idle connection for the client
@@ -126,18 +131,27 @@ type paced struct {
 	start time.Time
 	n     int64
 	a     *admission
-	err   error // what ended the body
+	err   error     // what ended the body
+	due   time.Time // the connection's read deadline, as arm last set it
+}
+
+// arm sets the read deadline by which the next byte must come.
+func (p *paced) arm() {
+	due := p.start.Add(p.a.grace + time.Duration(float64(p.n+1)/float64(p.a.rate)*float64(time.Second)))
+	if end := p.start.Add(p.a.read); p.a.read > 0 && end.Before(due) {
+		due = end
+	}
+	if !due.Equal(p.due) {
+		p.due = due
+		_ = http.NewResponseController(p.w.ResponseWriter).SetReadDeadline(due)
+	}
 }
 
 func (p *paced) Read(b []byte) (int, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
-	due := p.start.Add(p.a.grace + time.Duration(float64(p.n+1)/float64(p.a.rate)*float64(time.Second)))
-	if end := p.start.Add(p.a.read); p.a.read > 0 && end.Before(due) {
-		due = end
-	}
-	_ = http.NewResponseController(p.w.ResponseWriter).SetReadDeadline(due)
+	p.arm()
 	n, err := p.ReadCloser.Read(b)
 	p.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {

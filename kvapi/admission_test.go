@@ -91,6 +91,29 @@ func TestSlowBodyEnds408(t *testing.T) {
 	wantOK(t, "after the 408", f.do("GET", nsPath("keys"), nil))
 }
 
+// TestUnreadSlowBodyIsCutOff: a body sent slowly to a handler that never
+// reads it, which net/http then reads to discard it, is cut off once its
+// grace is over: the answer comes, the connection closes and the slot is
+// free. The server has no ReadTimeout of its own (the body guard's
+// deadline is the body's from the start): without that deadline the
+// discard waited for the client for ever.
+func TestUnreadSlowBodyIsCutOff(t *testing.T) {
+	f := newFront(t, kvapi.ServeConfig{MaxConcurrent: 1, MinBodyRate: 1 << 10, BodyGrace: 50 * time.Millisecond,
+		Wrap: func(http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+		}})
+	c := slowPut(t, f.addr, nil, "unread")
+	if code, _ := status(c); code != http.StatusNoContent {
+		t.Fatalf("the unread slow body's answer: %d", code)
+	}
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("read = %d, %v; want the server to hang up", n, err)
+	}
+	if r := f.do("GET", nsPath("keys"), nil); r.status != http.StatusNoContent {
+		t.Fatalf("the only slot after the cut-off: HTTP %d", r.status)
+	}
+}
+
 // TestReadsPastTheBodysEndKeepTheRequest: a handler that reads its body
 // past its end (as a decoder that checks for trailing data does) and then
 // works longer than the body's grace keeps its request: the ended body sets

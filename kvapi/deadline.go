@@ -44,7 +44,7 @@ func withDeadline(h http.Handler, d time.Duration) http.Handler {
 			h.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), at)
+		ctx, cancel := context.WithDeadline(ec.detached(parent), at)
 		ec.serve(cancel)
 		defer ec.served(cancel)
 		if parent.Err() != nil { // ended before the connection could tell
@@ -52,6 +52,15 @@ func withDeadline(h http.Handler, d time.Duration) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// detached is parent without its cancellation, made once a connection: its
+// requests' contexts carry the connection's values only.
+func (c *envelopeConn) detached(parent context.Context) context.Context {
+	if c.base == nil {
+		c.base = context.WithoutCancel(parent)
+	}
+	return c.base
 }
 
 // serve makes cancel what a failed read of the connection calls.

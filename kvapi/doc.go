@@ -94,7 +94,9 @@
 //
 // NewHTTPServer wraps a Server in the HTTPServer that the emulator and the
 // proxy serve through, with the same defaults: header, read, write and idle
-// timeouts, and a deadline on every request's context a margin before the
+// timeouts (a body's reading bounded by the slow-body guard's deadlines,
+// never past ReadTimeout, from its first byte whether the handler reads it
+// or not: one deadline fewer a request than net/http's own), and a deadline on every request's context a margin before the
 // connection's write deadline (a tenth of WriteTimeout, at most 5 s: 1 min
 // 55 s by default), so that a store call that would outlive the write
 // deadline ends with context.DeadlineExceeded in time for the client to get

@@ -130,10 +130,17 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 	if cfg.Unauthenticated {
 		h = localOnly(h)
 	}
+	// With a minimum body rate the body guard bounds every body (never past
+	// ReadTimeout) and ReadHeaderTimeout the headers: net/http's own
+	// ReadTimeout would set one more deadline a request, for nothing.
+	read := adm.read
+	if adm.rate > 0 {
+		read = 0
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		ReadTimeout:       or(cfg.ReadTimeout, DefaultReadTimeout),
+		ReadTimeout:       read,
 		WriteTimeout:      write,
 		IdleTimeout:       or(cfg.IdleTimeout, DefaultIdleTimeout),
 		MaxHeaderBytes:    or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),

@@ -139,9 +139,15 @@ func TestReadHeaderTimeout(t *testing.T) {
 	srv, _ := kvapi.New(kvapi.Config{Namespaces: map[string]kv.Store{"ns": memory.New(memory.Config{})}, Token: token})
 	hs, _ := kvapi.NewHTTPServer(srv, kvapi.ServeConfig{})
 	h := hs.HTTP()
-	if h.ReadHeaderTimeout != kvapi.DefaultReadHeaderTimeout || h.ReadTimeout != kvapi.DefaultReadTimeout ||
+	// No ReadTimeout of net/http's own: the body guard bounds bodies by it
+	// (TestUnreadSlowBodyIsCutOff); without a minimum rate it is net/http's.
+	if h.ReadHeaderTimeout != kvapi.DefaultReadHeaderTimeout || h.ReadTimeout != 0 ||
 		h.WriteTimeout != kvapi.DefaultWriteTimeout || h.IdleTimeout != kvapi.DefaultIdleTimeout || h.MaxHeaderBytes != kvapi.DefaultMaxHeaderBytes {
 		t.Fatalf("defaults %v %v %v %v %d", h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxHeaderBytes)
+	}
+	hs, _ = kvapi.NewHTTPServer(srv, kvapi.ServeConfig{MinBodyRate: -1})
+	if hs.HTTP().ReadTimeout != kvapi.DefaultReadTimeout {
+		t.Fatalf("without a minimum body rate the ReadTimeout is %v", hs.HTTP().ReadTimeout)
 	}
 }
 

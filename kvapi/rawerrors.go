@@ -43,6 +43,7 @@ type envelopeConn struct {
 	mu     sync.Mutex
 	broken bool               // a read failed: the connection is done
 	cancel context.CancelFunc // ends the context of the request served (deadline.go)
+	base   context.Context    // the requests' parent, the connection's values (deadline.go)
 }
 
 type connKey struct{}

@@ -125,7 +125,12 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // (forwarder_test.go: the forwarder's hop made through cfkv, the proxy's own
 // client to its primary), splits that share in two: sdk-over-forwarder-pct,
 // what the SDK alone costs a hop, and proxy-over-sdk-pct, what the proxy
-// does beyond it (the front, the dual-write store, the copy).
+// does beyond it (the front, the dual-write store, the copy), and
+// proxy-over-sdk-allocs/req the allocations it makes beyond it: both
+// processes count every goroutine of theirs (net/http's server, cfkv's
+// client to the primary, and for the proxy the front, the store, the copy
+// to its memory shadow and its background work), neither the client's
+// nor the emulator's.
 func BenchmarkProxyLatency(b *testing.B) {
 	for _, latency := range benchLatencies {
 		r := newBenchRig(b, latency)
@@ -178,6 +183,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(sAfter.cpuMicros-sBefore.cpuMicros)/n, "sdk-cpu-µs/req")
 				b.ReportMetric(float64(after.allocs-before.allocs)/n, "proxy-allocs/req")
 				b.ReportMetric(float64(sAfter.allocs-sBefore.allocs)/n, "sdk-allocs/req")
+				b.ReportMetric(float64(int64(after.allocs-before.allocs)-int64(sAfter.allocs-sBefore.allocs))/n, "proxy-over-sdk-allocs/req")
 				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})
 		}
