@@ -93,34 +93,43 @@
 // # Serving: the hardened front
 //
 // NewHTTPServer wraps a Server in the HTTPServer that the emulator and the
-// proxy serve through, with the same defaults: header, read, write and idle
-// timeouts (a body's reading bounded by the slow-body guard's deadlines,
-// never past ReadTimeout, from its first byte whether the handler reads it
-// or not: one deadline fewer a request than net/http's own), and a deadline on every request's context a margin before the
-// connection's write deadline (a tenth of WriteTimeout, at most 5 s: 1 min
-// 55 s by default), so that a store call that would outlive the write
-// deadline ends with context.DeadlineExceeded in time for the client to get
-// 503 10001 with Retry-After rather than a torn connection (a store that
-// ignores its context still runs past it); a 64 KiB header limit; at most 64 requests at once (503 10001
-// with Retry-After beyond), of which one client (its remote address) holds at
-// most three quarters; a body that averages less than 1 KiB/s after 10 s
-// ends with 408; at most 512 open connections on the listener (past it 503,
-// and a log line); one memory budget (Config.Memory) for what the requests
-// hold, past which a request waits 2 s and then gets 503 with Retry-After; a client token required unless the caller says,
-// in so many words (ServeConfig.Unauthenticated), that it runs without one on
-// loopback, where it refuses (403) what a web page could send it: a Host that
-// is not a loopback name or address (DNS rebinding), an Origin or
-// Sec-Fetch-Site of another origin (CheckLocal); Cloudflare's envelope in place of net/http's plain-text
-// refusals. Within a Server, every body has a limit, refused before reading
-// when declared over it and cut off at it otherwise: 25 MiB for a raw value,
-// 26 MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a
+// proxy serve through, with the same defaults:
+//
+//   - header, read, write and idle timeouts; a body's reading is bounded by
+//     the slow-body guard's deadlines, never past ReadTimeout, from its first
+//     byte whether the handler reads it or not (one deadline fewer a request
+//     than net/http's own ReadTimeout);
+//   - a deadline on every request's context a margin before the connection's
+//     write deadline (a tenth of WriteTimeout, at most 5 s: 1 min 55 s by
+//     default), so that a store call that would outlive the write deadline
+//     ends with context.DeadlineExceeded in time for the client to get 503
+//     10001 with Retry-After rather than a torn connection (a store that
+//     ignores its context still runs past it);
+//   - a 64 KiB header limit;
+//   - at most 64 requests at once (503 10001 with Retry-After beyond), of
+//     which one client (its remote address) holds at most three quarters;
+//   - a body that averages less than 1 KiB/s after 10 s ends with 408;
+//   - at most 512 open connections on the listener (past it 503, and a log
+//     line);
+//   - one memory budget (Config.Memory) for what the requests hold, past
+//     which a request waits 2 s and then gets 503 with Retry-After;
+//   - a client token required unless the caller says, in so many words
+//     (ServeConfig.Unauthenticated), that it runs without one on loopback,
+//     where it refuses (403) what a web page could send it: a Host that is
+//     not a loopback name or address (DNS rebinding), an Origin or
+//     Sec-Fetch-Site of another origin (CheckLocal);
+//   - Cloudflare's envelope in place of net/http's plain-text refusals.
+//
+// Within a Server, every body has a limit, refused before reading when
+// declared over it and cut off at it otherwise: 25 MiB for a raw value, 26
+// MiB for a multipart PUT, 100 MiB for a bulk write or delete, 1 MiB for a
 // bulk/get request, 64 KiB elsewhere (GET, HEAD and DELETE of a value
-// included); bulk bodies are decoded one element at
-// a time and refused at the element past the count limit; bulk/get answers
-// at most 25 MiB of values (Cloudflare's own simulator's limit), encoding
-// them as it writes them. A Server served some other way (httptest, a
-// service's own http.Server) has its body limits and its memory budget but
-// none of the rest.
+// included); bulk bodies are decoded one element at a time and refused at
+// the element past the count limit; bulk/get answers at most 25 MiB of
+// values (Cloudflare's own simulator's limit), encoding them as it writes
+// them. A Server served some other way (httptest, a service's own
+// http.Server) has its body limits and its memory budget but none of the
+// rest.
 //
 // # Faults
 //
