@@ -8,110 +8,112 @@ import (
 )
 
 // Stats is a snapshot of the Store's state and counters. Counters are
-// cumulative since New.
+// cumulative since New. Its JSON names are the admin API's (GET /stats),
+// which says the fence, the breakers and the confirmed divergences in its
+// own terms (service/admin.StoreStats).
 type Stats struct {
-	Stage Stage
+	Stage Stage `json:"stage"`
 	// Queued is the number of asynchronous operations queued or running;
 	// QueuedBytes the bytes of values they hold; MaxLaneDepth the fullest
 	// lane's queue.
-	Queued       int64
-	QueuedBytes  int64
-	MaxLaneDepth int
+	Queued       int64 `json:"queued"`
+	QueuedBytes  int64 `json:"queued_bytes"`
+	MaxLaneDepth int   `json:"max_lane_depth"`
 	// Lanes is the number of lanes and LaneCapacity the operations each
 	// holds before it drops (Config.LaneDepth), so that MaxLaneDepth can be
 	// read as a share of LaneCapacity.
-	Lanes        int
-	LaneCapacity int
+	Lanes        int `json:"lanes"`
+	LaneCapacity int `json:"lane_capacity"`
 	// Drops counts the writes that did not reach the other store, by
 	// reason; each left its key dirty.
-	Drops map[DropReason]uint64
+	Drops map[DropReason]uint64 `json:"drops"`
 	// Coalesced counts the writes whose copy replaced a copy of the same
 	// key still waiting in its lane.
-	Coalesced uint64
+	Coalesced uint64 `json:"coalesced"`
 	// Dirty is the number of dirty keys and Unsettled of unsettled ones:
 	// the settle set holds both. DirtyOverflow counts the marks refused
 	// because the set was full. ReconciliationNeeded is raised by the
 	// first overflow, until AcknowledgeReconciliationAt.
-	Dirty                int
-	Unsettled            int
-	DirtyOverflow        uint64
-	ReconciliationNeeded bool
+	Dirty                int    `json:"dirty"`
+	Unsettled            int    `json:"unsettled"`
+	DirtyOverflow        uint64 `json:"dirty_overflow"`
+	ReconciliationNeeded bool   `json:"reconciliation_needed"`
 	// Suspects is the number of keys only a sampled read found different (see
 	// The settle set); SuspectOverflow the suspicions dropped beyond MaxSuspects.
-	Suspects        int
-	SuspectOverflow uint64
+	Suspects        int    `json:"suspects"`
+	SuspectOverflow uint64 `json:"suspect_overflow"`
 	// SuspectsSuperseded counts the suspects a write through the Store
 	// took into the settle set before a verification read confirmed or
 	// cleared them: the key waits for the verification of that write.
-	SuspectsSuperseded uint64
-	Repairs            map[RepairOutcome]uint64
+	SuspectsSuperseded uint64                   `json:"suspects_superseded"`
+	Repairs            map[RepairOutcome]uint64 `json:"repairs"`
 	// DeletesHeld counts the keys whose repair, a delete, is held until an
 	// operator allows it (AllowDeletes).
-	DeletesHeld int
+	DeletesHeld int `json:"deletes_held"`
 	// Comparisons counts classified sampled comparisons by kind (a
 	// difference is Suspected); ComparisonsSkipped those not made (lane
 	// full, breaker open, closing).
-	Comparisons        map[compare.Kind]uint64
-	ComparisonsSkipped uint64
+	Comparisons        map[compare.Kind]uint64 `json:"comparisons"`
+	ComparisonsSkipped uint64                  `json:"comparisons_skipped"`
 	// Verifications counts verification reads by kind: Match settled the
 	// key, Suspected was a first difference, a divergent kind a confirmed
 	// one. Confirmed counts the confirmed divergences (reported to the
 	// Sink), Cleared the suspicions a later read cleared.
-	Verifications map[compare.Kind]uint64
-	Confirmed     uint64
-	Cleared       uint64
+	Verifications map[compare.Kind]uint64 `json:"verifications"`
+	Confirmed     uint64                  `json:"-"`
+	Cleared       uint64                  `json:"cleared"`
 	// Held is the number of differences waiting for the confirmation rule.
 	// ReportedElsewhere counts the differences another instance had reported
 	// already (Fleet.Claim), ClaimErrors the claims that failed, reported
 	// anyway, Recovered the journal's keys found different (see The settle
 	// set). None of these is in Confirmed.
-	Held              int
-	ReportedElsewhere uint64
-	ClaimErrors       uint64
-	Recovered         uint64
+	Held              int    `json:"held"`
+	ReportedElsewhere uint64 `json:"reported_elsewhere"`
+	ClaimErrors       uint64 `json:"claim_errors"`
+	Recovered         uint64 `json:"recovered"`
 	// Journal: whether a journal is configured, whether its last commit
 	// succeeded, its commits, its errors (failed commits, and marks its
 	// Recorder refused, which wait for the next commit), the changes
 	// waiting for the next commit, and the keys loaded from it by New.
-	Journal        bool
-	JournalOK      bool
-	JournalCommits uint64
-	JournalErrors  uint64
-	JournalPending int
-	Loaded         uint64
+	Journal        bool   `json:"journal"`
+	JournalOK      bool   `json:"journal_ok"`
+	JournalCommits uint64 `json:"journal_commits"`
+	JournalErrors  uint64 `json:"journal_errors"`
+	JournalPending int    `json:"journal_pending"`
+	Loaded         uint64 `json:"loaded"`
 	// IngestStale counts ingested writes older than one already known for
 	// their key, not applied.
-	IngestStale uint64
+	IngestStale uint64 `json:"ingest_stale"`
 	// IngestRefused counts the ingested writes not trusted, by refusal;
 	// LateCopies the ingested writes that arrived while MongoDB was
 	// authoritative, by outcome.
-	IngestRefused map[IngestRefusal]uint64
-	LateCopies    map[LateOutcome]uint64
+	IngestRefused map[IngestRefusal]uint64 `json:"ingest_refused"`
+	LateCopies    map[LateOutcome]uint64   `json:"late_copies"`
 	// Fence is what holds the flip between handover and live back
 	// (Store.Fence), in those two stages.
-	Fence FenceStatus
+	Fence FenceStatus `json:"-"`
 	// StageKey is what the last read of StageKey in the primary found, in
 	// tee mode from Handover on, and how often it was written again.
-	StageKey StageKeyStatus
+	StageKey StageKeyStatus `json:"stage_key"`
 	// TeeReads counts the reads made elsewhere that CompareReads took for
 	// comparison; their outcomes are counted in Comparisons (or
 	// ComparisonsSkipped) with the Store's own.
-	TeeReads uint64
+	TeeReads uint64 `json:"tee_reads"`
 	// Breaker is the state of the breaker guarding the store that is not
 	// authoritative in this stage; Breakers has both.
-	Breaker  BreakerState
-	Breakers map[Role]BreakerState
+	Breaker  BreakerState          `json:"breaker"`
+	Breakers map[Role]BreakerState `json:"-"`
 	// ShadowPacing counts what the shadow's budget (Config.ShadowBudget)
 	// held back.
-	ShadowPacing ShadowPacing
+	ShadowPacing ShadowPacing `json:"shadow_pacing"`
 	// Excluded counts what was left out for its key's prefix
 	// (Config.ExcludePrefixes).
-	Excluded Excluded
+	Excluded Excluded `json:"excluded"`
 	// LeftAtClose counts the operations Close abandoned.
-	LeftAtClose uint64
+	LeftAtClose uint64 `json:"left_at_close"`
 	// LostEvents counts breaker events not delivered to the Observer
 	// because its goroutine fell 64 events behind.
-	LostEvents uint64
+	LostEvents uint64 `json:"lost_events"`
 }
 
 // Divergences is the number of confirmed divergences: verification reads

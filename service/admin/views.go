@@ -81,52 +81,21 @@ type ChangeView struct {
 }
 
 // StoreStats is a dual-write store's Stats (GET /stats; docs/admin-api.md
-// says what each field counts).
+// says what each field counts): dualwrite.Stats's own JSON, with the stage,
+// the breakers and the counts' keys as strings, the confirmed divergences
+// and the fence as FenceView.
 type StoreStats struct {
-	Stage                string                   `json:"stage"`
-	Queued               int64                    `json:"queued"`
-	QueuedBytes          int64                    `json:"queued_bytes"`
-	MaxLaneDepth         int                      `json:"max_lane_depth"`
-	Lanes                int                      `json:"lanes"`
-	LaneCapacity         int                      `json:"lane_capacity"`
-	Drops                map[string]uint64        `json:"drops"`
-	Coalesced            uint64                   `json:"coalesced"`
-	Dirty                int                      `json:"dirty"`
-	Unsettled            int                      `json:"unsettled"`
-	DirtyOverflow        uint64                   `json:"dirty_overflow"`
-	ReconciliationNeeded bool                     `json:"reconciliation_needed"`
-	Suspects             int                      `json:"suspects"`            // only a sampled read found them different
-	SuspectOverflow      uint64                   `json:"suspect_overflow"`    // suspicions dropped, the suspects full
-	SuspectsSuperseded   uint64                   `json:"suspects_superseded"` // taken into the settle set by a write
-	Repairs              map[string]uint64        `json:"repairs"`
-	DeletesHeld          int                      `json:"deletes_held"` // keys whose repair, a delete, waits for an operator
-	Comparisons          map[string]uint64        `json:"comparisons"`
-	ComparisonsSkipped   uint64                   `json:"comparisons_skipped"`
-	Verifications        map[string]uint64        `json:"verifications"`
-	Divergences          uint64                   `json:"divergences"` // confirmed by verification
-	Cleared              uint64                   `json:"cleared"`
-	Held                 int                      `json:"held"`               // differences held now, waiting for the confirmation rule
-	ReportedElsewhere    uint64                   `json:"reported_elsewhere"` // confirmed here, reported by another instance first
-	ClaimErrors          uint64                   `json:"claim_errors"`       // claims the board failed: reported anyway
-	Recovered            uint64                   `json:"recovered"`          // journal keys found different after a restart: repaired, not reported
-	Journal              bool                     `json:"journal"`
-	JournalOK            bool                     `json:"journal_ok"`
-	JournalCommits       uint64                   `json:"journal_commits"`
-	JournalErrors        uint64                   `json:"journal_errors"`
-	JournalPending       int                      `json:"journal_pending"`
-	Loaded               uint64                   `json:"loaded"`
-	IngestStale          uint64                   `json:"ingest_stale"`
-	TeeReads             uint64                   `json:"tee_reads"` // compared as Comparisons count them
-	Excluded             dualwrite.Excluded       `json:"excluded"`
-	ShadowPacing         dualwrite.ShadowPacing   `json:"shadow_pacing"`
-	IngestRefused        map[string]uint64        `json:"ingest_refused"`
-	LateCopies           map[string]uint64        `json:"late_copies"`
-	Fence                FenceView                `json:"fence"`
-	StageKey             dualwrite.StageKeyStatus `json:"stage_key"`
-	Breaker              string                   `json:"breaker"`
-	Breakers             map[string]string        `json:"breakers"`
-	LeftAtClose          uint64                   `json:"left_at_close"`
-	LostEvents           uint64                   `json:"lost_events"`
+	dualwrite.Stats
+	Stage         string            `json:"stage"`
+	Drops         map[string]uint64 `json:"drops"`
+	Repairs       map[string]uint64 `json:"repairs"`
+	Comparisons   map[string]uint64 `json:"comparisons"`
+	Verifications map[string]uint64 `json:"verifications"`
+	Divergences   uint64            `json:"divergences"` // confirmed by verification
+	IngestRefused map[string]uint64 `json:"ingest_refused"`
+	LateCopies    map[string]uint64 `json:"late_copies"`
+	Fence         FenceView         `json:"fence"`
+	Breakers      map[string]string `json:"breakers"`
 }
 
 // FenceView is what holds the flip between handover and live back on this
@@ -287,18 +256,9 @@ func statsOf(s dualwrite.Stats) StoreStats {
 	for r, b := range s.Breakers {
 		breakers[r.String()] = string(b)
 	}
-	return StoreStats{
-		Stage: s.Stage.String(), Queued: s.Queued, QueuedBytes: s.QueuedBytes, MaxLaneDepth: s.MaxLaneDepth,
-		Lanes: s.Lanes, LaneCapacity: s.LaneCapacity, Drops: counts(s.Drops), Coalesced: s.Coalesced, Dirty: s.Dirty,
-		Unsettled: s.Unsettled, DirtyOverflow: s.DirtyOverflow, ReconciliationNeeded: s.ReconciliationNeeded,
-		Suspects: s.Suspects, SuspectOverflow: s.SuspectOverflow, SuspectsSuperseded: s.SuspectsSuperseded, Repairs: counts(s.Repairs), DeletesHeld: s.DeletesHeld, Comparisons: counts(s.Comparisons), ComparisonsSkipped: s.ComparisonsSkipped,
-		Verifications: counts(s.Verifications), Divergences: s.Divergences(), Cleared: s.Cleared,
-		Held: s.Held, ReportedElsewhere: s.ReportedElsewhere, ClaimErrors: s.ClaimErrors, Recovered: s.Recovered,
-		Journal: s.Journal, JournalOK: s.JournalOK, JournalCommits: s.JournalCommits, JournalErrors: s.JournalErrors,
-		JournalPending: s.JournalPending, Loaded: s.Loaded, IngestStale: s.IngestStale, TeeReads: s.TeeReads, Breaker: string(s.Breaker),
-		IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies), Fence: fenceOf(s.Fence), StageKey: s.StageKey,
-		Breakers: breakers, LeftAtClose: s.LeftAtClose, LostEvents: s.LostEvents, Excluded: s.Excluded, ShadowPacing: s.ShadowPacing,
-	}
+	return StoreStats{Stats: s, Stage: s.Stage.String(), Drops: counts(s.Drops), Repairs: counts(s.Repairs), Comparisons: counts(s.Comparisons),
+		Verifications: counts(s.Verifications), Divergences: s.Divergences(), IngestRefused: counts(s.IngestRefused), LateCopies: counts(s.LateCopies),
+		Fence: fenceOf(s.Fence), Breakers: breakers}
 }
 
 // Sum adds up the snapshots of several stores: counts add up, the fullest
