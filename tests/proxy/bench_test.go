@@ -132,10 +132,9 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // to its memory shadow and its background work), neither the client's
 // nor the emulator's.
 func BenchmarkProxyLatency(b *testing.B) {
-	for _, latency := range benchLatencies {
-		r := newBenchRig(b, latency)
+	forEachRig(b, func(b *testing.B, r *benchRig) {
 		for _, op := range benchOps {
-			b.Run(fmt.Sprintf("emulator=%s/%s", latency, op.name), func(b *testing.B) {
+			b.Run(op.name, func(b *testing.B) {
 				ctx := context.Background()
 				sides := []*benchSide{
 					{do: func(i int) error { return op.do(ctx, r.direct, i) }},
@@ -187,7 +186,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 				b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "proxy-goroutines/req")
 			})
 		}
-	}
+	})
 }
 
 // benchSide is one of the calls BenchmarkProxyLatency alternates, with
@@ -200,6 +199,14 @@ type benchSide struct {
 // benchLatencies are the emulator's added latencies the benchmarks run at.
 var benchLatencies = []time.Duration{0, 3 * time.Millisecond, 20 * time.Millisecond}
 
+// forEachRig runs bench under emulator=<latency> for each of
+// benchLatencies, with a rig started only for a latency -test.bench selects.
+func forEachRig(b *testing.B, bench func(b *testing.B, r *benchRig)) {
+	for _, latency := range benchLatencies {
+		b.Run("emulator="+latency.String(), func(b *testing.B) { bench(b, newBenchRig(b, latency)) })
+	}
+}
+
 // BenchmarkProxySaturation drives the direct calls, the proxy, the
 // forwarder and the SDK forwarder in turn, each with GOMAXPROCS times 8
 // concurrent callers for b.N calls, twice over in mirrored order (so that
@@ -210,10 +217,9 @@ var benchLatencies = []time.Duration{0, 3 * time.Millisecond, 20 * time.Millisec
 // (proxy-sdk-ratio). The client, the emulator and both hops share the
 // machine's cores, so a ratio is what to read, not a rate.
 func BenchmarkProxySaturation(b *testing.B) {
-	for _, latency := range benchLatencies {
-		r := newBenchRig(b, latency)
+	forEachRig(b, func(b *testing.B, r *benchRig) {
 		for _, op := range benchOps {
-			b.Run(fmt.Sprintf("emulator=%s/%s", latency, op.name), func(b *testing.B) {
+			b.Run(op.name, func(b *testing.B) {
 				sides := map[string]kv.Store{"direct": r.direct, "proxy": r.proxied, "forwarder": r.forwarded, "sdk": r.sdkForwarded}
 				spent := map[string]time.Duration{}
 				callers := 8 * runtime.GOMAXPROCS(0)
@@ -230,7 +236,7 @@ func BenchmarkProxySaturation(b *testing.B) {
 				b.ReportMetric(spent["sdk"].Seconds()/spent["proxy"].Seconds(), "proxy-sdk-ratio")
 			})
 		}
-	}
+	})
 }
 
 // saturate makes n calls of op on s from callers goroutines at once and
