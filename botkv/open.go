@@ -80,11 +80,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var key []byte // none: one drawn for the process
-	if set.keySecret != "" {
-		key = []byte(set.keySecret)
-	}
-	redactor, err := compare.NewRedactor(compare.KeyHMAC, key)
+	redactor, err := compare.NewRedactor(compare.KeyHMAC, []byte(set.keySecret)) // none: one drawn for the process
 	if err != nil {
 		return nil, &VarError{Name: EnvKeySecret, Problem: err.Error()}
 	}

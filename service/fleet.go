@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/kvshadow/kvshadow/assembly"
-	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
 	"github.com/kvshadow/kvshadow/kv"
@@ -69,15 +68,4 @@ func (f *fleet) NamespaceStats() map[string]dualwrite.Stats {
 		m[s.ID] = s.Dual.Stats()
 	}
 	return m
-}
-
-// newRedactor is the key redaction shared by spans, divergence records and
-// the admin API: an HMAC whose secret instances share when the operator
-// gives one, so that a key hashes alike on every instance.
-func newRedactor(secret string) (*compare.Redactor, error) {
-	var key []byte
-	if secret != "" {
-		key = []byte(secret)
-	}
-	return compare.NewRedactor(compare.KeyHMAC, key)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/budget"
 	"github.com/kvshadow/kvshadow/clock"
+	"github.com/kvshadow/kvshadow/compare"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
 	"github.com/kvshadow/kvshadow/ingest"
@@ -53,7 +54,10 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 		return err
 	}
 	defer shutdownTelemetry(tel)
-	redactor, err := newRedactor(c.secrets.keySecret)
+	// The key redaction of spans, divergence records and the admin API: an
+	// HMAC whose secret instances share when the operator gives one (else
+	// one drawn for the process), so that a key hashes alike on every instance.
+	redactor, err := compare.NewRedactor(compare.KeyHMAC, []byte(c.secrets.keySecret))
 	if err != nil {
 		return err
 	}
