@@ -76,12 +76,11 @@ type settings struct {
 	mongoURI   string
 	database   string
 	keySecret  string
-	stage      dualwrite.Stage
 	instance   string
 	journalDir string
-	window     time.Duration // dualwrite's: negative means none
-	rate       float64
-	breaker    time.Duration // the breaker's OpenTimeout; 0 means dualwrite's
+	// store is the dual-write store's Stage, ConsistencyWindow, CompareRate
+	// and Breaker.OpenTimeout, as the environment sets them.
+	store dualwrite.Config
 }
 
 // read resolves and checks cfg's environment, with no I/O but the files
@@ -100,7 +99,7 @@ func (cfg Config) read() (settings, error) {
 		primary:  cfkv.ConfigFromEnv(getenv), // its APIToken replaced by the secret below
 		database: kvenv.Database("", getenv),
 		instance: env(EnvInstance), journalDir: env(EnvJournalDir),
-		window: dualwrite.DefaultConsistencyWindow, rate: DefaultCompareRate,
+		store: dualwrite.Config{ConsistencyWindow: dualwrite.DefaultConsistencyWindow, CompareRate: DefaultCompareRate},
 	}
 	secret := func(file, name string, dst *string) (err error) {
 		if *dst, err = kvenv.Secret(file, name, getenv); err != nil {
@@ -126,7 +125,7 @@ func (cfg Config) read() (settings, error) {
 		if err != nil {
 			bad(EnvStage, "%q: want one of %s", v, dualwrite.StageNames())
 		}
-		s.stage = st
+		s.store.Stage = st
 	}
 	if v := env(EnvConsistencyWindow); v != "" {
 		d, err := time.ParseDuration(v)
@@ -134,9 +133,9 @@ func (cfg Config) read() (settings, error) {
 		case err != nil || d < 0:
 			bad(EnvConsistencyWindow, "%q: want a duration such as 60s, or 0 for none (stores that read their own writes at once)", v)
 		case d == 0:
-			s.window = -1 // dualwrite's "none"
+			s.store.ConsistencyWindow = -1 // dualwrite's "none"
 		default:
-			s.window = d
+			s.store.ConsistencyWindow = d
 		}
 	}
 	if v := env(EnvCompareRate); v != "" {
@@ -144,10 +143,10 @@ func (cfg Config) read() (settings, error) {
 		if err != nil || !(r >= 0 && r <= 1) {
 			bad(EnvCompareRate, "%q: want a fraction 0..1, such as 0.05 for 5%%", v)
 		}
-		s.rate = r
+		s.store.CompareRate = r
 	}
 	if v := env(EnvBreakerOpen); v != "" {
-		if s.breaker, _ = time.ParseDuration(v); s.breaker <= 0 {
+		if s.store.Breaker.OpenTimeout, _ = time.ParseDuration(v); s.store.Breaker.OpenTimeout <= 0 {
 			bad(EnvBreakerOpen, "%q: want a positive duration such as 30s", v)
 		}
 	}

@@ -89,10 +89,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, &VarError{Name: EnvMongoURI, Problem: err.Error()}
 	}
+	set.store.Redactor = redactor
 	a, err := assembly.Start(ctx, assembly.Config{Who: who, Backends: b, Instance: set.instance, JournalDir: set.journalDir, RequireStage: true,
-		Store: dualwrite.Config{Stage: set.stage, CompareRate: set.rate, ConsistencyWindow: set.window, Redactor: redactor,
-			Breaker: dualwrite.BreakerConfig{OpenTimeout: set.breaker}},
-		Tracer: p.tp, Meter: p.mp, Logger: p.logger})
+		Store: set.store, Tracer: p.tp, Meter: p.mp, Logger: p.logger})
 	if err != nil {
 		return nil, varErrors(err)
 	}

@@ -49,9 +49,9 @@ func checkGuideStep2(t *testing.T, form string, cfg *service.Config) {
 		switch name {
 		case "stage":
 			want, err := dualwrite.ParseStage(value)
-			ok = err == nil && cfg.Stage == want
+			ok = err == nil && cfg.Store.Stage == want
 		case "exclude-prefix":
-			ok = slices.Contains(cfg.ExcludePrefixes, value)
+			ok = slices.Contains(cfg.Store.ExcludePrefixes, value)
 		case "primary-url":
 			ok = cfg.PrimaryURL != ""
 		case "journal-dir":
@@ -68,7 +68,7 @@ func checkGuideStep2(t *testing.T, form string, cfg *service.Config) {
 		}
 		if !ok {
 			t.Errorf("%s: the guide's step 2 gives --%s %s; the form's configuration has stage %s, exclusions %v, primary %q, journal %q",
-				form, name, value, cfg.Stage, cfg.ExcludePrefixes, cfg.PrimaryURL, cfg.JournalDir)
+				form, name, value, cfg.Store.Stage, cfg.Store.ExcludePrefixes, cfg.PrimaryURL, cfg.JournalDir)
 		}
 	}
 }

@@ -82,7 +82,12 @@ type Config struct {
 	PrimaryURL string
 	ControlDB  string
 
-	Stage         dualwrite.Stage
+	// Store is every namespace's dualwrite.Config as the flags set it
+	// (--stage, --lanes, --max-settle-keys as MaxDirty, --exclude-prefix...,
+	// kv.ReservedPrefix besides); a ConsistencyWindow or FenceInterval of 0
+	// means none. Run adds the stores, the memory budget, the redactor and
+	// ShadowBudget (ShadowRate).
+	Store         dualwrite.Config
 	NewPairing    bool // control.Config.NewPairing
 	Instance      string
 	Poll, Beat    time.Duration
@@ -92,36 +97,21 @@ type Config struct {
 	DirtyDir      string
 	JournalDir    string
 
-	MaxConcurrent     int
-	MemoryBudget      int64 // bytes, the whole process's (membudget)
-	MaxPerClient      int   // 0: three quarters of MaxConcurrent
-	MinBodyRate       int   // bytes a second; 0: kvapi's default
-	MaxConnections    int   // per listener
-	Lanes, LaneDepth  int
-	ShadowTimeout     time.Duration
-	CompareRate       float64
-	ConsistencyWindow time.Duration
-	FenceInterval     time.Duration
+	MaxConcurrent  int
+	MemoryBudget   int64 // bytes, the whole process's (membudget)
+	MaxPerClient   int   // 0: three quarters of MaxConcurrent
+	MinBodyRate    int   // bytes a second; 0: kvapi's default
+	MaxConnections int   // per listener
 	// TeeLease is how long a tee may trust a stage answer (its lease_ms);
 	// TeeInvocation the longest a bot's invocation runs after routing a
-	// write. A FenceInterval shorter than both together is refused.
+	// write. A Store.FenceInterval shorter than both together is refused.
 	TeeLease, TeeInvocation time.Duration
-	IngestMaxAge            time.Duration
-	IngestMaxLead           time.Duration
-	RepairInterval          time.Duration
 	// SweepInterval is how often each shadow database's expired documents
 	// and orphaned chunks are swept (mongokv.Store.RunSweeper).
 	SweepInterval time.Duration
-	// MaxSettle bounds each namespace's settle set (dualwrite.Config.MaxDirty).
-	MaxSettle       int
-	BreakerFailures int
-	BreakerOpen     time.Duration
 	// ShadowRate caps the requests a second of dualwrite.Config.ShadowBudget,
 	// shared by every namespace; 0 is no cap.
 	ShadowRate int
-	// ExcludePrefixes are the key prefixes left out of the migration
-	// (dualwrite.Config.ExcludePrefixes), kv.ReservedPrefix besides.
-	ExcludePrefixes []string
 
 	// ReadTimeout and WriteTimeout are the front's (kvapi.ServeConfig): a
 	// request's context ends a tenth of WriteTimeout before it, at most 5 s.
@@ -186,22 +176,22 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	fs.IntVar(&c.MaxConnections, "max-connections", kvapi.DefaultMaxConnections, "")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", kvapi.DefaultReadTimeout, "")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", kvapi.DefaultWriteTimeout, "")
-	fs.IntVar(&c.Lanes, "lanes", dualwrite.DefaultLanes, "")
-	fs.IntVar(&c.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
-	fs.DurationVar(&c.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
-	fs.Float64Var(&c.CompareRate, "compare-rate", DefaultCompareRate, "")
-	fs.DurationVar(&c.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
-	fs.DurationVar(&c.FenceInterval, "fence-interval", dualwrite.DefaultFenceInterval, "")
+	fs.IntVar(&c.Store.Lanes, "lanes", dualwrite.DefaultLanes, "")
+	fs.IntVar(&c.Store.LaneDepth, "lane-depth", dualwrite.DefaultLaneDepth, "")
+	fs.DurationVar(&c.Store.ShadowTimeout, "shadow-timeout", dualwrite.DefaultShadowTimeout, "")
+	fs.Float64Var(&c.Store.CompareRate, "compare-rate", DefaultCompareRate, "")
+	fs.DurationVar(&c.Store.ConsistencyWindow, "consistency-window", dualwrite.DefaultConsistencyWindow, "")
+	fs.DurationVar(&c.Store.FenceInterval, "fence-interval", dualwrite.DefaultFenceInterval, "")
 	fs.DurationVar(&c.TeeLease, "tee-lease", DefaultTeeLease, "")
 	fs.DurationVar(&c.TeeInvocation, "tee-invocation", DefaultTeeInvocation, "")
-	fs.DurationVar(&c.IngestMaxAge, "ingest-max-age", dualwrite.DefaultIngestMaxAge, "")
-	fs.DurationVar(&c.IngestMaxLead, "ingest-max-lead", dualwrite.DefaultIngestMaxLead, "")
-	fs.DurationVar(&c.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
+	fs.DurationVar(&c.Store.IngestMaxAge, "ingest-max-age", dualwrite.DefaultIngestMaxAge, "")
+	fs.DurationVar(&c.Store.IngestMaxLead, "ingest-max-lead", dualwrite.DefaultIngestMaxLead, "")
+	fs.DurationVar(&c.Store.RepairInterval, "repair-interval", dualwrite.DefaultRepairInterval, "")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", mongokv.DefaultSweepInterval, "")
-	fs.IntVar(&c.MaxSettle, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
-	fs.IntVar(&c.BreakerFailures, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
-	fs.DurationVar(&c.BreakerOpen, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
-	fs.Var((*kvenv.List)(&c.ExcludePrefixes), "exclude-prefix", "")
+	fs.IntVar(&c.Store.MaxDirty, "max-settle-keys", dualwrite.DefaultMaxDirty, "")
+	fs.IntVar(&c.Store.Breaker.FailuresToOpen, "breaker-failures", dualwrite.DefaultFailuresToOpen, "")
+	fs.DurationVar(&c.Store.Breaker.OpenTimeout, "breaker-open-timeout", dualwrite.DefaultOpenTimeout, "")
+	fs.Var((*kvenv.List)(&c.Store.ExcludePrefixes), "exclude-prefix", "")
 	fs.IntVar(&c.ShadowRate, "shadow-rate", 0, "")
 	fs.BoolVar(&c.Demo, "demo", false, "")
 	fs.BoolVar(&c.Help, "help", false, "")
@@ -225,13 +215,13 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if _, err := membudget.New(membudget.Config{Limit: c.MemoryBudget}); err != nil {
 		return nil, usage("--memory-budget: %v", err)
 	}
-	if c.Stage, err = parseStage(stage, c.Demo); err != nil {
+	if c.Store.Stage, err = parseStage(stage, c.Demo); err != nil {
 		return nil, err
 	}
 	if err := c.checkNumbers(); err != nil {
 		return nil, err
 	}
-	if _, err := kv.NewExclusions(c.ExcludePrefixes); err != nil {
+	if _, err := kv.NewExclusions(c.Store.ExcludePrefixes); err != nil {
 		return nil, usage("--exclude-prefix: %v", err)
 	}
 	if c.PublicURL != "" {
@@ -361,32 +351,32 @@ func parseStage(name string, demo bool) (dualwrite.Stage, error) {
 
 func (c *Config) checkNumbers() error {
 	switch {
-	case c.Lanes < 1 || c.LaneDepth < 1 || c.MaxConcurrent < 1 || c.BreakerFailures < 1 || c.MaxConnections < 1:
+	case c.Store.Lanes < 1 || c.Store.LaneDepth < 1 || c.MaxConcurrent < 1 || c.Store.Breaker.FailuresToOpen < 1 || c.MaxConnections < 1:
 		return usage("--lanes, --lane-depth, --max-concurrent, --max-connections and --breaker-failures take positive numbers")
 	case c.MaxPerClient < 0 || c.MaxPerClient > c.MaxConcurrent:
 		return usage("--max-per-client %d: want 1..--max-concurrent (%d), or 0 for three quarters of it", c.MaxPerClient, c.MaxConcurrent)
 	case c.MinBodyRate < 1:
 		return usage("--min-body-rate takes a positive number of bytes a second")
-	case c.BreakerOpen <= 0:
+	case c.Store.Breaker.OpenTimeout <= 0:
 		return usage("--breaker-open-timeout takes a positive duration")
-	case !(c.CompareRate >= 0 && c.CompareRate <= 1):
-		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.CompareRate)
+	case !(c.Store.CompareRate >= 0 && c.Store.CompareRate <= 1):
+		return usage("--compare-rate %g: want a fraction 0..1, such as 0.05 for 5%%", c.Store.CompareRate)
 	case c.ShadowRate < 0:
 		return usage("--shadow-rate %d: want requests a second to MongoDB, such as 80 for an Atlas M0, or 0 for no cap", c.ShadowRate)
-	case c.MaxSettle < 1:
-		return usage("--max-settle-keys %d: the settle set holds at least one key", c.MaxSettle)
-	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.ShadowTimeout <= 0 || c.RepairInterval <= 0 || c.SweepInterval <= 0:
+	case c.Store.MaxDirty < 1:
+		return usage("--max-settle-keys %d: the settle set holds at least one key", c.Store.MaxDirty)
+	case c.Poll <= 0 || c.Beat <= 0 || c.Probe <= 0 || c.Store.ShadowTimeout <= 0 || c.Store.RepairInterval <= 0 || c.SweepInterval <= 0:
 		return usage("--poll-interval, --heartbeat-interval, --probe-interval, --shadow-timeout, --repair-interval and --sweep-interval take positive durations")
 	case c.ReadTimeout <= 0 || c.WriteTimeout <= 0:
 		return usage("--read-timeout and --write-timeout take positive durations")
-	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.ConsistencyWindow < 0 || c.FenceInterval < 0:
+	case c.Drain < 0 || c.Grace < 0 || c.ShutdownDelay < 0 || c.Store.ConsistencyWindow < 0 || c.Store.FenceInterval < 0:
 		return usage("--drain-timeout, --shutdown-grace, --shutdown-delay, --consistency-window and --fence-interval must not be negative")
 	case c.TeeLease <= 0 || c.TeeInvocation <= 0:
 		return usage("--tee-lease and --tee-invocation take positive durations")
-	case c.FenceInterval > 0 && c.FenceInterval < c.TeeLease+c.TeeInvocation:
+	case c.Store.FenceInterval > 0 && c.Store.FenceInterval < c.TeeLease+c.TeeInvocation:
 		return usage("--fence-interval %s is shorter than --tee-lease %s + --tee-invocation %s: an isolate could still write its binding after the flip; raise --fence-interval or lower --tee-lease",
-			c.FenceInterval, c.TeeLease, c.TeeInvocation)
-	case c.IngestMaxAge <= 0 || c.IngestMaxLead <= 0:
+			c.Store.FenceInterval, c.TeeLease, c.TeeInvocation)
+	case c.Store.IngestMaxAge <= 0 || c.Store.IngestMaxLead <= 0:
 		return usage("--ingest-max-age and --ingest-max-lead must be positive")
 	}
 	return nil
@@ -451,10 +441,10 @@ func (c *Config) demoDefaults(set map[string]bool, namespaces []string) error {
 	}
 	c.secrets.cfToken = randomToken("demo-primary-")
 	if !set["consistency-window"] {
-		c.ConsistencyWindow = time.Second // the emulator reads its own writes at once
+		c.Store.ConsistencyWindow = time.Second // the emulator reads its own writes at once
 	}
 	if !set["compare-rate"] {
-		c.CompareRate = 1
+		c.Store.CompareRate = 1
 	}
 	c.Instance = cmp.Or(c.Instance, "demo")
 	return nil

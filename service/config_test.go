@@ -39,12 +39,12 @@ func TestParseFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Account != "acc" || len(c.Namespaces) != 1 || c.Namespaces[0] != (Namespace{ID: "ns1", Database: "miti99bot"}) || c.Stage != dualwrite.Off ||
+	if c.Account != "acc" || len(c.Namespaces) != 1 || c.Namespaces[0] != (Namespace{ID: "ns1", Database: "miti99bot"}) || c.Store.Stage != dualwrite.Off ||
 		c.secrets.token != "client-SECRET" || c.secrets.admin != "admin-SECRET" || c.Listen != DefaultListen {
 		t.Fatalf("config %+v", c)
 	}
 	c, err = Parse([]string{"--namespace", "a=db_a,b=db_b", "--stage", "dual-write", "--mongo-db", "x"}, env(full))
-	if err != nil || len(c.Namespaces) != 2 || c.Namespaces[1] != (Namespace{ID: "b", Database: "db_b"}) || c.Stage != dualwrite.DualWrite {
+	if err != nil || len(c.Namespaces) != 2 || c.Namespaces[1] != (Namespace{ID: "b", Database: "db_b"}) || c.Store.Stage != dualwrite.DualWrite {
 		t.Fatalf("namespaces %+v, %v", c, err)
 	}
 	// Secrets from files.
@@ -116,7 +116,7 @@ func TestDemoNeedsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Demo || c.Account != DemoAccount || c.Namespaces[0].ID != DemoNamespace || c.Stage != dualwrite.Shadow ||
+	if !c.Demo || c.Account != DemoAccount || c.Namespaces[0].ID != DemoNamespace || c.Store.Stage != dualwrite.Shadow ||
 		!strings.HasPrefix(c.secrets.token, "demo-client-") || c.secrets.token == c.secrets.admin {
 		t.Fatalf("demo config %+v", c)
 	}

@@ -85,13 +85,9 @@ func Run(ctx context.Context, c *Config, stdout, stderr io.Writer, opts ...Optio
 	if err != nil {
 		return err
 	}
-	dcfg := dualwrite.Config{Memory: mem,
-		Stage: c.Stage, Lanes: c.Lanes, LaneDepth: c.LaneDepth, ShadowTimeout: c.ShadowTimeout, MaxDirty: c.MaxSettle,
-		CompareRate: c.CompareRate, ConsistencyWindow: windowOf(c.ConsistencyWindow), RepairInterval: c.RepairInterval,
-		FenceInterval: windowOf(c.FenceInterval), IngestMaxAge: c.IngestMaxAge, IngestMaxLead: c.IngestMaxLead,
-		Redactor: redactor, Breaker: dualwrite.BreakerConfig{FailuresToOpen: c.BreakerFailures, OpenTimeout: c.BreakerOpen},
-		ExcludePrefixes: c.ExcludePrefixes,
-	}
+	dcfg := c.Store
+	dcfg.Memory, dcfg.Redactor = mem, redactor
+	dcfg.ConsistencyWindow, dcfg.FenceInterval = windowOf(dcfg.ConsistencyWindow), windowOf(dcfg.FenceInterval)
 	if c.ShadowRate > 0 {
 		dcfg.ShadowBudget = budget.New(budget.Budget{Requests: c.ShadowRate, Per: time.Second}, o.clock)
 	}
