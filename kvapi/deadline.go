@@ -26,19 +26,30 @@ func answerWithin(write time.Duration) time.Duration {
 }
 
 // withDeadline gives each request's context the deadline by which it must
-// be answered, d after its handler starts (net/http set the connection's
-// write deadline, a margin later, just before). A context that ends no
-// later already is kept.
-func withDeadline(h http.Handler, d time.Duration) http.Handler {
+// be answered: a margin before the write deadline net/http set on its
+// connection (write after the request's header was read) when the
+// connection is the front's own, so that the time between that read and
+// the handler does not eat into the margin; else answerWithin(write) after
+// the handler starts. A context that ends no later already is kept.
+func withDeadline(h http.Handler, write time.Duration) http.Handler {
+	d := answerWithin(write)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now().Add(d)
 		parent := r.Context()
+		ec, _ := parent.Value(connKey{}).(*envelopeConn)
+		if r.ProtoMajor != 1 {
+			ec = nil // one request at a time only on HTTP/1.x
+		}
+		var at time.Time
+		if due := ec.writeDeadline(); !due.IsZero() {
+			at = due.Add(d - write)
+		} else {
+			at = time.Now().Add(d)
+		}
 		if cur, ok := parent.Deadline(); ok && !cur.After(at) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		ec, _ := parent.Value(connKey{}).(*envelopeConn)
-		if ec == nil || r.ProtoMajor != 1 {
+		if ec == nil {
 			ctx, cancel := context.WithDeadline(parent, at)
 			defer cancel()
 			h.ServeHTTP(w, r.WithContext(ctx))
@@ -61,6 +72,29 @@ func (c *envelopeConn) detached(parent context.Context) context.Context {
 		c.base = context.WithoutCancel(parent)
 	}
 	return c.base
+}
+
+// SetWriteDeadline records t, the deadline by which a request read last
+// must be answered (net/http sets it after each request's header).
+func (c *envelopeConn) SetWriteDeadline(t time.Time) error {
+	var due int64
+	if !t.IsZero() {
+		due = t.UnixNano()
+	}
+	c.writeDue.Store(due)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// writeDeadline is the connection's write deadline, zero when none is set
+// or c is not the front's (nil).
+func (c *envelopeConn) writeDeadline() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	if due := c.writeDue.Load(); due != 0 {
+		return time.Unix(0, due)
+	}
+	return time.Time{}
 }
 
 // serve makes cancel what a failed read of the connection calls.

@@ -2,6 +2,7 @@ package kvapi
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +13,9 @@ import (
 // TestDeadlineAllocations holds what giving a request its deadline costs,
 // on a connection the front accepted: the timer context with its timer,
 // their two functions, and the request's copy that carries it (the context
-// detached from net/http's cancellation is made once a connection) (8 when derived from net/http's own
-// context, which then makes its channel and children map).
+// detached from net/http's cancellation is made once a connection; 8 when
+// derived from net/http's own context, which then makes its channel and
+// children map).
 func TestDeadlineAllocations(t *testing.T) {
 	var seen context.Context
 	plain := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = r.Context() })
@@ -79,3 +81,38 @@ type deadlineWriter struct{ http.ResponseWriter }
 func (deadlineWriter) SetReadDeadline(time.Time) error { return nil }
 
 func (rewindable) Close() error { return nil }
+
+// TestAHandlerReachedLateIsStillAnswered: a request's handler that starts
+// well after net/http set the connection's write deadline (here 1 s, more
+// than the 500 ms margin of a 5 s write deadline) gets a context that ends
+// the margin before that deadline, not a margin after it, so its answer is
+// still written; counted from the handler's start, the answer came after
+// the write deadline and the client saw the connection torn.
+func TestAHandlerReachedLateIsStillAnswered(t *testing.T) {
+	const write, late = 5 * time.Second, time.Second
+	answer := withDeadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // a store that takes until the deadline
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}), write)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(late) // what comes between the header's read and the handler
+			answer.ServeHTTP(w, r)
+		}),
+		WriteTimeout: write, ConnContext: connContext, ConnState: connState,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(envelopeListener{ln}) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	resp, err := (&http.Client{Timeout: 3 * write}).Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("answered %d, want the handler's 503", resp.StatusCode)
+	}
+}

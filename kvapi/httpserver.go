@@ -115,7 +115,7 @@ func NewHTTPServer(api *Server, cfg ServeConfig) (*HTTPServer, error) {
 		h = cfg.Wrap(h)
 	}
 	write := or(cfg.WriteTimeout, DefaultWriteTimeout)
-	h = withDeadline(h, answerWithin(write))
+	h = withDeadline(h, write)
 	maxConc := or(cfg.MaxConcurrent, DefaultMaxConcurrent)
 	adm := &admission{max: maxConc, perClient: or(cfg.MaxPerClient, max(1, maxConc*3/4)), key: cfg.ClientKey,
 		rate: or(cfg.MinBodyRate, DefaultMinBodyRate), grace: or(cfg.BodyGrace, DefaultBodyGrace),

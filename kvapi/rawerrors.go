@@ -38,7 +38,8 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 
 type envelopeConn struct {
 	net.Conn
-	serving atomic.Bool
+	serving  atomic.Bool
+	writeDue atomic.Int64 // the write deadline, Unix ns, 0 for none (deadline.go)
 
 	mu     sync.Mutex
 	broken bool               // a read failed: the connection is done
