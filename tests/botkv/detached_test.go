@@ -19,9 +19,9 @@ import (
 	"github.com/kvshadow/kvshadow/botkv"
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/refused"
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
-	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // openBound is how long Open may wait for MongoDB before it starts
@@ -30,7 +30,7 @@ const openBound = 20 * time.Second
 
 // down is a loopback address where nothing listens, for a MongoDB that is
 // down and may start later there (startAndJoin): held until then
-// (proxytest.Refusing), so that connections are refused and no other
+// (refused.Addr), so that connections are refused and no other
 // process binds it meanwhile, as one could a port picked and closed (the
 // store would then join whatever served there, another test's server).
 type down struct {
@@ -39,7 +39,7 @@ type down struct {
 }
 
 func downAddr(t *testing.T) down {
-	addr, release, err := proxytest.Refusing()
+	addr, release, err := refused.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package help_test
 import (
 	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
+	testcommand "github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 )
 
@@ -224,24 +224,20 @@ func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 		if c.bg || c.args[0] == "kvshadow-proxy" {
 			// A server: started, then awaited until it says where it
 			// listens.
-			pr, pw, err := os.Pipe()
+			found, err := testcommand.Announced(cmd, &out, listening)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd.Stdout = pw
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pw.Close()
 			servers = append(servers, cmd)
-			at := awaitListening(pr)
-			if at == "" {
+			var at string
+			select {
+			case at = <-found:
+			case <-time.After(2 * time.Minute):
 				t.Fatalf("%s: never said where it listens\n%s", c.line, out.String())
 			}
 			if c.args[0] == "kv-emulator" {
 				emulator = at
 			}
-			go func() { _, _ = io.Copy(&out, pr) }()
 			if c.args[0] == "kvshadow-proxy" {
 				// It serves until a signal; it must stop cleanly on one.
 				_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -263,28 +259,6 @@ func runBlock(t *testing.T, bin string, block []command, mongoURI string) {
 		if code != 0 && code != 1 {
 			t.Errorf("%s: exit %d\n%s", c.line, code, out.String())
 		}
-	}
-}
-
-// awaitListening reads a server's output until a line that names an
-// http:// address, and returns it ("" if none comes).
-func awaitListening(r *os.File) string {
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				return
-			}
-		}
-		found <- ""
-	}()
-	select {
-	case at := <-found:
-		return at
-	case <-time.After(2 * time.Minute):
-		return ""
 	}
 }
 

@@ -1,7 +1,6 @@
 package prometheus_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
 	"github.com/kvshadow/kvshadow/service/admin"
+	"github.com/kvshadow/kvshadow/tests/command"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
 	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
@@ -204,25 +204,10 @@ scrape_configs:
 	cmd := exec.Command("prometheus", "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address=127.0.0.1:0", "--log.level=info")
 	cmd.Dir = dir
-	pr, pw, err := os.Pipe()
+	at, err := command.Announced(cmd, &logs, listeningOn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = &logs, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	at := make(chan string, 1)
-	go func() {
-		for lines, said := bufio.NewScanner(pr), false; lines.Scan(); {
-			fmt.Fprintln(&logs, lines.Text())
-			if m := listeningOn.FindStringSubmatch(lines.Text()); m != nil && !said {
-				said = true
-				at <- "http://" + m[1]
-			}
-		}
-	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -243,7 +228,8 @@ scrape_configs:
 		case err := <-exited:
 			exited <- err // for the cleanup
 			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
-		case p.url = <-at:
+		case addr := <-at:
+			p.url = "http://" + addr
 		default:
 		}
 		if p.url == "" {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kvshadow/kvshadow/control"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/refused"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/tests/mongotest"
-	"github.com/kvshadow/kvshadow/tests/proxytest"
 )
 
 // readyz is GET /readyz with the admin token.
@@ -241,18 +241,18 @@ func TestWrongSettingsAtStart(t *testing.T) {
 	host := strings.TrimPrefix(strings.TrimSuffix(em.url, "/client/v4/"), "http://")
 	// Credentials the server refuses (FerretDB refuses SCRAM-SHA-1 as
 	// AuthenticationFailed, as MongoDB refuses a wrong password).
-	refused, err := url.Parse(srv.URI())
+	badCreds, err := url.Parse(srv.URI())
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused.User, refused.RawQuery = url.UserPassword("kvshadow", "pw-SECRET-1"), "authSource=admin&authMechanism=SCRAM-SHA-1"
+	badCreds.User, badCreds.RawQuery = url.UserPassword("kvshadow", "pw-SECRET-1"), "authSource=admin&authMechanism=SCRAM-SHA-1"
 	for _, c := range []struct {
 		name, key, value, line string
 	}{
 		{"a mongo:// URI", "MONGODB_URI", "mongo://127.0.0.1:27017",
 			"kvshadow-proxy: usage: MONGODB_URI (or --mongo-uri-file) is not a MongoDB connection string: it must start with mongodb:// or mongodb+srv://"},
-		{"MongoDB refusing the credentials", "MONGODB_URI", refused.String(),
-			"kvshadow-proxy: MongoDB at " + refused.Host + ": authentication failed (check the user and password in MONGODB_URI)"},
+		{"MongoDB refusing the credentials", "MONGODB_URI", badCreds.String(),
+			"kvshadow-proxy: MongoDB at " + badCreds.Host + ": authentication failed (check the user and password in MONGODB_URI)"},
 		{"a token the primary refuses", "CLOUDFLARE_API_TOKEN", "wrong-token",
 			"kvshadow-proxy: Workers KV (account " + account + ", namespace " + namespace + " at " + host + "): refused, HTTP 403, code 10000: Authentication error (check CLOUDFLARE_API_TOKEN: it needs Workers KV Storage read, and edit to write or repair)"},
 		{"a namespace that does not exist", "CLOUDFLARE_KV_NAMESPACE_ID", "00000000000000000000000000000000",
@@ -272,7 +272,7 @@ func TestWrongSettingsAtStart(t *testing.T) {
 	}
 
 	t.Run("the primary unreachable", func(t *testing.T) {
-		closed, release, err := proxytest.Refusing() // held: nothing else serves there meanwhile
+		closed, release, err := refused.Addr() // held: nothing else serves there meanwhile
 		if err != nil {
 			t.Fatal(err)
 		}

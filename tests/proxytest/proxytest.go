@@ -7,11 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
@@ -119,27 +116,4 @@ func Token() string {
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
 	return hex.EncodeToString(raw)
-}
-
-// Refusing binds a loopback TCP port without listening on it and holds it
-// until release: a connection there is refused, as at a server that is
-// down, and no other process can bind the port meanwhile, as one could a
-// port picked and closed (a test's down MongoDB would then be whatever
-// another test serves there). release, idempotent, frees the port for a
-// server the caller starts there itself.
-func Refusing() (addr string, release func() error, err error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		return "", nil, err
-	}
-	syscall.CloseOnExec(fd)
-	release = sync.OnceValue(func() error { return syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return "", nil, errors.Join(err, release())
-	}
-	sa, err := syscall.Getsockname(fd)
-	if in, ok := sa.(*syscall.SockaddrInet4); ok && err == nil {
-		return fmt.Sprintf("127.0.0.1:%d", in.Port), release, nil
-	}
-	return "", nil, errors.Join(fmt.Errorf("proxytest: the bound port unknown: %v", err), release())
 }

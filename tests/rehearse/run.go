@@ -17,6 +17,7 @@ import (
 	"github.com/kvshadow/kvshadow/backends/cfkv"
 	"github.com/kvshadow/kvshadow/clock"
 	"github.com/kvshadow/kvshadow/dualwrite"
+	"github.com/kvshadow/kvshadow/internal/refused"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
 	"github.com/kvshadow/kvshadow/service"
@@ -196,7 +197,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	var release func() error
-	if r.down, release, err = proxytest.Refusing(); err != nil {
+	if r.down, release, err = refused.Addr(); err != nil {
 		return err
 	}
 	defer release()

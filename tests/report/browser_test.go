@@ -1,7 +1,6 @@
 package report_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvshadow/kvshadow/internal/syncbuf"
+	"github.com/kvshadow/kvshadow/tests/command"
 )
 
 // EnvRequireBrowser makes the browser tests fail, instead of skip, when
@@ -249,33 +249,19 @@ func startChromeDriver(t *testing.T) *webDriver {
 	// and closed could be taken before it binds, and the test would drive
 	// whatever serves there.
 	var logs syncbuf.Buffer
-	pr, pw, err := os.Pipe()
+	cmd := exec.Command(driver, "--port=0", "--allowed-ips=127.0.0.1")
+	at, err := command.Announced(cmd, &logs, regexp.MustCompile(`started successfully on port ([0-9]+)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(driver, "--port=0", "--allowed-ips=127.0.0.1")
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	at, started := make(chan string, 1), regexp.MustCompile(`started successfully on port ([0-9]+)`)
-	go func() {
-		for lines, said := bufio.NewScanner(pr), false; lines.Scan(); {
-			fmt.Fprintln(&logs, lines.Text())
-			if m := started.FindStringSubmatch(lines.Text()); m != nil && !said {
-				said = true
-				at <- "http://127.0.0.1:" + m[1]
-			}
-		}
-	}()
 	wd := &webDriver{}
 	select {
-	case wd.base = <-at:
+	case port := <-at:
+		wd.base = "http://127.0.0.1:" + port
 	case <-time.After(30 * time.Second):
 		t.Fatalf("chromedriver did not say where it serves:\n%s", logs.String())
 	}

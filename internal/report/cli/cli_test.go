@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kvshadow/kvshadow/backends/memory"
+	"github.com/kvshadow/kvshadow/internal/refused"
 	"github.com/kvshadow/kvshadow/internal/report"
 	"github.com/kvshadow/kvshadow/internal/report/cli"
 	"github.com/kvshadow/kvshadow/kv"
@@ -312,12 +312,11 @@ func TestBothStoresCheckedAtOnce(t *testing.T) {
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	closed, release, err := refused.Addr() // held: nothing else serves there meanwhile
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := ln.Addr().String() // nothing listens there once closed
-	ln.Close()
+	defer release()
 	vars := map[string]string{
 		"CLOUDFLARE_ACCOUNT_ID": "wrong-account", "CLOUDFLARE_KV_NAMESPACE_ID": "ns",
 		"CLOUDFLARE_API_TOKEN": "SECRET-TOKEN", "CLOUDFLARE_BASE_URL": srv.URL + "/client/v4/",

@@ -1,4 +1,4 @@
-package proxytest
+package refused
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// A Refusing address refuses connections, as a server that is down does,
+// A refused Addr refuses connections, as a server that is down does,
 // and no one else can bind it (a test binds it as another process would)
 // until it is released; then a server can start there.
-func TestRefusingHoldsTheAddressOfAServerThatIsDown(t *testing.T) {
-	addr, release, err := Refusing()
+func TestAddrHoldsTheAddressOfAServerThatIsDown(t *testing.T) {
+	addr, release, err := Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
