@@ -232,7 +232,7 @@ func writeBulk[T any](ctx context.Context, s *Store, op string, items []T, call 
 	return s.retry(ctx, func(ctx context.Context) outcome {
 		var unsuccessful []string
 		body, merr := json.Marshal(pending)
-		out := s.send(ctx, op, true, func(ctx context.Context, opts ...option.RequestOption) (err error) {
+		out := s.send(ctx, op, func(ctx context.Context, opts ...option.RequestOption) (err error) {
 			if merr != nil {
 				return merr
 			}

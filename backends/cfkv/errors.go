@@ -247,7 +247,19 @@ func (s *Store) retryAfter(h http.Header) time.Duration {
 const maxEnvelope = 1 << 30
 
 // readBody reads at most limit bytes of a response body, and closes it.
+// A body of a declared length up to preallocated (net/http ends it there,
+// with io.EOF on its last bytes, which frees the connection) is read into
+// one slice of that length, not grown from io.ReadAll's 512 bytes.
 func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
+	if n := resp.ContentLength; n >= 0 && n <= min(limit, preallocated) {
+		body := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, body)
+		return body, err
+	}
 	return io.ReadAll(io.LimitReader(resp.Body, limit))
 }
+
+// preallocated is the most readBody allocates on a declared length alone,
+// before the bytes came.
+const preallocated = 1 << 20

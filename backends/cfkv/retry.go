@@ -45,22 +45,18 @@ func (s *Store) retry(ctx context.Context, try func(ctx context.Context) outcome
 	}
 }
 
-// send makes one try of call in the try's context and classifies how it
-// ended. An envelope call has its answer's success checked on the way
-// (checkEnvelope) before the SDK decodes it.
-func (s *Store) send(ctx context.Context, op string, envelope bool, call sdkCall) outcome {
+// send makes one try of call, whose answer the SDK decodes, in the try's
+// context and classifies how it ended; the answer's success is checked on
+// the way (checkEnvelope) before the SDK decodes it.
+func (s *Store) send(ctx context.Context, op string, call sdkCall) outcome {
 	var resp *http.Response
-	opts := []option.RequestOption{option.WithResponseInto(&resp)}
-	if envelope {
-		opts = append(opts, option.WithMiddleware(checkEnvelope))
-	}
-	err := call(ctx, opts...)
+	err := call(ctx, option.WithResponseInto(&resp), option.WithMiddleware(checkEnvelope))
 	return s.outcomeOf(ctx, op, resp, err)
 }
 
-// call is retry of send, for a call whose answer the SDK decodes.
+// call is retry of send.
 func (s *Store) call(ctx context.Context, op string, call sdkCall) error {
-	return s.retry(ctx, func(ctx context.Context) outcome { return s.send(ctx, op, true, call) })
+	return s.retry(ctx, func(ctx context.Context) outcome { return s.send(ctx, op, call) })
 }
 
 // callRaw is retry of a call whose answer the SDK hands over unread: it is

@@ -178,14 +178,13 @@ func (s *Store) getValue(ctx context.Context, key string) (kv.Entry, error) {
 	params.AccountID.Value = s.cfg.AccountID
 	var entry kv.Entry
 	err := s.retry(ctx, func(ctx context.Context) outcome {
-		return s.send(ctx, "get", false, func(ctx context.Context, opts ...option.RequestOption) error {
-			resp, err := s.api.Values.Get(ctx, s.cfg.NamespaceID, pathKey(key), params, opts...)
-			if err != nil {
-				return err
-			}
+		// Values.Get returns its answer with its error too (a refusal the
+		// SDK could not type): no option.WithResponseInto to build a try.
+		resp, err := s.api.Values.Get(ctx, s.cfg.NamespaceID, pathKey(key), params)
+		if err == nil {
 			entry, err = s.readValue(key, resp)
-			return err
-		})
+		}
+		return s.outcomeOf(ctx, "get", resp, err)
 	})
 	if err != nil {
 		return kv.Entry{}, err
