@@ -75,13 +75,12 @@ func (c *envelopeConn) detached(parent context.Context) context.Context {
 }
 
 // SetWriteDeadline records t, the deadline by which a request read last
-// must be answered (net/http sets it after each request's header).
+// must be answered (net/http sets it after each request's header), with
+// its monotonic reading, as the connection's own deadline counts.
 func (c *envelopeConn) SetWriteDeadline(t time.Time) error {
-	var due int64
-	if !t.IsZero() {
-		due = t.UnixNano()
-	}
-	c.writeDue.Store(due)
+	c.mu.Lock()
+	c.writeDue = t
+	c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(t)
 }
 
@@ -91,10 +90,9 @@ func (c *envelopeConn) writeDeadline() time.Time {
 	if c == nil {
 		return time.Time{}
 	}
-	if due := c.writeDue.Load(); due != 0 {
-		return time.Unix(0, due)
-	}
-	return time.Time{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeDue
 }
 
 // serve makes cancel what a failed read of the connection calls.

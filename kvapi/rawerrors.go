@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // net/http answers some requests itself, before any handler runs, in plain
@@ -38,13 +39,13 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 
 type envelopeConn struct {
 	net.Conn
-	serving  atomic.Bool
-	writeDue atomic.Int64 // the write deadline, Unix ns, 0 for none (deadline.go)
+	serving atomic.Bool
 
-	mu     sync.Mutex
-	broken bool               // a read failed: the connection is done
-	cancel context.CancelFunc // ends the context of the request served (deadline.go)
-	base   context.Context    // the requests' parent, the connection's values (deadline.go)
+	mu       sync.Mutex
+	broken   bool               // a read failed: the connection is done
+	cancel   context.CancelFunc // ends the context of the request served (deadline.go)
+	base     context.Context    // the requests' parent, the connection's values (deadline.go)
+	writeDue time.Time          // the write deadline net/http set last (deadline.go)
 }
 
 type connKey struct{}
